@@ -1,0 +1,58 @@
+"""eqsat_ad: differentiate tensor programs, then make the derivatives cheap by equality saturation.
+
+The public API (shared/DESIGN.md section 5). Names are imported on first use so that importing
+the package stays fast and each stage can be used on its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .ir import (
+    EqsatError,
+    Program,
+    ProgramError,
+    ShapeError,
+    register_function,
+)
+
+# public name -> module that defines it
+_LAZY: dict[str, str] = {
+    # frontend
+    "parse": "eqsat_ad.frontend.index_lang",
+    "tensor_fn": "eqsat_ad.frontend.index_lang",
+    "translate": "eqsat_ad.frontend.numpy_subset",
+    # reference interpreter
+    "evaluate": "eqsat_ad.ir.interpreter",
+    # automatic differentiation
+    "jvp": "eqsat_ad.api",
+    "vjp": "eqsat_ad.api",
+    "custom_adjoint": "eqsat_ad.ad.custom",
+    "stop_gradient": "eqsat_ad.ad.custom",
+    # optimizer
+    "optimize": "eqsat_ad.egraph.optimize",
+    "Optimized": "eqsat_ad.egraph.optimize",
+    "Limits": "eqsat_ad.egraph.optimize",
+    "check_rules": "eqsat_ad.egraph.check",
+    "CostReport": "eqsat_ad.cost.report",
+    # compiled functions
+    "grad": "eqsat_ad.api",
+    "compile": "eqsat_ad.api",
+    "hessian": "eqsat_ad.api",
+}
+
+__all__ = ["EqsatError", "Program", "ProgramError", "ShapeError", "register_function", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'eqsat_ad' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,386 @@
+"""Predicates and scalar expressions of Tensor SSA.
+
+Every expression denotes a scalar that may depend on free index variables; tensors appear only
+through :class:`Access`. Values are immutable and compared structurally. Multiplication is
+*strongly zero*: ``0 * e`` is 0 even where ``e`` is not finite, which is what makes an Iverson
+bracket ``[p] * e`` a guard (``e`` is never looked at where ``p`` is false).
+
+Nodes carry an optional source location (``loc``) that does not take part in equality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import ClassVar
+
+from .index import Affine, IndexVar
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """A source position: 1-based line, 0-based column (as Python's ``ast``)."""
+
+    line: int
+    col: int
+    filename: str = "<source>"
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.col}"
+
+
+def _loc() -> Loc | None:
+    return field(default=None, compare=False, repr=False)  # type: ignore[return-value]
+
+
+# ================================================================================================
+# Predicates (the contents of Iverson brackets)
+# ================================================================================================
+
+CMP_OPS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp:
+    """``lhs op rhs`` for affine index expressions."""
+
+    op: str
+    lhs: Affine
+    rhs: Affine
+    loc: Loc | None = _loc()
+
+    def __post_init__(self) -> None:
+        if self.op not in CMP_OPS:
+            raise ValueError(f"unknown comparison {self.op!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Rel:
+    """Membership ``R[a1, ..., ak]`` in a boolean relation (a 0/1 parameter)."""
+
+    name: str
+    indices: tuple[Affine, ...]
+    loc: Loc | None = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    """Conjunction of two or more predicates."""
+
+    preds: tuple[Pred, ...]
+    loc: Loc | None = _loc()
+
+
+Pred = Cmp | Rel | And
+
+
+# ================================================================================================
+# Expressions
+# ================================================================================================
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: float
+    loc: Loc | None = _loc()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", float(self.value))
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """``name[a1, ..., ak]``; a scalar variable is an access with no indices.
+
+    Out-of-range or fractional indices read 0.
+    """
+
+    name: str
+    indices: tuple[Affine, ...] = ()
+    loc: Loc | None = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """``lhs op rhs`` for op in ``+ - * /``."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+    loc: Loc | None = _loc()
+
+    OPS: ClassVar[tuple[str, ...]] = ("+", "-", "*", "/")
+
+    def __post_init__(self) -> None:
+        if self.op not in Binary.OPS:
+            raise ValueError(f"unknown binary operator {self.op!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Neg:
+    arg: Expr
+    loc: Loc | None = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Pow:
+    """``base ** exponent`` with a constant exponent."""
+
+    base: Expr
+    exponent: float
+    loc: Loc | None = _loc()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "exponent", float(self.exponent))
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A scalar built-in (or registered) function applied elementwise."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    loc: Loc | None = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Sum:
+    """``Sum[i: N, j: M](body)``: sum of ``body`` over the bound indices (empty range: 0)."""
+
+    indices: tuple[IndexVar, ...]
+    body: Expr
+    loc: Loc | None = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Bracket:
+    """Iverson bracket ``[pred]``: 1.0 where the predicate holds, else 0.0."""
+
+    pred: Pred
+    loc: Loc | None = _loc()
+
+
+Expr = Const | Access | Binary | Neg | Pow | Call | Sum | Bracket
+
+
+# ================================================================================================
+# Helpers for building expressions (used by AD and the optimizer's decoder)
+# ================================================================================================
+
+
+def add(a: Expr, b: Expr) -> Expr:
+    return Binary("+", a, b)
+
+
+def sub(a: Expr, b: Expr) -> Expr:
+    return Binary("-", a, b)
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    return Binary("*", a, b)
+
+
+def div(a: Expr, b: Expr) -> Expr:
+    return Binary("/", a, b)
+
+
+def const(c: float) -> Const:
+    return Const(c)
+
+
+def eq(a: Affine, b: Affine) -> Cmp:
+    return Cmp("==", a, b)
+
+
+def conj(*preds: Pred) -> Pred:
+    """Conjunction, flattening nested ``And`` (a single predicate is returned as is)."""
+    flat: list[Pred] = []
+    for p in preds:
+        flat.extend(p.preds if isinstance(p, And) else (p,))
+    if len(flat) == 1:
+        return flat[0]
+    if not flat:
+        raise ValueError("empty conjunction")
+    return And(tuple(flat))
+
+
+# ================================================================================================
+# Traversals: children, free indices, substitution, renaming
+# ================================================================================================
+
+
+def pred_affines(p: Pred) -> tuple[Affine, ...]:
+    if isinstance(p, Cmp):
+        return (p.lhs, p.rhs)
+    if isinstance(p, Rel):
+        return p.indices
+    return tuple(a for q in p.preds for a in pred_affines(q))
+
+
+def pred_free_indices(p: Pred) -> frozenset[str]:
+    out: frozenset[str] = frozenset()
+    for a in pred_affines(p):
+        out |= a.free_indices()
+    return out
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    match e:
+        case Binary(_, lhs, rhs):
+            return (lhs, rhs)
+        case Neg(arg) | Pow(arg, _):
+            return (arg,)
+        case Call(_, args):
+            return args
+        case Sum(_, body):
+            return (body,)
+    return ()
+
+
+def free_indices(e: Expr) -> frozenset[str]:
+    """Index variables that occur in ``e`` without being bound by an enclosing ``Sum`` in ``e``."""
+    match e:
+        case Const():
+            return frozenset()
+        case Access(_, idx):
+            out: frozenset[str] = frozenset()
+            for a in idx:
+                out |= a.free_indices()
+            return out
+        case Bracket(p):
+            return pred_free_indices(p)
+        case Sum(ivs, body):
+            return free_indices(body) - {iv.name for iv in ivs}
+    out = frozenset()
+    for c in children(e):
+        out |= free_indices(c)
+    return out
+
+
+def bound_indices(e: Expr) -> frozenset[str]:
+    """All index names bound by some ``Sum`` inside ``e``."""
+    out: frozenset[str] = frozenset()
+    if isinstance(e, Sum):
+        out |= {iv.name for iv in e.indices}
+    for c in children(e):
+        out |= bound_indices(c)
+    return out
+
+
+def all_index_names(e: Expr) -> frozenset[str]:
+    return free_indices(e) | bound_indices(e)
+
+
+def fresh_name(base: str, avoid: frozenset[str] | set[str]) -> str:
+    """``base`` if unused, else ``base1``, ``base2``, ... (deterministic)."""
+    if base not in avoid:
+        return base
+    stem = base.rstrip("0123456789") or base
+    k = 1
+    while f"{stem}{k}" in avoid:
+        k += 1
+    return f"{stem}{k}"
+
+
+def substitute_pred(p: Pred, mapping: Mapping[str, Affine]) -> Pred:
+    match p:
+        case Cmp(op, lhs, rhs):
+            return Cmp(op, lhs.substitute(mapping), rhs.substitute(mapping), p.loc)
+        case Rel(name, idx):
+            return Rel(name, tuple(a.substitute(mapping) for a in idx), p.loc)
+        case And(preds):
+            return And(tuple(substitute_pred(q, mapping) for q in preds), p.loc)
+    raise TypeError(p)
+
+
+def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
+    """Capture-avoiding substitution of index variables by affine expressions.
+
+    A ``Sum`` whose binder would capture a free index of a replacement is renamed first.
+    """
+    mapping = {k: v for k, v in mapping.items() if not (v.as_var() == k)}
+    if not mapping:
+        return e
+    match e:
+        case Const():
+            return e
+        case Access(name, idx):
+            return Access(name, tuple(a.substitute(mapping) for a in idx), e.loc)
+        case Bracket(p):
+            return Bracket(substitute_pred(p, mapping), e.loc)
+        case Binary(op, lhs, rhs):
+            return Binary(op, substitute(lhs, mapping), substitute(rhs, mapping), e.loc)
+        case Neg(arg):
+            return Neg(substitute(arg, mapping), e.loc)
+        case Pow(base, k):
+            return Pow(substitute(base, mapping), k, e.loc)
+        case Call(fn, args):
+            return Call(fn, tuple(substitute(a, mapping) for a in args), e.loc)
+        case Sum(ivs, body):
+            bound = {iv.name for iv in ivs}
+            inner = {k: v for k, v in mapping.items() if k not in bound}
+            if not inner:
+                return e
+            captured: set[str] = set()
+            for v in inner.values():
+                captured |= v.free_indices()
+            avoid = set(all_index_names(body)) | captured | set(inner) | bound
+            new_ivs: list[IndexVar] = []
+            renames: dict[str, Affine] = {}
+            for iv in ivs:
+                if iv.name in captured:
+                    nn = fresh_name(iv.name, avoid)
+                    avoid.add(nn)
+                    renames[iv.name] = Affine.var(nn)
+                    new_ivs.append(IndexVar(nn, iv.extent))
+                else:
+                    new_ivs.append(iv)
+            if renames:
+                body = substitute(body, renames)
+            return Sum(tuple(new_ivs), substitute(body, inner), e.loc)
+    raise TypeError(e)
+
+
+def rename(e: Expr, mapping: Mapping[str, str]) -> Expr:
+    """Capture-avoiding renaming of free index variables."""
+    return substitute(e, {k: Affine.var(v) for k, v in mapping.items()})
+
+
+def accessed_names(e: Expr) -> frozenset[str]:
+    """Names of tensors, scalars and relations read by ``e``."""
+    out: set[str] = set()
+
+    def pred(p: Pred) -> None:
+        if isinstance(p, Rel):
+            out.add(p.name)
+        elif isinstance(p, And):
+            for q in p.preds:
+                pred(q)
+
+    def go(x: Expr) -> None:
+        if isinstance(x, Access):
+            out.add(x.name)
+        elif isinstance(x, Bracket):
+            pred(x.pred)
+        for c in children(x):
+            go(c)
+
+    go(e)
+    return frozenset(out)
+
+
+def map_children(e: Expr, f) -> Expr:  # f: Callable[[Expr], Expr]
+    """Rebuild ``e`` with ``f`` applied to each direct child expression."""
+    match e:
+        case Binary(op, lhs, rhs):
+            return Binary(op, f(lhs), f(rhs), e.loc)
+        case Neg(arg):
+            return Neg(f(arg), e.loc)
+        case Pow(base, k):
+            return Pow(f(base), k, e.loc)
+        case Call(fn, args):
+            return Call(fn, tuple(f(a) for a in args), e.loc)
+        case Sum(ivs, body):
+            return Sum(ivs, f(body), e.loc)
+    return e

@@ -1,0 +1,126 @@
+"""Print IR values in the index language (Python syntax; see shared/DESIGN.md section 4).
+
+``parse(print_program(p)) == p`` for every program: the printer adds exactly the parentheses
+Python's precedence needs, prints every bracket parenthesized, and never folds anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Pred,
+    Rel,
+    Sum,
+)
+from .index import Affine, dim_str
+from .program import Param, Program, Statement
+
+# Python precedence levels (higher binds tighter).
+_ADD, _MUL, _UNARY, _POW, _ATOM = 1, 2, 3, 4, 5
+_BIN_PREC = {"+": _ADD, "-": _ADD, "*": _MUL, "/": _MUL}
+
+
+def format_number(v: float) -> str:
+    if not math.isfinite(v):
+        raise ValueError(f"the index language has no literal for {v}")
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v)
+
+
+def print_affine(a: Affine) -> str:
+    return str(a)
+
+
+def print_pred(p: Pred) -> str:
+    """A predicate, without the surrounding parentheses of its bracket."""
+    match p:
+        case Cmp(op, lhs, rhs):
+            return f"{lhs} {op} {rhs}"
+        case Rel(name, idx):
+            return f"{name}[{', '.join(map(str, idx))}]" if idx else name
+        case And(preds):
+            return " and ".join(
+                f"({print_pred(q)})" if isinstance(q, And) else print_pred(q) for q in preds
+            )
+    raise TypeError(p)
+
+
+def _prec(e: Expr) -> int:
+    match e:
+        case Binary(op, _, _):
+            return _BIN_PREC[op]
+        case Neg():
+            return _UNARY
+        case Pow():
+            return _POW
+        case Const(v):
+            return _UNARY if v < 0 else _ATOM
+    return _ATOM
+
+
+def _wrap(e: Expr, need: int) -> str:
+    s = print_expr(e)
+    return f"({s})" if _prec(e) < need else s
+
+
+def print_expr(e: Expr) -> str:
+    match e:
+        case Const(v):
+            return format_number(v)
+        case Access(name, idx):
+            return f"{name}[{', '.join(map(str, idx))}]" if idx else name
+        case Bracket(Rel() as r):
+            return print_pred(r)
+        case Bracket(p):
+            return f"({print_pred(p)})"
+        case Binary(op, lhs, rhs):
+            p = _BIN_PREC[op]
+            # Left-associative: the right operand needs parentheses at equal precedence.
+            return f"{_wrap(lhs, p)} {op} {_wrap(rhs, p + 1)}"
+        case Neg(arg):
+            # -(2) keeps Neg(Const(2)) apart from Const(-2); -x ** 2 is -(x ** 2) in Python.
+            if isinstance(arg, Const):
+                return f"-({print_expr(arg)})"
+            return f"-{_wrap(arg, _UNARY)}"
+        case Pow(base, k):
+            # ** is right-associative and binds tighter than unary minus on its left.
+            return f"{_wrap(base, _ATOM)} ** {_wrap(Const(k), _ATOM)}"
+        case Call(fn, args):
+            return f"{fn}({', '.join(print_expr(a) for a in args)})"
+        case Sum(ivs, body):
+            return f"Sum[{', '.join(map(str, ivs))}]({print_expr(body)})"
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def print_param(p: Param) -> str:
+    dims = ", ".join(dim_str(d) for d in p.shape)
+    return f"{p.name}: rel[{dims}]" if p.kind == "relation" else f"{p.name}: [{dims}]"
+
+
+def print_statement(s: Statement) -> str:
+    lhs = f"{s.name}[{', '.join(map(str, s.indices))}]" if s.indices else s.name
+    return f"{lhs} = {print_expr(s.body)}"
+
+
+def print_program(prog: Program) -> str:
+    lines = [f"def {prog.name}({', '.join(print_param(p) for p in prog.params)}):"]
+    lines += [f"    {print_statement(s)}" for s in prog.statements]
+    outs = [print_expr(o) for o in prog.outputs]
+    if prog.returns_tuple:
+        ret = f"({outs[0]},)" if len(outs) == 1 else ", ".join(outs)
+    else:
+        ret = outs[0]
+    lines.append(f"    return {ret}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,112 @@
+"""Statements and programs (Tensor SSA).
+
+A program is a list of typed parameters, a list of single-assignment statements
+``name[i: N, ...] = body`` and the returned expressions. Each statement's body is a scalar
+expression whose free indices are among the statement's generator indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .expr import Expr, Loc, accessed_names, free_indices
+from .index import Dim, IndexVar, as_dim
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A parameter: a float tensor (``shape == ()`` for a scalar) or a boolean relation."""
+
+    name: str
+    shape: tuple[Dim, ...] = ()
+    kind: Literal["tensor", "relation"] = "tensor"
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(as_dim(d) for d in self.shape))
+        if self.kind not in ("tensor", "relation"):
+            raise ValueError(f"unknown parameter kind {self.kind!r}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """``name[indices] = body``; ``indices == ()`` for a scalar statement."""
+
+    name: str
+    indices: tuple[IndexVar, ...]
+    body: Expr
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def shape(self) -> tuple[Dim, ...]:
+        return tuple(iv.extent for iv in self.indices)
+
+    @property
+    def rank(self) -> int:
+        return len(self.indices)
+
+    def free_indices(self) -> frozenset[str]:
+        """Indices of the body not bound by the generators (empty in a well-formed statement)."""
+        return free_indices(self.body) - {iv.name for iv in self.indices}
+
+    def reads(self) -> frozenset[str]:
+        return accessed_names(self.body)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A Tensor SSA program.
+
+    ``outputs`` are expressions with no free indices; a tensor-valued output is written as a bare
+    access ``Access(name)`` to a tensor variable. ``returns_tuple`` tells ``return a`` from
+    ``return (a,)``.
+    """
+
+    params: tuple[Param, ...]
+    statements: tuple[Statement, ...]
+    outputs: tuple[Expr, ...]
+    returns_tuple: bool = False
+    name: str = "f"
+
+    # --- lookups -------------------------------------------------------------------------------
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def statement(self, name: str) -> Statement:
+        for s in self.statements:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def shape_of(self, name: str) -> tuple[Dim, ...]:
+        """Shape of a parameter or statement variable."""
+        for p in self.params:
+            if p.name == name:
+                return p.shape
+        return self.statement(name).shape
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def size_names(self) -> tuple[str, ...]:
+        """Size symbols used in parameter shapes, in order of first appearance."""
+        seen: list[str] = []
+        for p in self.params:
+            for d in p.shape:
+                if not isinstance(d, int) and d.name not in seen:
+                    seen.append(d.name)
+        return tuple(seen)
+
+    def __str__(self) -> str:
+        from .printer import print_program
+
+        return print_program(self)
