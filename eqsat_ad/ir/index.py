@@ -173,7 +173,8 @@ class Affine:
             return self
         out = Affine((), self.sizes, self.const)
         for n, c in self.index:
-            out = out + (mapping[n].scale(c) if n in mapping else Affine(((n, c),), (), Fraction(0)))
+            term = mapping[n].scale(c) if n in mapping else Affine(((n, c),), (), Fraction(0))
+            out = out + term
         return out
 
     def rename(self, mapping: Mapping[str, str]) -> Affine:

@@ -1,0 +1,213 @@
+"""Forward mode: the tangent program of a Tensor SSA program (jvp).
+
+Each statement ``y[I] = e`` whose value depends on a ``wrt`` input gets a tangent statement
+``y_d[I] = D⟦e⟧`` right after it, built by the structural rules (sum, product, quotient and
+chain rule; brackets and constants have zero derivative; accesses are linear).
+
+The same transformation with *extra generators* builds a whole family of tangents at once: with
+the seed ``dx[K] = [K = M]`` for new indices ``M`` every tangent statement becomes
+``y_d[M, I] = ...``, which is how :func:`~eqsat_ad.ad.hessian_program` forms a Hessian without
+N one-hot products.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Sum,
+    all_index_names,
+    fresh_name,
+)
+from ..ir.index import Affine, Dim, IndexVar
+from ..ir.program import Param, Program, Statement
+from .common import (
+    ZERO,
+    DifferentiationError,
+    active_names,
+    f_add,
+    f_div,
+    f_mul,
+    f_neg,
+    f_pow,
+    f_sub,
+    f_sum,
+    is_tensor_output,
+    is_zero,
+    normalize_wrt,
+    pick_indices,
+    program_names,
+    prune,
+)
+from .derivatives import call_partials
+
+# seed(param name, access indices, extra generator names) -> tangent of param[indices]
+Seed = Callable[[str, tuple[Affine, ...], tuple[str, ...]], Expr]
+
+
+@dataclass(frozen=True)
+class _Context:
+    seed: Seed
+    seeded: frozenset[str]
+    tangent_of: dict[str, str]  # statement name -> its tangent statement's name
+    extra: tuple[str, ...]  # names of the extra generators of the statement being built
+    mode: str  # "jvp" or "vjp": which custom rule a Call uses
+
+
+def tangent(e: Expr, ctx: _Context) -> Expr:
+    """D⟦e⟧: the directional derivative of ``e`` (trivially folded)."""
+    match e:
+        case Const() | Bracket():
+            return ZERO
+        case Access(name, idx):
+            if name in ctx.seeded:
+                return ctx.seed(name, idx, ctx.extra)
+            t = ctx.tangent_of.get(name)
+            if t is None:
+                return ZERO
+            return Access(t, tuple(Affine.var(m) for m in ctx.extra) + idx)
+        case Binary(op, a, b):
+            da, db = tangent(a, ctx), tangent(b, ctx)
+            if op == "+":
+                return f_add(da, db)
+            if op == "-":
+                return f_sub(da, db)
+            if op == "*":
+                return f_add(f_mul(da, b), f_mul(a, db))
+            # d(a/b) = da/b - a·db/b²
+            return f_sub(f_div(da, b), f_div(f_mul(a, db), f_pow(b, 2.0)))
+        case Neg(a):
+            return f_neg(tangent(a, ctx))
+        case Pow(base, k):
+            db = tangent(base, ctx)
+            if is_zero(db):
+                return ZERO
+            return f_mul(f_mul(Const(k), f_pow(base, k - 1.0)), db)
+        case Call(_, args):
+            dargs = [tangent(a, ctx) for a in args]
+            if all(is_zero(d) for d in dargs):
+                return ZERO
+            partials = call_partials(e, ctx.mode)
+            if partials is None:  # stop_gradient
+                return ZERO
+            out: Expr = ZERO
+            for p, d in zip(partials, dargs, strict=True):
+                out = f_add(out, f_mul(p, d))
+            return out
+        case Sum(ivs, body):
+            return f_sum(ivs, tangent(body, ctx), e.loc)
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def _statement_index_names(s: Statement) -> set[str]:
+    return {iv.name for iv in s.indices} | set(all_index_names(s.body))
+
+
+def forward_statements(
+    prog: Program,
+    seeded: Sequence[str],
+    seed: Seed,
+    extra_dims: tuple[Dim, ...],
+    avoid: set[str],
+    mode: str = "jvp",
+) -> tuple[list[Statement], dict[str, str]]:
+    """Primal statements interleaved with their tangent statements.
+
+    Returns the statements and the map from statement name to tangent name. ``avoid`` holds
+    names already taken; new names are added to it.
+    """
+    active = active_names(prog, seeded)
+    tangent_of: dict[str, str] = {}
+    out: list[Statement] = []
+    for s in prog.statements:
+        out.append(s)
+        if s.name not in active:
+            continue
+        extra = tuple(pick_indices(len(extra_dims), _statement_index_names(s) | avoid))
+        ctx = _Context(seed, frozenset(seeded), tangent_of, extra, mode)
+        body = tangent(s.body, ctx)
+        if is_zero(body):
+            continue
+        name = fresh_name(f"{s.name}_d", avoid)
+        avoid.add(name)
+        gens = tuple(IndexVar(m, d) for m, d in zip(extra, extra_dims, strict=True)) + s.indices
+        out.append(Statement(name, gens, body, s.loc))
+        tangent_of[s.name] = name
+    return out, tangent_of
+
+
+def output_tangents(
+    prog: Program,
+    seeded: Sequence[str],
+    seed: Seed,
+    extra_dims: tuple[Dim, ...],
+    tangent_of: dict[str, str],
+    avoid: set[str],
+    mode: str = "jvp",
+) -> tuple[list[Statement], tuple[Expr, ...]]:
+    """Tangents of ``prog``'s outputs, with the statements they need (zero tensors, families)."""
+    new: list[Statement] = []
+    outs: list[Expr] = []
+    for o in prog.outputs:
+        if is_tensor_output(prog, o):
+            assert isinstance(o, Access)
+            shape = prog.shape_of(o.name)
+            base = o.name
+        else:
+            shape = ()
+            base = "out"
+        gen_names = pick_indices(len(extra_dims) + len(shape), set(avoid))
+        extra, own = tuple(gen_names[: len(extra_dims)]), gen_names[len(extra_dims) :]
+        body_primal = Access(o.name, tuple(Affine.var(n) for n in own)) if shape else o
+        ctx = _Context(seed, frozenset(seeded), tangent_of, extra, mode)
+        body = tangent(body_primal, ctx)
+        if not shape and not extra_dims:
+            outs.append(body)
+            continue
+        whole = tuple(Affine.var(n) for n in gen_names)
+        if isinstance(body, Access) and body.indices == whole:
+            outs.append(Access(body.name))  # already a statement with exactly these generators
+            continue
+        name = fresh_name(f"{base}_d", avoid)
+        avoid.add(name)
+        dims = tuple(extra_dims) + tuple(shape)
+        gens = tuple(IndexVar(n, d) for n, d in zip(gen_names, dims, strict=True))
+        new.append(Statement(name, gens, body))
+        outs.append(Access(name))
+    return new, tuple(outs)
+
+
+def jvp(prog: Program, wrt: str | Sequence[str]) -> Program:
+    """The tangent program of ``prog``: its parameters plus ``<x>_dot`` for each ``x`` in ``wrt``.
+
+    The result returns the tangent of each output (a tuple where ``prog`` returns one) for the
+    given input tangents. It is an ordinary Program: print, parse, evaluate or differentiate it.
+    """
+    if not isinstance(prog, Program):
+        raise DifferentiationError(f"jvp expects a Program, got {type(prog).__name__}")
+    names = normalize_wrt(prog, wrt)
+    avoid = program_names(prog)
+    dot: dict[str, str] = {}
+    for n in names:
+        dot[n] = fresh_name(f"{n}_dot", avoid)
+        avoid.add(dot[n])
+    params = prog.params + tuple(Param(dot[n], prog.param(n).shape) for n in names)
+
+    def seed(name: str, idx: tuple[Affine, ...], extra: tuple[str, ...]) -> Expr:
+        return Access(dot[name], idx)
+
+    stmts, tangent_of = forward_statements(prog, names, seed, (), avoid)
+    more, outputs = output_tangents(prog, names, seed, (), tangent_of, avoid)
+    return prune(params, stmts + more, outputs, prog.returns_tuple, f"{prog.name}_jvp")
+
+
+__all__ = ["Seed", "forward_statements", "jvp", "output_tangents", "tangent"]

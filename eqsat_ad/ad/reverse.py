@@ -1,0 +1,343 @@
+"""Reverse mode: the adjoint program of a Tensor SSA program (vjp), purely functional.
+
+Derivation (DESIGN.md §6): for a statement ``y[I] = e`` write the derivative as a sum of linear
+terms ``D⟦e⟧ = Σ_t Σ_{J_t} c_t(I, J_t) · dx_t[a_t(I, J_t)]`` (pushing D through ``+ - * /``,
+powers, calls and sums). The inner product ``⟨dy, ȳ⟩ = Σ_I ȳ[I] · D⟦e⟧`` then reads, after
+writing each access as ``dx[a] = Σ_K [K = a] · dx[K]`` and exchanging sums,
+
+    x̄[K] += Σ_I Σ_J [K = a(I, J)] · ȳ[I] · c(I, J)
+
+— the "flip" of the statement: the accessed tensor's indices become generators, the statement's
+generators and sums become sums, and the access turns into an Iverson bracket. All
+contributions to one variable form ONE adjoint statement ``x_bar[K] = term₁ + term₂ + ...``
+that is complete before it is propagated further (statements are visited in reverse), so there is
+no ``+=`` and no mutation. Relations sit inside brackets and never get an adjoint.
+
+The only simplification made here is the trivial sum elimination ``Σ_v [K = v] f(v) = f(K)``
+where a bracket component is a plain summed index of the same extent (``[k = i]`` with ``i``
+summed); everything else is left to the optimizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Sum,
+    accessed_names,
+    all_index_names,
+    fresh_name,
+    rename,
+    substitute,
+)
+from ..ir.index import Affine, IndexVar
+from ..ir.program import Param, Program, Statement
+from .common import (
+    ONE,
+    ZERO,
+    DifferentiationError,
+    active_names,
+    bracket,
+    deshadow,
+    eq_pred,
+    f_add,
+    f_div,
+    f_mul,
+    f_neg,
+    f_pow,
+    f_product,
+    f_sum,
+    is_tensor_output,
+    is_zero,
+    normalize_wrt,
+    pick_indices,
+    program_names,
+    prune,
+)
+from .derivatives import call_partials
+
+
+@dataclass(frozen=True)
+class Term:
+    """``Σ_binders coeff · d<name>[index]``: one linear term of a derivative."""
+
+    binders: tuple[IndexVar, ...]
+    coeff: Expr
+    name: str
+    index: tuple[Affine, ...]
+
+    def scaled(self, factor: Expr, right: bool = True) -> Term | None:
+        c = f_mul(self.coeff, factor) if right else f_mul(factor, self.coeff)
+        return None if is_zero(c) else Term(self.binders, c, self.name, self.index)
+
+
+def _scale(terms: list[Term], factor: Expr, right: bool = True) -> list[Term]:
+    out = []
+    for t in terms:
+        s = t.scaled(factor, right)
+        if s is not None:
+            out.append(s)
+    return out
+
+
+class Linearizer:
+    """Collects the linear terms of D⟦e⟧ with respect to the ``active`` variables.
+
+    Sums are lifted out of the terms; their binders are renamed where they would clash with a
+    name already bound around the term (``taken``), so the lifted binders of one statement are
+    distinct.
+    """
+
+    def __init__(self, active: set[str], taken: set[str], mode: str = "vjp") -> None:
+        self.active = active
+        self.taken = set(taken)
+        self.mode = mode
+
+    def terms(self, e: Expr) -> list[Term]:
+        match e:
+            case Const() | Bracket():
+                return []
+            case Access(name, idx):
+                return [Term((), ONE, name, idx)] if name in self.active else []
+            case Binary("+", a, b):
+                return self.terms(a) + self.terms(b)
+            case Binary("-", a, b):
+                return self.terms(a) + _scale(self.terms(b), Const(-1.0))
+            case Binary("*", a, b):
+                return _scale(self.terms(a), b) + _scale(self.terms(b), a, right=False)
+            case Binary("/", a, b):
+                # d(a/b) = da / b - (a / b²) db
+                left = [
+                    Term(t.binders, f_div(t.coeff, b), t.name, t.index) for t in self.terms(a)
+                ]
+                return left + _scale(self.terms(b), f_neg(f_div(a, f_pow(b, 2.0))))
+            case Neg(a):
+                return _scale(self.terms(a), Const(-1.0))
+            case Pow(base, k):
+                inner = self.terms(base)
+                if not inner:
+                    return []
+                return _scale(inner, f_mul(Const(k), f_pow(base, k - 1.0)))
+            case Call(_, args):
+                per_arg = [self.terms(a) for a in args]
+                if not any(per_arg):
+                    return []
+                partials = call_partials(e, self.mode)
+                if partials is None:  # stop_gradient
+                    return []
+                out: list[Term] = []
+                for p, ts in zip(partials, per_arg, strict=True):
+                    out += _scale(ts, p)
+                return out
+            case Sum(ivs, body):
+                renames: dict[str, str] = {}
+                lifted: list[IndexVar] = []
+                avoid = self.taken | set(all_index_names(body))
+                for iv in ivs:
+                    name = iv.name
+                    if name in self.taken:
+                        name = fresh_name(name, avoid)
+                        renames[iv.name] = name
+                    avoid.add(name)
+                    self.taken.add(name)
+                    lifted.append(IndexVar(name, iv.extent))
+                if renames:
+                    body = rename(body, renames)
+                return [
+                    Term(tuple(lifted) + t.binders, t.coeff, t.name, t.index)
+                    for t in self.terms(body)
+                ]
+        raise TypeError(f"not an expression: {e!r}")
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """``Σ_{gens} Σ_{term.binders} [K = term.index] · cotangent · term.coeff``."""
+
+    gens: tuple[IndexVar, ...]
+    term: Term
+    cotangent: Expr
+
+
+def flip(targets: Sequence[IndexVar], c: Contribution) -> Expr:
+    """One contribution to an adjoint with generators ``targets`` (the K of the docstring)."""
+    knames = {k.name for k in targets}
+    binders = list(c.gens) + list(c.term.binders)
+    comps = list(c.term.index)
+    factors = [c.cotangent, c.term.coeff]
+    # Summed indices must not capture the adjoint's own generators.
+    clash = [b for b in binders if b.name in knames]
+    if clash:
+        avoid = knames | {b.name for b in binders}
+        for f in factors:
+            avoid |= all_index_names(f)
+        mapping: dict[str, str] = {}
+        for b in clash:
+            mapping[b.name] = fresh_name(b.name, avoid)
+            avoid.add(mapping[b.name])
+        binders = [IndexVar(mapping.get(b.name, b.name), b.extent) for b in binders]
+        comps = [a.rename(mapping) for a in comps]
+        factors = [rename(f, mapping) for f in factors]
+    # Trivial sum elimination: Σ_v [k = v] f(v) = f(k) when v and k range over the same extent.
+    for d, k in enumerate(targets):
+        v = comps[d].as_var()
+        match = [b for b in binders if b.name == v]
+        if match and match[0].extent == k.extent:
+            binders.remove(match[0])
+            sub = {match[0].name: Affine.var(k.name)}
+            comps = [a.substitute(sub) for a in comps]
+            factors = [substitute(f, sub) for f in factors]
+    preds = [
+        eq_pred(Affine.var(k.name), a)
+        for k, a in zip(targets, comps, strict=True)
+        if a != Affine.var(k.name)
+    ]
+    return f_sum(binders, f_product([bracket(preds), *factors]))
+
+
+def adjoint_body(targets: Sequence[IndexVar], contributions: Sequence[Contribution]) -> Expr:
+    body: Expr = ZERO
+    for c in contributions:
+        body = f_add(body, flip(targets, c))
+    return deshadow(body, {k.name for k in targets})
+
+
+# cotangent(output number, its generator indices) -> the cotangent of that output
+Cotangent = Callable[[int, tuple[Affine, ...]], Expr]
+
+
+def reverse_statements(
+    prog: Program,
+    names: Sequence[str],
+    cotangent: Cotangent,
+    avoid: set[str],
+    mode: str = "vjp",
+) -> tuple[list[Statement], dict[str, str]]:
+    """Adjoint statements for ``prog`` and the names of the ``names`` inputs' adjoints.
+
+    Returns the primal statements followed by the adjoint statements (reverse order), ending
+    with one adjoint statement per input in ``names``.
+    """
+    active = active_names(prog, names)
+    pending: dict[str, list[Contribution]] = {}
+    bar: dict[str, str] = {}
+
+    def bar_name(n: str) -> str:
+        if n not in bar:
+            bar[n] = fresh_name(f"{n}_bar", avoid)
+            avoid.add(bar[n])
+        return bar[n]
+
+    def collect(gens: tuple[IndexVar, ...], body: Expr, cot: Expr) -> None:
+        lin = Linearizer(active, {g.name for g in gens}, mode)
+        for t in lin.terms(body):
+            pending.setdefault(t.name, []).append(Contribution(gens, t, cot))
+
+    # Each output is an implicit statement seeded by its cotangent.
+    for number, o in enumerate(prog.outputs):
+        if not (accessed_names(o) & active):
+            continue
+        if is_tensor_output(prog, o):
+            assert isinstance(o, Access)
+            shape = prog.shape_of(o.name)
+            gen_names = pick_indices(len(shape), set(avoid))
+            gens = tuple(IndexVar(n, d) for n, d in zip(gen_names, shape, strict=True))
+            idx = tuple(Affine.var(n) for n in gen_names)
+            collect(gens, Access(o.name, idx), cotangent(number, idx))
+        else:
+            collect((), o, cotangent(number, ()))
+
+    adjoints: list[Statement] = []
+    for s in reversed(prog.statements):
+        contributions = pending.pop(s.name, None)
+        if not contributions:
+            continue
+        name = bar_name(s.name)
+        adjoints.append(Statement(name, s.indices, adjoint_body(s.indices, contributions)))
+        idx = tuple(Affine.var(iv.name) for iv in s.indices)
+        collect(s.indices, s.body, Access(name, idx))
+
+    for n in names:
+        shape = prog.param(n).shape
+        gen_names = pick_indices(len(shape), set(avoid))
+        gens = tuple(IndexVar(g, d) for g, d in zip(gen_names, shape, strict=True))
+        body = adjoint_body(gens, pending.pop(n, []))
+        adjoints.append(Statement(bar_name(n), gens, body))
+    return list(prog.statements) + adjoints, {n: bar[n] for n in names}
+
+
+def _output_shape(prog: Program, o: Expr) -> tuple:
+    if is_tensor_output(prog, o):
+        assert isinstance(o, Access)
+        return prog.shape_of(o.name)
+    return ()
+
+
+def vjp(prog: Program, wrt: str | Sequence[str]) -> Program:
+    """The adjoint program of ``prog``.
+
+    Parameters: ``prog``'s, then the output cotangent ``ybar`` (``ybar0``, ``ybar1``, ... when
+    ``prog`` returns a tuple), shaped like the output. Returns the adjoint of each ``wrt`` input
+    in order (a single value when ``wrt`` names one input, else a tuple). The result is an
+    ordinary, purely functional Program: print, parse, evaluate or differentiate it again.
+    """
+    if not isinstance(prog, Program):
+        raise DifferentiationError(f"vjp expects a Program, got {type(prog).__name__}")
+    names = normalize_wrt(prog, wrt)
+    avoid = program_names(prog)
+    seeds: list[Param] = []
+    for number, o in enumerate(prog.outputs):
+        base = f"ybar{number}" if prog.returns_tuple else "ybar"
+        seed_name = base if base not in avoid else _fresh_seed(base, avoid)
+        avoid.add(seed_name)
+        seeds.append(Param(seed_name, _output_shape(prog, o)))
+
+    def cotangent(number: int, idx: tuple[Affine, ...]) -> Expr:
+        return Access(seeds[number].name, idx)
+
+    stmts, bars = reverse_statements(prog, names, cotangent, avoid)
+    outputs = tuple(Access(bars[n]) for n in names)
+    return prune(
+        prog.params + tuple(seeds), stmts, outputs, len(names) > 1, f"{prog.name}_vjp"
+    )
+
+
+def _fresh_seed(base: str, avoid: set[str]) -> str:
+    # fresh_name strips trailing digits ("ybar0" -> "ybar1"); keep the output number visible.
+    k = 1
+    while f"{base}_{k}" in avoid:
+        k += 1
+    return f"{base}_{k}"
+
+
+def gradient_statements(
+    prog: Program, name: str, avoid: set[str]
+) -> tuple[list[Statement], str]:
+    """Statements computing the gradient of a scalar-output ``prog`` (seed 1) w.r.t. ``name``."""
+
+    def one(number: int, idx: tuple[Affine, ...]) -> Expr:
+        return ONE
+
+    stmts, bars = reverse_statements(prog, (name,), one, avoid)
+    return stmts, bars[name]
+
+
+__all__ = [
+    "Contribution",
+    "Linearizer",
+    "Term",
+    "adjoint_body",
+    "flip",
+    "gradient_statements",
+    "reverse_statements",
+    "vjp",
+]

@@ -1,0 +1,136 @@
+"""Small helpers the generated NumPy code calls where plain NumPy syntax is not enough.
+
+Each helper implements one piece of the index language's semantics (DESIGN.md section 4):
+zero padding of out-of-range and fractional reads, strong-zero multiplication, and scatter writes
+of a masked set of points. The code generator uses plain slicing and ``*`` whenever it can prove
+that they mean the same thing, so these helpers only appear where that proof is out of reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+Spec = int | tuple[int, int, int]
+"""A dimension of a window: a point index, or ``(start, step, count)`` for an axis."""
+
+
+def float_type(*arrays: object) -> type[np.floating]:
+    """The float scalar type the generated code computes in (float32 inputs stay float32)."""
+    floats = [np.asarray(a).dtype for a in arrays]
+    floats = [d for d in floats if d.kind != "b"]
+    if not floats:
+        return np.float64
+    dt = np.result_type(*floats)
+    return dt.type if dt.kind == "f" else np.float64
+
+
+def smul(a: object, b: object) -> object:
+    """Strong-zero product: ``0 * inf == 0 * nan == 0`` (an Iverson bracket guards its factor)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.multiply(a, b)
+    if np.isnan(r).any():
+        r = np.where((np.asarray(a) == 0) | (np.asarray(b) == 0), 0, r)
+    return r
+
+
+def _t_range(start: int, step: int, count: int, n: int) -> tuple[int, int]:
+    """Positions t in [0, count) with 0 <= start + step*t < n (a contiguous range)."""
+    if step > 0:
+        t0 = -(start // step) if start < 0 else 0  # ceil(-start / step)
+        t1 = -((start - n) // step)  # ceil((n - start) / step)
+    else:
+        s = -step
+        t1 = start // s + 1 if start >= 0 else 0
+        t0 = (start - n) // s + 1 if start >= n else 0
+    return max(t0, 0), min(t1, count)
+
+
+def window(x: np.ndarray, specs: Sequence[Spec]) -> np.ndarray:
+    """``x`` read at a point or an arithmetic progression per dimension, zero padded.
+
+    The result has one axis per ``(start, step, count)`` spec, in order; reads outside ``x`` give
+    0 (False for a relation). A window entirely inside ``x`` is returned as a view.
+    """
+    shape = tuple(max(s[2], 0) for s in specs if isinstance(s, tuple))
+    src: list[object] = []
+    dst: list[slice] = []
+    for n, s in zip(x.shape, specs, strict=True):
+        if not isinstance(s, tuple):
+            if not 0 <= s < n:
+                return np.zeros(shape, dtype=x.dtype)
+            src.append(s)
+            continue
+        start, step, count = s
+        t0, t1 = _t_range(start, step, max(count, 0), n)
+        if t1 <= t0:
+            return np.zeros(shape, dtype=x.dtype)
+        first = start + step * t0
+        last = start + step * (t1 - 1)
+        stop = last + (1 if step > 0 else -1)
+        src.append(slice(first, stop if stop >= 0 else None, step))
+        dst.append(slice(t0, t1))
+    part = x[tuple(src)]
+    if part.shape == shape:
+        return part
+    out = np.zeros(shape, dtype=x.dtype)
+    out[tuple(dst)] = part
+    return out
+
+
+def gather(x: np.ndarray, nums: Sequence[object], dens: Sequence[int]) -> np.ndarray:
+    """``x[nums[0] / dens[0], ...]`` elementwise over broadcast index arrays, zero padded.
+
+    A fractional or out-of-range index reads 0 (False for a relation).
+    """
+    arrays = np.broadcast_arrays(*[np.asarray(a, dtype=np.int64) for a in nums])
+    valid = np.ones(arrays[0].shape if arrays else (), dtype=bool)
+    idx: list[np.ndarray] = []
+    for n, a, q in zip(x.shape, arrays, dens, strict=True):
+        if q != 1:
+            valid &= a % q == 0
+            a = a // q
+        valid &= (a >= 0) & (a < n)
+        idx.append(np.clip(a, 0, max(n - 1, 0)))
+    if x.size == 0:
+        return np.zeros(valid.shape, dtype=x.dtype)
+    return np.where(valid, x[tuple(idx)], np.zeros((), dtype=x.dtype))
+
+
+def scatter_add(
+    out: np.ndarray, idx: Sequence[object], value: object, mask: object, sign: int = 1
+) -> None:
+    """``out[idx] += sign * value`` at the points where ``mask`` holds (all points distinct)."""
+    parts = np.broadcast_arrays(*[np.asarray(a) for a in idx], np.asarray(value), np.asarray(mask))
+    m = parts[-1].astype(bool)
+    coords = tuple(np.asarray(p[m], dtype=np.int64) for p in parts[:-2])
+    vals = parts[-2][m]
+    if sign < 0:
+        out[coords] -= vals
+    else:
+        out[coords] += vals
+
+
+def einsum_sz(spec: str, path: list[object] | bool, *operands: np.ndarray) -> np.ndarray:
+    """``np.einsum`` with strong-zero products: recomputed exactly when a NaN came from 0 * inf."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.einsum(spec, *operands, optimize=path)
+    if not np.isnan(r).any() or all(np.isfinite(o).all() for o in operands):
+        return r
+    ins, out = spec.split("->")
+    letters = sorted(set(ins.replace(",", "")))
+    prod: object = 1.0
+    for term, op in zip(ins.split(","), operands, strict=True):
+        # Put each operand's axes at the positions of its letters (diagonals via einsum views).
+        uniq = "".join(dict.fromkeys(term))
+        view = np.einsum(f"{term}->{uniq}", op) if uniq != term else op
+        order = sorted(range(len(uniq)), key=lambda k: letters.index(uniq[k]))
+        view = np.transpose(view, order)
+        present = sorted(uniq, key=letters.index)
+        shape = [view.shape[present.index(c)] if c in present else 1 for c in letters]
+        prod = smul(prod, view.reshape(shape))
+    summed = tuple(k for k, c in enumerate(letters) if c not in out)
+    total = np.sum(prod, axis=summed) if summed else np.asarray(prod)
+    kept = [c for c in letters if c in out]
+    return np.transpose(total, [kept.index(c) for c in out]) if out else total

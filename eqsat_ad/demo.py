@@ -1,0 +1,187 @@
+"""The demo (``python -m eqsat_ad.demo``, ``make demo``): the paper's k-trace program end to end.
+
+Each section is one stage of the pipeline (shared/DESIGN.md section 2). A stage that is not
+built yet is reported as such; nothing is ever printed that a stage did not compute. The exit
+status is 1 when a stage that exists fails or disagrees with NumPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .examples import WorkedExample, example, k_traces
+from .ir.errors import EqsatError
+from .ir.interpreter import evaluate
+from .ir.printer import print_program
+from .ir.program import Program
+
+
+@dataclass
+class Demo:
+    """What the sections share: the example, its inputs, and what earlier stages produced."""
+
+    ex: WorkedExample
+    sizes: dict[str, int]
+    seed: int = 0
+    inputs: dict[str, Any] = field(default_factory=dict)
+    program: Program | None = None
+    naive: Program | None = None
+    failures: list[str] = field(default_factory=list)
+
+
+class Unavailable(Exception):
+    """A stage whose module is not there yet."""
+
+
+def _public(name: str) -> Any:
+    """``eqsat_ad.<name>`` or :class:`Unavailable` when its module cannot be imported yet."""
+    ea = importlib.import_module("eqsat_ad")
+    try:
+        return getattr(ea, name)
+    except (ImportError, AttributeError) as exc:
+        raise Unavailable(f"ea.{name} is not available yet ({exc})") from None
+
+
+def _heading(title: str) -> None:
+    print(f"\n== {title} " + "=" * max(0, 94 - len(title)))
+
+
+def _indent(text: str) -> str:
+    return textwrap.indent(text.rstrip("\n"), "    ")
+
+
+def _agreement(label: str, got: Any, want: Any, demo: Demo) -> None:
+    got_a, want_a = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    if got_a.shape != want_a.shape:
+        demo.failures.append(label)
+        print(f"    {label}: shape {got_a.shape}, NumPy's is {want_a.shape}  MISMATCH")
+        return
+    err = float(np.max(np.abs(got_a - want_a))) if got_a.size else 0.0
+    scale = float(np.max(np.abs(want_a))) if want_a.size else 0.0
+    ok = bool(np.allclose(got_a, want_a, rtol=1e-8, atol=1e-8))
+    if not ok:
+        demo.failures.append(label)
+    print(f"    {label}: max |difference| = {err:.3g} (max |value| = {scale:.3g})  "
+          f"{'agrees' if ok else 'MISMATCH'}")
+
+
+# ================================================================================================
+# Sections
+# ================================================================================================
+
+
+def section_program(demo: Demo) -> None:
+    _heading(f"{demo.ex.id}: {demo.ex.title}")
+    print("  source:")
+    print(_indent(demo.ex.source))
+    demo.program = demo.ex.program()
+    print("  parsed and printed back (the Tensor SSA program):")
+    print(_indent(print_program(demo.program)))
+
+
+def section_evaluate(demo: Demo) -> None:
+    _heading("reference interpreter vs NumPy")
+    assert demo.program is not None
+    demo.inputs = demo.ex.inputs(demo.sizes, demo.seed)
+    shapes = ", ".join(f"{k}: {np.shape(v)}" for k, v in demo.inputs.items())
+    print(f"  random inputs (seed {demo.seed}): {shapes}")
+    got = evaluate(demo.program, **demo.inputs)
+    want = demo.ex.numpy_f(**demo.inputs)
+    print(f"    interpreter: {got!r}")
+    print(f"    NumPy:       {want!r}")
+    _agreement("f", got, want, demo)
+
+
+def section_naive_adjoint(demo: Demo) -> None:
+    _heading(f"naive adjoint: ea.vjp(prog, wrt={demo.ex.wrt!r})")
+    vjp = _public("vjp")
+    demo.naive = vjp(demo.program, wrt=demo.ex.wrt)
+    print(_indent(print_program(demo.naive)))
+
+
+def section_optimized(demo: Demo) -> None:
+    _heading("optimized adjoint: ea.optimize(naive adjoint)")
+    optimize = _public("optimize")
+    if demo.naive is None:
+        raise Unavailable("needs the naive adjoint")
+    opt = optimize(demo.naive)
+    print(_indent(print_program(opt.program)))
+    print("  cost report:")
+    print(_indent(str(opt.report)))
+
+
+def section_grad(demo: Demo) -> None:
+    _heading(f"compiled gradient: ea.grad(prog, wrt={demo.ex.wrt!r})")
+    grad = _public("grad")
+    g = grad(demo.program, wrt=demo.ex.wrt)
+    print("  generated NumPy source:")
+    print(_indent(g.source))
+    got = g(**demo.inputs)
+    got = got if isinstance(got, tuple) else (got,)
+    want = demo.ex.numpy_grad(**demo.inputs)
+    for name, value in zip(demo.ex.wrt, got, strict=True):
+        _agreement(f"d f / d {name} vs the hand-written gradient", value, want[name], demo)
+
+
+SECTIONS: tuple[Callable[[Demo], None], ...] = (
+    section_program,
+    section_evaluate,
+    section_naive_adjoint,
+    section_optimized,
+    section_grad,
+)
+
+
+def run(demo: Demo, sections: tuple[Callable[[Demo], None], ...] = SECTIONS) -> int:
+    """Run the sections in order; returns the exit status (1 if an available stage failed)."""
+    for section in sections:
+        try:
+            section(demo)
+        except Unavailable as exc:
+            print(f"  (skipped: {exc})")
+        except EqsatError as exc:
+            demo.failures.append(section.__name__)
+            print(f"  FAILED: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a stage still being built: report it and carry on
+            demo.failures.append(section.__name__)
+            print(f"  FAILED with an internal error: {type(exc).__name__}: {exc}")
+    _heading("summary")
+    if demo.failures:
+        print(f"  failed: {', '.join(demo.failures)}")
+        return 1
+    print("  every available stage agrees with NumPy")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eqsat_ad.demo", description=__doc__)
+    parser.add_argument("--k", type=int, default=4, help="number of traces in the k-trace program")
+    parser.add_argument("--n", type=int, default=64, help="size N of the matrix")
+    parser.add_argument("--example", default=None,
+                        help="run a worked example by id (E1..E12, chain, mlp) instead")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.example is not None:
+        try:
+            ex = example(args.example)
+        except KeyError as exc:
+            parser.error(str(exc.args[0]))
+        sizes = dict(ex.default_sizes)
+    else:
+        if args.k < 1 or args.n < 1:
+            parser.error("--k and --n must be positive")
+        ex = k_traces(args.k)
+        sizes = {"N": args.n}
+    return run(Demo(ex, sizes, args.seed))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

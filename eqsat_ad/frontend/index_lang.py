@@ -1,0 +1,514 @@
+"""Parser of the index language (shared/DESIGN.md section 4).
+
+The source is Python syntax read with :mod:`ast`; it is never executed. One ``def`` with typed
+parameters, single-assignment statements and a ``return``::
+
+    def f(A: [N, N], x: [N], M: rel[N, N], w: []):
+        y[i: N] = Sum[j: N](A[i, j] * x[j])
+        s = Sum[i: N, j: N](M[i, j] * A[i, j])
+        d[i: N] = (i + 1 < N) * (x[i + 1] - x[i])
+        return w * Sum[i: N](x[i] * y[i]) + s + Sum[i: N](d[i] ** 2)
+
+The concrete syntax is the one :mod:`eqsat_ad.ir.printer` writes, so ``parse(print_program(p))
+== p``. In particular ``-2`` is the constant -2 while ``-(2)`` negates the constant 2, a
+comparison (or an ``and`` of comparisons) is an Iverson bracket, and a relation parameter accessed
+as ``M[i, j]`` is a bracket on the relation. Every construct outside the language is a
+:class:`ProgramError` that names it, with its line and column.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from ..ir.checks import check_program
+from ..ir.errors import ProgramError
+from ..ir.expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Loc,
+    Neg,
+    Pow,
+    Pred,
+    Rel,
+    Sum,
+)
+from ..ir.index import Affine, Dim, IndexVar, as_dim
+from ..ir.program import Param, Program, Statement
+
+__all__ = ["parse", "tensor_fn"]
+
+_BINOPS: dict[type[ast.operator], str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_CMPOPS: dict[type[ast.cmpop], str] = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+}
+_OP_NAMES: dict[type[ast.AST], str] = {
+    ast.FloorDiv: "floor division '//'",
+    ast.Mod: "modulo '%'",
+    ast.MatMult: "matrix product '@'",
+    ast.BitAnd: "bitwise '&'",
+    ast.BitOr: "bitwise '|'",
+    ast.BitXor: "bitwise '^'",
+    ast.LShift: "shift '<<'",
+    ast.RShift: "shift '>>'",
+    ast.Pow: "power '**'",
+    ast.Is: "'is'",
+    ast.IsNot: "'is not'",
+    ast.In: "'in'",
+    ast.NotIn: "'not in'",
+    ast.UAdd: "unary '+'",
+    ast.Invert: "bitwise '~'",
+    ast.Not: "'not'",
+}
+# Friendly names of the Python constructs the language does not have.
+_CONSTRUCTS: dict[type[ast.AST], str] = {
+    ast.For: "for loop",
+    ast.AsyncFor: "for loop",
+    ast.While: "while loop",
+    ast.If: "if statement",
+    ast.With: "with statement",
+    ast.AsyncWith: "with statement",
+    ast.Import: "import",
+    ast.ImportFrom: "import",
+    ast.AugAssign: "augmented assignment (Tensor SSA assigns each name once)",
+    ast.AnnAssign: "annotated assignment",
+    ast.FunctionDef: "nested function definition",
+    ast.AsyncFunctionDef: "nested function definition",
+    ast.ClassDef: "class definition",
+    ast.Pass: "pass statement",
+    ast.Delete: "del statement",
+    ast.Global: "global statement",
+    ast.Nonlocal: "nonlocal statement",
+    ast.Try: "try statement",
+    ast.Raise: "raise statement",
+    ast.Assert: "assert statement",
+    ast.Break: "break statement",
+    ast.Continue: "continue statement",
+    ast.Match: "match statement",
+    ast.Expr: "expression statement",
+    ast.TypeAlias: "type alias",
+    ast.IfExp: "conditional expression",
+    ast.Lambda: "lambda",
+    ast.Attribute: "attribute access",
+    ast.List: "list",
+    ast.Tuple: "tuple",
+    ast.Dict: "dict",
+    ast.Set: "set",
+    ast.ListComp: "comprehension",
+    ast.SetComp: "comprehension",
+    ast.DictComp: "comprehension",
+    ast.GeneratorExp: "generator expression",
+    ast.Starred: "starred expression",
+    ast.JoinedStr: "f-string",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+    ast.NamedExpr: "assignment expression ':='",
+    ast.Slice: "slice",
+}
+
+
+def _construct(node: ast.AST) -> str:
+    return _CONSTRUCTS.get(type(node)) or _OP_NAMES.get(type(node)) or type(node).__name__
+
+
+class _Parser:
+    """Translates one function definition; holds the source for locations and parentheses."""
+
+    def __init__(self, src: str, filename: str, line_offset: int = 0, col_offset: int = 0):
+        # ast columns are UTF-8 byte offsets: keep the lines as bytes to slice them.
+        self.lines = [ln.encode("utf-8") for ln in src.splitlines()]
+        self.filename = filename
+        self.line_offset = line_offset
+        self.col_offset = col_offset
+        self.relations: set[str] = set()
+        self.sizes: set[str] = set()
+
+    # --- locations and errors ------------------------------------------------------------------
+    def loc(self, node: ast.AST) -> Loc:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        return Loc(line + self.line_offset, col + self.col_offset, self.filename)
+
+    def error(self, message: str, node: ast.AST) -> ProgramError:
+        return ProgramError(message, self.loc(node))
+
+    def unsupported(self, node: ast.AST, where: str = "") -> ProgramError:
+        suffix = f" {where}" if where else ""
+        return self.error(f"{_construct(node)} is not supported{suffix}", node)
+
+    def text(self, node: ast.AST) -> str:
+        seg = self._slice(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        return seg.decode("utf-8", "replace")
+
+    def _slice(self, l0: int, c0: int, l1: int | None, c1: int | None) -> bytes:
+        l1 = l0 if l1 is None else l1
+        if l0 == l1:
+            return self.lines[l0 - 1][c0:c1]
+        parts = [self.lines[l0 - 1][c0:], *self.lines[l0 : l1 - 1], self.lines[l1 - 1][:c1]]
+        return b"\n".join(parts)
+
+    def parenthesized_operand(self, unary: ast.UnaryOp) -> bool:
+        """Whether the operand of a unary minus is in parentheses: ``-(2)`` versus ``-2``."""
+        op = unary.operand
+        between = self._slice(unary.lineno, unary.col_offset, op.lineno, op.col_offset)
+        return b"(" in between
+
+    # --- the function --------------------------------------------------------------------------
+    def function(self, fn: ast.FunctionDef) -> Program:
+        a = fn.args
+        for bad, what in (
+            (a.posonlyargs, "positional-only parameters"),
+            (a.kwonlyargs, "keyword-only parameters"),
+            (a.defaults, "default values"),
+        ):
+            if bad:
+                raise self.error(f"{what} are not supported", bad[0])
+        if a.vararg is not None:
+            raise self.error(f"variable parameters '*{a.vararg.arg}' are not supported", a.vararg)
+        if a.kwarg is not None:
+            raise self.error(f"variable parameters '**{a.kwarg.arg}' are not supported", a.kwarg)
+        if fn.returns is not None:
+            raise self.error("a return annotation is not supported", fn.returns)
+        if getattr(fn, "type_params", None):
+            raise self.error("type parameters are not supported", fn.type_params[0])
+        params = tuple(self.param(arg) for arg in a.args)
+        self.relations = {p.name for p in params if p.kind == "relation"}
+        self.sizes = {d.name for p in params for d in p.shape if not isinstance(d, int)}
+
+        body = list(fn.body)
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            body = body[1:]  # a docstring
+        statements: list[Statement] = []
+        for k, node in enumerate(body):
+            if isinstance(node, ast.Assign):
+                statements.append(self.statement(node))
+            elif isinstance(node, ast.Return):
+                if k != len(body) - 1:
+                    raise self.error("statements after 'return' are not supported", body[k + 1])
+                outputs, as_tuple = self.returns(node)
+                return Program(params, tuple(statements), outputs, as_tuple, fn.name)
+            else:
+                raise self.unsupported(node)
+        raise self.error(f"function '{fn.name}' has no return statement", fn)
+
+    def param(self, arg: ast.arg) -> Param:
+        ann = arg.annotation
+        hint = f"write {arg.arg}: [N, M], {arg.arg}: [] or {arg.arg}: rel[N, M]"
+        if ann is None:
+            raise self.error(f"parameter '{arg.arg}' has no shape annotation; {hint}", arg)
+        if isinstance(ann, ast.List):
+            return Param(arg.arg, tuple(self.dim(d) for d in ann.elts), "tensor", self.loc(arg))
+        if (
+            isinstance(ann, ast.Subscript)
+            and isinstance(ann.value, ast.Name)
+            and ann.value.id == "rel"
+        ):
+            elts = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            return Param(arg.arg, tuple(self.dim(d) for d in elts), "relation", self.loc(arg))
+        raise self.error(f"parameter '{arg.arg}' has an unknown shape annotation; {hint}", ann)
+
+    def dim(self, node: ast.expr) -> Dim:
+        if isinstance(node, ast.Name):
+            return as_dim(node.id)
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int)
+            and not isinstance(node.value, bool)
+            and node.value >= 0
+        ):
+            return node.value
+        raise self.error(
+            f"a dimension must be a size name or a non-negative integer, not '{self.text(node)}'",
+            node,
+        )
+
+    def binders(self, node: ast.expr, what: str) -> tuple[IndexVar, ...]:
+        """``i: N, j: 3`` (the slice of a statement target or of ``Sum[...]``)."""
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        out: list[IndexVar] = []
+        for e in elts:
+            if not (
+                isinstance(e, ast.Slice)
+                and isinstance(e.lower, ast.Name)
+                and e.upper is not None
+                and e.step is None
+            ):
+                raise self.error(
+                    f"{what} must bind each index with its extent, like 'i: N', "
+                    f"not '{self.text(e)}'",
+                    e,
+                )
+            out.append(IndexVar(e.lower.id, self.dim(e.upper)))
+        return tuple(out)
+
+    def statement(self, node: ast.Assign) -> Statement:
+        if len(node.targets) != 1:
+            raise self.error("chained assignment 'a = b = ...' is not supported", node)
+        target = node.targets[0]
+        if isinstance(target, ast.Name):
+            name, gens = target.id, ()
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            name = target.value.id
+            gens = self.binders(target.slice, f"the left-hand side of '{name}'")
+        else:
+            raise self.error(
+                f"cannot assign to '{self.text(target)}': write 'y = ...' or 'y[i: N] = ...'",
+                target,
+            )
+        scope = frozenset(iv.name for iv in gens)
+        return Statement(name, gens, self.expr(node.value, scope), self.loc(node))
+
+    def returns(self, node: ast.Return) -> tuple[tuple[Expr, ...], bool]:
+        v = node.value
+        if v is None:
+            raise self.error("'return' needs a value", node)
+        if isinstance(v, ast.Tuple):
+            if not v.elts:
+                raise self.error("'return ()' returns nothing", v)
+            return tuple(self.expr(e, frozenset()) for e in v.elts), True
+        return (self.expr(v, frozenset()),), False
+
+    # --- expressions ---------------------------------------------------------------------------
+    def expr(self, node: ast.expr, scope: frozenset[str]) -> Expr:
+        loc = self.loc(node)
+        match node:
+            case ast.Constant(value=v):
+                return Const(self.number(node, v), loc)
+            case ast.Name(id=name):
+                if name in self.relations:
+                    return Bracket(Rel(name, (), loc), loc)
+                return Access(name, (), loc)
+            case ast.Subscript(value=ast.Name(id="Sum")):
+                raise self.error("Sum[...] must be applied to a body: Sum[i: N](...)", node)
+            case ast.Subscript(value=ast.Name(id=name), slice=sl):
+                idx = self.indices(sl, scope)
+                if name in self.relations:
+                    return Bracket(Rel(name, idx, loc), loc)
+                return Access(name, idx, loc)
+            case ast.Subscript():
+                raise self.error(
+                    f"only names can be indexed, not '{self.text(node.value)}'", node.value
+                )
+            case ast.Call(func=ast.Subscript(value=ast.Name(id="Sum"), slice=sl)):
+                ivs = self.binders(sl, "Sum")
+                if node.keywords or len(node.args) != 1:
+                    raise self.error("Sum[...](body) takes exactly one body", node)
+                inner = scope | {iv.name for iv in ivs}
+                return Sum(ivs, self.expr(node.args[0], inner), loc)
+            case ast.Call(func=ast.Name(id=fn)):
+                if node.keywords:
+                    raise self.error(f"keyword arguments to '{fn}' are not supported", node)
+                return Call(fn, tuple(self.expr(a, scope) for a in node.args), loc)
+            case ast.Call():
+                raise self.error(f"cannot call '{self.text(node.func)}'", node.func)
+            case ast.BinOp(left=lhs, op=ast.Pow(), right=rhs):
+                return Pow(self.expr(lhs, scope), self.exponent(rhs), loc)
+            case ast.BinOp(left=lhs, op=op, right=rhs):
+                sym = _BINOPS.get(type(op))
+                if sym is None:
+                    raise self.error(f"{_construct(op)} is not supported", node)
+                return Binary(sym, self.expr(lhs, scope), self.expr(rhs, scope), loc)
+            case ast.UnaryOp(op=ast.USub(), operand=arg):
+                if (
+                    isinstance(arg, ast.Constant)
+                    and _is_number(arg.value)
+                    and not self.parenthesized_operand(node)
+                ):
+                    return Const(-self.number(arg, arg.value), loc)
+                return Neg(self.expr(arg, scope), loc)
+            case ast.UnaryOp(op=op):
+                raise self.error(f"{_construct(op)} is not supported", node)
+            case ast.Compare() | ast.BoolOp():
+                return Bracket(self.pred(node, scope), loc)
+        raise self.unsupported(node, "in an expression")
+
+    def number(self, node: ast.AST, v: Any) -> float:
+        if not _is_number(v):
+            raise self.error(f"the literal {self.text(node)} is not a number", node)
+        return float(v)
+
+    def exponent(self, node: ast.expr) -> float:
+        sign = 1.0
+        inner = node
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            sign, inner = -1.0, node.operand
+        if isinstance(inner, ast.Constant) and _is_number(inner.value):
+            return sign * float(inner.value)
+        raise self.error(
+            f"the exponent of '**' must be a constant number, not '{self.text(node)}'", node
+        )
+
+    # --- predicates ----------------------------------------------------------------------------
+    def pred(self, node: ast.expr, scope: frozenset[str]) -> Pred:
+        loc = self.loc(node)
+        match node:
+            case ast.Compare(left=left, ops=ops, comparators=rights):
+                terms = [left, *rights]
+                cmps: list[Pred] = []
+                for k, op in enumerate(ops):
+                    sym = _CMPOPS.get(type(op))
+                    if sym is None:
+                        raise self.error(f"comparison {_construct(op)} is not supported", node)
+                    lhs = self.affine(terms[k], scope)
+                    rhs = self.affine(terms[k + 1], scope)
+                    cmps.append(Cmp(sym, lhs, rhs, loc))
+                # 0 <= i < N is a conjunction, as in Python.
+                return cmps[0] if len(cmps) == 1 else And(tuple(cmps), loc)
+            case ast.BoolOp(op=ast.And(), values=values):
+                return And(tuple(self.pred(v, scope) for v in values), loc)
+            case ast.BoolOp(op=ast.Or()):
+                raise self.error("'or' is not supported in a bracket; add two brackets", node)
+            case ast.Subscript(value=ast.Name(id=name), slice=sl):
+                return Rel(name, self.indices(sl, scope), loc)
+            case ast.Name(id=name):
+                return Rel(name, (), loc)
+        raise self.error(
+            f"'{self.text(node)}' is not a comparison of index expressions or a relation", node
+        )
+
+    # --- index expressions ---------------------------------------------------------------------
+    def indices(self, node: ast.expr, scope: frozenset[str]) -> tuple[Affine, ...]:
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        return tuple(self.affine(e, scope) for e in elts)
+
+    def affine(self, node: ast.expr, scope: frozenset[str]) -> Affine:
+        match node:
+            case ast.Name(id=name):
+                # A bound index shadows a size; an unknown name is left to check_program.
+                if name in self.sizes and name not in scope:
+                    return Affine.make(sizes={name: 1})
+                return Affine.var(name)
+            case ast.Constant(value=v) if isinstance(v, int) and not isinstance(v, bool):
+                return Affine.constant(v)
+            case ast.UnaryOp(op=ast.USub(), operand=arg):
+                return -self.affine(arg, scope)
+            case ast.BinOp(left=lhs, op=ast.Add(), right=rhs):
+                return self.affine(lhs, scope) + self.affine(rhs, scope)
+            case ast.BinOp(left=lhs, op=ast.Sub(), right=rhs):
+                return self.affine(lhs, scope) - self.affine(rhs, scope)
+            case ast.BinOp(left=lhs, op=ast.Mult(), right=rhs):
+                a, b = self.affine(lhs, scope), self.affine(rhs, scope)
+                if a.is_constant():
+                    return b.scale(a.const)
+                if b.is_constant():
+                    return a.scale(b.const)
+                raise self.error(
+                    f"index expression '{self.text(node)}' is not affine "
+                    "(a product of two index expressions)",
+                    node,
+                )
+            case ast.BinOp(left=lhs, op=ast.Div(), right=rhs):
+                a, b = self.affine(lhs, scope), self.affine(rhs, scope)
+                if not b.is_constant():
+                    raise self.error(
+                        f"index expression '{self.text(node)}' is not affine "
+                        "(division by a non-constant)",
+                        node,
+                    )
+                if b.const == 0:
+                    raise self.error(f"division by zero in index '{self.text(node)}'", node)
+                return a.scale(Fraction(1) / b.const)
+            case ast.BinOp(op=op):
+                raise self.error(
+                    f"{_construct(op)} is not supported in index expression '{self.text(node)}'",
+                    node,
+                )
+            case ast.Constant():
+                raise self.error(
+                    f"index constant {self.text(node)} must be an integer (write k/2 for halves)",
+                    node,
+                )
+        raise self.error(
+            f"'{self.text(node)}' is not an index expression (an affine combination of indices, "
+            "sizes and integers)",
+            node,
+        )
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _parse_tree(src: str, filename: str, line_offset: int, col_offset: int) -> ast.Module:
+    try:
+        return ast.parse(src, filename=filename)
+    except SyntaxError as e:
+        loc = Loc((e.lineno or 1) + line_offset, max((e.offset or 1) - 1, 0) + col_offset, filename)
+        raise ProgramError(f"syntax error: {e.msg}", loc) from None
+    except ValueError as e:  # e.g. null bytes in the source
+        raise ProgramError(f"cannot read the source: {e}", Loc(1, 0, filename)) from None
+
+
+def _the_function(parser: _Parser, tree: ast.Module, allow_decorators: bool) -> ast.FunctionDef:
+    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            what = "async function" if isinstance(node, ast.AsyncFunctionDef) else _construct(node)
+            raise parser.error(f"{what} is not supported at top level: expected one 'def'", node)
+    if len(fns) != 1:
+        where = fns[1] if fns else tree
+        raise parser.error(f"expected exactly one function definition, found {len(fns)}", where)
+    fn = fns[0]
+    if fn.decorator_list and not allow_decorators:
+        raise parser.error("decorators are not supported in parsed source", fn.decorator_list[0])
+    return fn
+
+
+def _parse(src: str, filename: str, line_offset: int, col_offset: int, decorated: bool) -> Program:
+    parser = _Parser(src, filename, line_offset, col_offset)
+    tree = _parse_tree(src, filename, line_offset, col_offset)
+    prog = parser.function(_the_function(parser, tree, decorated))
+    check_program(prog)
+    return prog
+
+
+def parse(src: str, filename: str = "<source>") -> Program:
+    """Parse index-language source (one ``def``) into a checked :class:`Program`.
+
+    Raises :class:`ProgramError` with a location for anything outside the language.
+    """
+    if not isinstance(src, str):
+        raise TypeError(f"parse expects source text (str), got {type(src).__name__}")
+    return _parse(src, filename, 0, 0, decorated=False)
+
+
+def tensor_fn(fn: Callable[..., Any]) -> Program:
+    """Decorator: the index-language :class:`Program` of a Python ``def`` (never called).
+
+    The source is read with :func:`inspect.getsource`; locations refer to the defining file.
+    Annotations such as ``A: [N, N]`` are evaluated by Python when the ``def`` runs unless the
+    module starts with ``from __future__ import annotations``; use that import (or define the
+    size names) in modules that use this decorator.
+    """
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
+    except (OSError, TypeError) as e:
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise ProgramError(f"cannot read the source of {name}: {e}") from None
+    src = "".join(lines)
+    dedented = textwrap.dedent(src)
+    # The column shift dedent introduced (lines are all indented at least this much).
+    indent = len(src) - len(src.lstrip(" \t")) - (len(dedented) - len(dedented.lstrip(" \t")))
+    return _parse(dedented, filename, first - 1, indent, decorated=True)

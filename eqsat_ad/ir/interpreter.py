@@ -1,0 +1,505 @@
+"""The reference interpreter: the semantics that define "correct" for every later stage.
+
+Every subexpression evaluates to a *labeled array*: a NumPy array whose axes are the
+expression's free index variables in sorted (canonical) order, each at its full extent. Because
+every labeled array keeps its axes sorted, aligning two of them for an elementwise operation only
+inserts length-1 axes, never transposes.
+
+Semantics (shared/DESIGN.md section 4):
+
+* an access outside its tensor's bounds, or at a fractional index, reads 0;
+* multiplication is *strongly zero*: ``0 * inf == 0 * nan == 0``, so ``[p] * e`` is 0 wherever
+  ``p`` is false, whatever ``e`` is there;
+* a sum over an empty range is 0; a sum over an index the body does not use multiplies by the
+  extent.
+
+Public functions: :func:`evaluate` runs a whole program; :func:`bind_arguments` checks arguments
+against a program's parameters and binds its size symbols; :func:`evaluate_expr` evaluates one
+expression with free indices to an array over those indices (for checking rewrite rules).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import ProgramError, ShapeError
+from .expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Pred,
+    Rel,
+    Sum,
+    free_indices,
+)
+from .functions import lookup
+from .index import Affine, Dim, IndexVar, dim_str
+from .program import Param, Program
+
+__all__ = ["bind_arguments", "evaluate", "evaluate_expr", "evaluate_statements"]
+
+Axes = tuple[str, ...]
+Labeled = tuple[Axes, np.ndarray]
+"""(sorted free-index names, array with one full-extent axis per name)."""
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+# ================================================================================================
+# Public entry points
+# ================================================================================================
+
+
+def evaluate(prog: Program, *args: Any, **kwargs: Any) -> float | np.ndarray | tuple:
+    """Run ``prog`` on concrete arguments.
+
+    Arguments are given positionally in parameter order or by name (mixing allowed, as in
+    Python). Tensors are array-likes of floats, scalars are floats or 0-d arrays, relations are
+    boolean arrays (0/1 integers are accepted). Size symbols are bound from the shapes.
+
+    Returns a float for a scalar output, an ndarray for a tensor output (a bare access of a tensor
+    variable) and a tuple when the program returns a tuple.
+
+    Raises :class:`ShapeError` for arguments that do not fit the parameters and
+    :class:`ProgramError` for a program that cannot be evaluated (unknown name, unbound index...).
+    """
+    env, sizes = bind_arguments(prog, *args, **kwargs)
+    env = evaluate_statements(prog, env, sizes)
+    outs = tuple(_output(o, env, sizes) for o in prog.outputs)
+    if prog.returns_tuple:
+        return outs
+    if len(outs) != 1:
+        raise ProgramError(f"program {prog.name!r} returns {len(outs)} values but not as a tuple")
+    return outs[0]
+
+
+def bind_arguments(
+    prog: Program, *args: Any, **kwargs: Any
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Match arguments to ``prog``'s parameters and bind its size symbols.
+
+    Returns ``(arrays, sizes)``: each parameter's value as a float64 array (a bool array for a
+    relation) and each size name's value. Raises :class:`ShapeError` naming the parameter on a
+    missing, duplicate or unexpected argument, a wrong rank or an inconsistent size.
+    """
+    params = prog.params
+    if len(args) > len(params):
+        raise ShapeError(
+            f"{prog.name}() takes {len(params)} argument(s) "
+            f"({', '.join(p.name for p in params)}) but {len(args)} were given"
+        )
+    given: dict[str, Any] = {p.name: a for p, a in zip(params, args, strict=False)}
+    names = {p.name for p in params}
+    for k, v in kwargs.items():
+        if k not in names:
+            raise ShapeError(
+                f"{prog.name}() got an unexpected argument {k!r}; its parameters are "
+                f"{', '.join(p.name for p in params) or '(none)'}"
+            )
+        if k in given:
+            raise ShapeError(f"{prog.name}() got two values for argument {k!r}")
+        given[k] = v
+    missing = [p.name for p in params if p.name not in given]
+    if missing:
+        raise ShapeError(f"{prog.name}() is missing argument(s): {', '.join(missing)}")
+
+    arrays: dict[str, np.ndarray] = {}
+    sizes: dict[str, int] = {}
+    bound_by: dict[str, str] = {}  # size name -> parameter whose shape bound it (for messages)
+    for p in params:
+        arr = _convert(p, given[p.name])
+        if arr.ndim != p.rank:
+            raise ShapeError(
+                f"argument {p.name!r} has rank {arr.ndim} (shape {arr.shape}) but parameter "
+                f"{_param_str(p)} has rank {p.rank}"
+            )
+        for axis, (d, n) in enumerate(zip(p.shape, arr.shape, strict=True)):
+            if isinstance(d, int):
+                if n != d:
+                    raise ShapeError(
+                        f"argument {p.name!r} has shape {arr.shape} but parameter {_param_str(p)} "
+                        f"needs length {d} on axis {axis}"
+                    )
+                continue
+            if d.name in sizes and sizes[d.name] != n:
+                raise ShapeError(
+                    f"argument {p.name!r} has shape {arr.shape}, so {d.name} = {n} on axis "
+                    f"{axis}, but {d.name} = {sizes[d.name]} from argument {bound_by[d.name]!r} "
+                    f"(parameter {_param_str(p)})"
+                )
+            sizes[d.name] = n
+            bound_by.setdefault(d.name, p.name)
+        arrays[p.name] = arr
+    return arrays, sizes
+
+
+def evaluate_statements(
+    prog: Program, arrays: Mapping[str, np.ndarray], sizes: Mapping[str, int]
+) -> dict[str, np.ndarray]:
+    """Run ``prog``'s statements on bound parameters; returns every variable's value by name."""
+    env: dict[str, np.ndarray] = dict(arrays)
+    for s in prog.statements:
+        if s.name in env:
+            raise ProgramError(f"variable {s.name!r} is assigned twice", s.loc)
+        gen_names = [iv.name for iv in s.indices]
+        if len(set(gen_names)) != len(gen_names):
+            raise ProgramError(f"statement {s.name!r} repeats a generator index", s.loc)
+        stray = free_indices(s.body) - set(gen_names)
+        if stray:
+            raise ProgramError(
+                f"statement {s.name!r} uses index(es) {', '.join(sorted(stray))} that are "
+                "neither generators nor bound by a Sum",
+                s.loc,
+            )
+        extents = {iv.name: _extent(iv, sizes) for iv in s.indices}
+        env[s.name] = _arrange(_eval(s.body, env, sizes, extents), gen_names, extents)
+    return env
+
+
+def evaluate_expr(
+    expr: Expr,
+    arrays: Mapping[str, Any],
+    sizes: Mapping[str, int],
+    index_extents: Mapping[str, int] | None = None,
+    order: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Evaluate an expression that may have free indices, to an array over those indices.
+
+    ``arrays`` maps every name ``expr`` reads to its value (bool arrays are relations, anything
+    else is read as float64); ``sizes`` binds size symbols; ``index_extents`` gives the extent of
+    each free index. The result has one axis per name in ``order`` (default: the free indices of
+    ``expr`` sorted by name); names in ``order`` that ``expr`` does not use are broadcast, so two
+    sides of a rewrite rule can be compared on the same axes even if one side drops an index.
+
+    Example: ``evaluate_expr(Access("A", (i, i)), {"A": a}, {}, {"i": 3})`` is ``np.diag(a)``.
+    """
+    extents = dict(index_extents or {})
+    env = {
+        k: (v if isinstance(v, np.ndarray) and v.dtype == bool else np.asarray(v, dtype=float))
+        for k, v in arrays.items()
+    }
+    missing = free_indices(expr) - set(extents)
+    if missing:
+        raise ProgramError(f"no extent given for free index(es) {', '.join(sorted(missing))}")
+    names = sorted(free_indices(expr)) if order is None else list(order)
+    if not set(free_indices(expr)) <= set(names):
+        raise ProgramError(
+            f"order {names} omits free index(es) of the expression: "
+            f"{', '.join(sorted(free_indices(expr) - set(names)))}"
+        )
+    unknown = [n for n in names if n not in extents]
+    if unknown:
+        raise ProgramError(f"no extent given for index(es) {', '.join(unknown)}")
+    return _arrange(_eval(expr, env, sizes, extents), names, extents)
+
+
+# ================================================================================================
+# Arguments and outputs
+# ================================================================================================
+
+
+def _param_str(p: Param) -> str:
+    dims = ", ".join(dim_str(d) for d in p.shape)
+    return f"{p.name}: rel[{dims}]" if p.kind == "relation" else f"{p.name}: [{dims}]"
+
+
+def _convert(p: Param, value: Any) -> np.ndarray:
+    try:
+        raw = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise ShapeError(f"argument {p.name!r} is not an array: {exc}") from None
+    if p.kind == "relation":
+        if raw.dtype == bool:
+            return raw.copy()
+        if raw.dtype.kind in "iuf" and np.all((raw == 0) | (raw == 1)):
+            return raw.astype(bool)
+        raise ShapeError(
+            f"argument {p.name!r} for relation {_param_str(p)} must be boolean or 0/1, "
+            f"got dtype {raw.dtype}"
+        )
+    if raw.dtype.kind not in "biuf":
+        raise ShapeError(
+            f"argument {p.name!r} must be real numbers, got dtype {raw.dtype} "
+            f"(parameter {_param_str(p)})"
+        )
+    return raw.astype(np.float64)
+
+
+def _output(o: Expr, env: Mapping[str, np.ndarray], sizes: Mapping[str, int]):
+    free = free_indices(o)
+    if free:
+        raise ProgramError(
+            f"an output has free index(es) {', '.join(sorted(free))}; return a tensor variable",
+            o.loc,
+        )
+    if isinstance(o, Access) and not o.indices:
+        value = _lookup(o.name, env, o)
+        if value.dtype == bool:
+            return value.copy()
+        return float(value) if value.ndim == 0 else value.copy()
+    _, data = _eval(o, env, sizes, {})
+    return float(data)
+
+
+# ================================================================================================
+# The evaluator over labeled arrays
+# ================================================================================================
+
+
+def _extent(iv: IndexVar, sizes: Mapping[str, int]) -> int:
+    return _dim(iv.extent, sizes, iv.name)
+
+
+def _dim(d: Dim, sizes: Mapping[str, int], what: str) -> int:
+    if isinstance(d, int):
+        return d
+    if d.name not in sizes:
+        raise ProgramError(f"size {d.name} (extent of {what}) is not bound by any argument")
+    return sizes[d.name]
+
+
+def _lookup(name: str, env: Mapping[str, np.ndarray], node: Expr | Pred) -> np.ndarray:
+    if name not in env:
+        raise ProgramError(f"unknown name {name!r} (not a parameter or an earlier variable)",
+                           node.loc)
+    return env[name]
+
+
+def _align(lab: Labeled, axes: Axes, extents: Mapping[str, int]) -> np.ndarray:
+    """Insert length-1 axes so that ``lab`` broadcasts against ``axes`` (a sorted superset)."""
+    own, data = lab
+    if own == axes:
+        return data
+    return data.reshape([extents[a] if a in own else 1 for a in axes])
+
+
+def _union(*axes: Axes) -> Axes:
+    return tuple(sorted(set().union(*axes)))
+
+
+def _arrange(lab: Labeled, order: Sequence[str], extents: Mapping[str, int]) -> np.ndarray:
+    """Put ``lab`` on the axes ``order`` (any order, may add broadcast axes), as a fresh array."""
+    axes = _union(lab[0], tuple(order))
+    data = _align(lab, axes, extents)
+    data = np.transpose(data, [axes.index(a) for a in order])
+    return np.array(np.broadcast_to(data, [extents[a] for a in order]), dtype=data.dtype)
+
+
+def _strong_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a * b`` with ``0 * anything == 0`` (the guard semantics of Iverson brackets)."""
+    with np.errstate(all="ignore"):
+        return np.where((a == 0) | (b == 0), 0.0, a * b)
+
+
+def _eval(
+    e: Expr, env: Mapping[str, np.ndarray], sizes: Mapping[str, int], extents: Mapping[str, int]
+) -> Labeled:
+    match e:
+        case Const(v):
+            return (), np.asarray(v, dtype=float)
+        case Access():
+            return _access(e, env, sizes, extents)
+        case Bracket(p):
+            axes, mask = _pred(p, env, sizes, extents)
+            return axes, mask.astype(float)
+        case Binary("*", _, _):
+            return _product(_factors(e), env, sizes, extents)
+        case Binary(op, lhs, rhs):
+            a, b = _eval(lhs, env, sizes, extents), _eval(rhs, env, sizes, extents)
+            axes = _union(a[0], b[0])
+            x, y = _align(a, axes, extents), _align(b, axes, extents)
+            with np.errstate(all="ignore"):
+                out = x + y if op == "+" else x - y if op == "-" else x / y
+            return axes, np.asarray(out, dtype=float)
+        case Neg(arg):
+            axes, data = _eval(arg, env, sizes, extents)
+            return axes, -data
+        case Pow(base, k):
+            axes, data = _eval(base, env, sizes, extents)
+            with np.errstate(all="ignore"):
+                return axes, np.asarray(np.power(data, k), dtype=float)
+        case Call(fn, args):
+            return _call(e, fn, args, env, sizes, extents)
+        case Sum():
+            return _sum(e, env, sizes, extents)
+    raise ProgramError(f"not an expression: {e!r}")
+
+
+def _call(e: Call, fn: str, args, env, sizes, extents) -> Labeled:
+    f = lookup(fn)
+    if f is None:
+        raise ProgramError(f"unknown function {fn!r}", e.loc)
+    if len(args) != f.arity:
+        raise ProgramError(f"{fn} takes {f.arity} argument(s), got {len(args)}", e.loc)
+    labs = [_eval(a, env, sizes, extents) for a in args]
+    axes = _union(*(lab[0] for lab in labs))
+    vals = [_align(lab, axes, extents) for lab in labs]
+    with np.errstate(all="ignore"):
+        out = np.asarray(f.numpy(*vals), dtype=float)
+    # A function may broadcast lazily (e.g. stop_gradient returns its argument): make it full.
+    return axes, np.broadcast_to(out, [extents[a] for a in axes])
+
+
+def _factors(e: Expr) -> list[Expr]:
+    """The factors of a product tree ``a * (b * c) * ...``."""
+    if isinstance(e, Binary) and e.op == "*":
+        return _factors(e.lhs) + _factors(e.rhs)
+    return [e]
+
+
+def _product(factors: list[Expr], env, sizes, extents) -> Labeled:
+    labs = [_eval(f, env, sizes, extents) for f in factors]
+    return _combine_product(labs, extents)
+
+
+def _combine_product(labs: list[Labeled], extents: Mapping[str, int]) -> Labeled:
+    out = labs[0]
+    for lab in labs[1:]:
+        axes = _union(out[0], lab[0])
+        out = axes, _strong_mul(_align(out, axes, extents), _align(lab, axes, extents))
+    return out
+
+
+def _sum(e: Sum, env, sizes, extents) -> Labeled:
+    names = [iv.name for iv in e.indices]
+    if len(set(names)) != len(names):
+        raise ProgramError(f"Sum binds an index twice: {', '.join(names)}", e.loc)
+    inner = dict(extents)
+    for iv in e.indices:
+        inner[iv.name] = _extent(iv, sizes)
+    bound = set(names)
+    unused = math.prod(inner[n] for n in names if n not in free_indices(e.body))
+
+    factors = _factors(e.body)
+    labs = [_eval(f, env, sizes, inner) for f in factors]
+    union = _union(*(lab[0] for lab in labs))
+    out_axes = tuple(a for a in union if a not in bound)
+    if len(labs) > 1 and len(union) <= len(_LETTERS) and all(
+        np.isfinite(d).all() for _, d in labs
+    ):
+        # With finite factors the strong-zero product is the ordinary one: contract with einsum
+        # instead of materializing the product over every index (same value, far less memory).
+        letter = {a: _LETTERS[k] for k, a in enumerate(union)}
+        spec = ",".join("".join(letter[a] for a in axes) for axes, _ in labs)
+        spec += "->" + "".join(letter[a] for a in out_axes)
+        data = np.einsum(spec, *(d for _, d in labs), optimize=len(labs) > 2)
+    else:
+        axes, prod = _combine_product(labs, inner)
+        data = prod.sum(axis=tuple(k for k, a in enumerate(axes) if a in bound))
+    data = np.asarray(data, dtype=float)
+    if unused != 1:
+        # An index the body ignores contributes its extent as a factor (0 for an empty range).
+        data = _strong_mul(data, np.asarray(float(unused)))
+    return out_axes, data
+
+
+# ------------------------------------------------------------------------------------------------
+# Accesses and predicates: affine index arithmetic over integer grids
+# ------------------------------------------------------------------------------------------------
+
+
+def _node_axes(affines: Sequence[Affine]) -> Axes:
+    return _union(*(tuple(a.free_indices()) for a in affines))
+
+
+def _affine_grid(
+    a: Affine, axes: Axes, sizes: Mapping[str, int], extents: Mapping[str, int], node
+) -> tuple[np.ndarray, int]:
+    """``(num, den)`` with ``a == num / den`` at every point of the grid over ``axes``.
+
+    ``num`` is an int64 array that broadcasts over ``axes``; ``den`` the common denominator.
+    """
+    den = 1
+    for _, c in a.index + a.sizes:
+        den = math.lcm(den, c.denominator)
+    den = math.lcm(den, a.const.denominator)
+    base = a.const * den
+    for n, c in a.sizes:
+        if n not in sizes:
+            raise ProgramError(f"size {n} in index expression {a} is not bound", node.loc)
+        base += c * den * sizes[n]
+    num = np.full((1,) * len(axes), int(base), dtype=np.int64)
+    for n, c in a.index:
+        if n not in extents:
+            raise ProgramError(f"index {n} in {a} is not bound", node.loc)
+        shape = [1] * len(axes)
+        shape[axes.index(n)] = extents[n]
+        num = num + int(c * den) * np.arange(extents[n], dtype=np.int64).reshape(shape)
+    return num, den
+
+
+def _gather(
+    name: str,
+    value: np.ndarray,
+    affines: tuple[Affine, ...],
+    sizes: Mapping[str, int],
+    extents: Mapping[str, int],
+    node,
+    fill,
+) -> Labeled:
+    """Read ``value`` at affine indices; out-of-range or fractional positions read ``fill``."""
+    if value.ndim != len(affines):
+        raise ProgramError(
+            f"{name!r} has rank {value.ndim} but is indexed with {len(affines)} index(es)",
+            node.loc,
+        )
+    axes = _node_axes(affines)
+    shape = tuple(extents[a] for a in axes)
+    valid = np.ones(shape, dtype=bool)
+    positions = []
+    for a, dim in zip(affines, value.shape, strict=True):
+        num, den = _affine_grid(a, axes, sizes, extents, node)
+        pos = num // den
+        valid &= (num % den == 0) & (pos >= 0) & (pos < dim)
+        positions.append(np.broadcast_to(np.clip(pos, 0, max(dim - 1, 0)), shape))
+    if value.size == 0:
+        return axes, np.full(shape, fill, dtype=value.dtype)
+    read = value[tuple(positions)] if affines else value
+    return axes, np.where(valid, read, fill)
+
+
+def _access(e: Access, env, sizes, extents) -> Labeled:
+    value = _lookup(e.name, env, e)
+    axes, data = _gather(e.name, value, e.indices, sizes, extents, e, 0)
+    return axes, np.asarray(data, dtype=float)
+
+
+def _pred(p: Pred, env, sizes, extents) -> tuple[Axes, np.ndarray]:
+    match p:
+        case Cmp(op, lhs, rhs):
+            diff = lhs - rhs
+            axes = _node_axes((diff,))
+            # Compare lhs - rhs with 0 on integers: scale by the common denominator (> 0).
+            num, _ = _affine_grid(diff, axes, sizes, extents, p)
+            out = {
+                "==": num == 0, "!=": num != 0, "<": num < 0,
+                "<=": num <= 0, ">": num > 0, ">=": num >= 0,
+            }[op]
+            # Indices that cancel in lhs - rhs (i == i) still are free indices of the bracket.
+            axes2 = _node_axes((lhs, rhs))
+            return axes2, _arrange((axes, np.asarray(out)), axes2, extents)
+        case Rel(name, idx):
+            value = _lookup(name, env, p)
+            if value.dtype != bool:
+                raise ProgramError(f"{name!r} is used as a relation but is not one", p.loc)
+            return _gather(name, value, idx, sizes, extents, p, False)
+        case And(preds):
+            parts = [_pred(q, env, sizes, extents) for q in preds]
+            axes = _union(*(a for a, _ in parts))
+            out = np.ones([extents[a] for a in axes], dtype=bool)
+            for part in parts:
+                out = out & _align(part, axes, extents)
+            return axes, out
+    raise ProgramError(f"not a predicate: {p!r}")
+
