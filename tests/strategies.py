@@ -7,7 +7,8 @@ and 3), fresh index names (no shadowing), and only operations that stay finite o
 ``exp`` only of ``tanh``/``sin`` of something), so reference results can be compared with
 tolerances.
 
-``programs(max_statements=3, allow_relations=True, smooth=False, scalar_output=True)``
+``programs(max_statements=3, allow_relations=True, smooth=False, scalar_output=True,
+max_depth=3)``
     * ``max_statements``: the program has 0 .. ``max_statements`` statements (tensor statements
       of rank 0..2 with nested sums); every statement is used by the return value when the output
       is scalar.
@@ -16,6 +17,8 @@ tolerances.
     * ``smooth``: only everywhere-differentiable operations (for finite differences): no ``abs``,
       ``max``, ``min`` or ``stop_gradient``; brackets and relations stay, since they depend on
       indices, not on the data. With ``smooth=False`` those four built-ins appear too.
+    * ``max_depth``: each statement body and the return expression nest 1 .. ``max_depth``
+      operations deep (lower it to keep e-graphs small).
     * ``scalar_output``: return one scalar expression (what ``grad`` needs). Otherwise the return
       is a whole tensor statement (``return y1``), a tuple ``return s, y1`` or ``return (s,)``.
 
@@ -115,8 +118,8 @@ class _Gen:
     tensors: dict[str, tuple[Dim, ...]]  # readable tensors/scalars -> shape
     relations: dict[str, tuple[Dim, ...]]
     next_index: int = 0
-    used: set[str] = field(default_factory=set)
-    used_by_output: set[str] = field(default_factory=set)
+    used: set[str] = field(default_factory=set)  # names read by the expression being built
+    used_by_output: set[str] = field(default_factory=set)  # names the return value reads
 
     def pick[T](self, options: tuple[T, ...] | list[T]) -> T:
         return self.draw(st.sampled_from(options))
@@ -319,6 +322,7 @@ def programs(
     allow_relations: bool = True,
     smooth: bool = False,
     scalar_output: bool = True,
+    max_depth: int = 3,
 ) -> Program:
     """A random well-formed program (see the module docstring for the knobs)."""
     gen = _Gen(draw, smooth, (), {}, {})
@@ -331,12 +335,12 @@ def programs(
     statements: list[Statement] = []
     for k in range(draw(st.integers(0, max_statements))):
         gens = gen.binder(0, 2)
-        body = gen.expr(gens, draw(st.integers(1, 3)))
+        body = gen.expr(gens, draw(st.integers(1, max(1, max_depth))))
         statements.append(Statement(f"y{k + 1}", gens, body))
         gen.tensors[f"y{k + 1}"] = tuple(iv.extent for iv in gens)
 
     gen.used = set()
-    scalar = gen.expr((), draw(st.integers(1, 3)))
+    scalar = gen.expr((), draw(st.integers(1, max(1, max_depth))))
     gen.used_by_output = set(gen.used)
     if scalar_output:
         return Program(params, tuple(statements), (_use_all(gen, scalar, statements),))

@@ -99,7 +99,15 @@ def f_mul(a: Expr, b: Expr) -> Expr:
         return f_neg(f_mul(a.arg, b))
     if isinstance(b, Neg):
         return f_neg(f_mul(a, b.arg))
+    if _is_reciprocal(b):  # a * (1 / d) -> a / d
+        return f_div(a, b.rhs)
+    if _is_reciprocal(a):
+        return f_div(b, a.rhs)
     return Binary("*", a, b)
+
+
+def _is_reciprocal(e: Expr) -> bool:
+    return isinstance(e, Binary) and e.op == "/" and is_one(e.lhs)
 
 
 def f_div(a: Expr, b: Expr) -> Expr:
@@ -181,20 +189,45 @@ INDEX_POOL = ("i", "j", "k", "l", "m", "n", "p", "q", "r", "s", "t", "u", "v")
 
 
 def pick_indices(count: int, avoid: set[str]) -> list[str]:
-    """``count`` distinct readable index names not in ``avoid``."""
-    out: list[str] = []
-    taken = set(avoid)
-    for base in INDEX_POOL * 2:
-        if len(out) == count:
-            break
-        name = fresh_name(base, taken)
-        taken.add(name)
-        out.append(name)
+    """``count`` distinct readable index names not in ``avoid`` (pool names first)."""
+    out = [n for n in INDEX_POOL if n not in avoid][:count]
+    taken = set(avoid) | set(out)
     while len(out) < count:
         name = fresh_name("i", taken)
         taken.add(name)
         out.append(name)
     return out
+
+
+class Names:
+    """The names taken in a program under construction.
+
+    New variables (statements, parameters) must differ from every tensor, size AND index name;
+    new index names only from tensor and size names (index names are scoped per statement).
+    """
+
+    def __init__(self, prog: Program) -> None:
+        self.variables = program_names(prog)
+        self.indices = program_index_names(prog)
+
+    def variable(self, base: str) -> str:
+        """A fresh variable name: ``base`` itself when free."""
+        name = fresh_name(base, self.variables | self.indices)
+        self.variables.add(name)
+        return name
+
+    def is_free(self, name: str) -> bool:
+        return name not in self.variables and name not in self.indices
+
+    def take(self, name: str) -> str:
+        self.variables.add(name)
+        return name
+
+    def pick_indices(self, count: int, also_avoid: Iterable[str] = ()) -> list[str]:
+        """``count`` readable index names for a new statement."""
+        out = pick_indices(count, self.variables | set(also_avoid))
+        self.indices.update(out)
+        return out
 
 
 def deshadow(e: Expr, outer: set[str]) -> Expr:

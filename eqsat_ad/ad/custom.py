@@ -207,21 +207,17 @@ def custom_adjoint(
                 f"the derivative rules of {name!r} use unknown symbols {sorted(extra)}"
             )
 
+    # Fail before registering anything if a coefficient cannot become an expression.
+    from .derivatives import check_convertible
+
+    for coeff in adjoint_partials + jvp_partials:
+        check_convertible(coeff, arity, pending=name)
+
     def numpy_forward(*xs: np.ndarray) -> np.ndarray:
         return np.asarray(forward(*xs), dtype=float)
 
     fn = functions.register_function(name, sympy.Function(name)(*args), numpy_forward)
-    rule = CustomRule(fn, adjoint_partials, jvp_partials)
-    _RULES[name] = rule
-    # Fail now, not at differentiation time, if a coefficient cannot become an expression.
-    from .derivatives import check_convertible
-
-    try:
-        for coeff in adjoint_partials + jvp_partials:
-            check_convertible(coeff, arity)
-    except DifferentiationError:
-        del _RULES[name]
-        raise
+    _RULES[name] = CustomRule(fn, adjoint_partials, jvp_partials)
     return CustomFunction(name, forward, arity)
 
 

@@ -58,8 +58,12 @@ _SELF = sympy.Symbol("__self__", real=True)
 _TABLE: dict[str, tuple[sympy.Expr, ...] | None] = {}
 
 
+_HEADS: dict[type, str] = {}
+
+
 def _clear() -> None:
     _TABLE.clear()
+    _HEADS.clear()
 
 
 functions.on_register(_clear)
@@ -77,13 +81,40 @@ def symbolic_partials(name: str) -> tuple[sympy.Expr, ...] | None:
     else:
         args = ARG_SYMBOLS[: fn.arity]
         result = tuple(sympy.diff(fn.sympy, a).subs(fn.sympy, _SELF) for a in args)
+        if fn.arity == 1 and result[0].has(ARG_SYMBOLS[0]):
+            result = (_in_terms_of_value(fn.sympy, result[0]),)
     _TABLE[name] = result
     return result
 
 
+def _in_terms_of_value(f: sympy.Expr, d: sympy.Expr) -> sympy.Expr:
+    """``d`` as a polynomial in the value ``f(x)`` where ``f`` is invertible, else ``d``.
+
+    ``sigmoid' = exp(-x) σ²`` becomes ``σ (1 - σ)``: cheaper, stable in both tails, and it lets a
+    statement's own value stand for the call (``y (1 - y)``).
+    """
+    x = ARG_SYMBOLS[0]
+    try:
+        solutions = sympy.solve(sympy.Eq(_SELF, f), x)
+        if len(solutions) != 1:
+            return d
+        candidate = sympy.simplify(d.subs(_SELF, f).subs(x, solutions[0]))
+        if (
+            candidate.has(x)
+            or not candidate.is_polynomial(_SELF)
+            or sympy.simplify(candidate.subs(_SELF, f) - d.subs(_SELF, f)) != 0
+        ):
+            return d
+        return candidate
+    except Exception:  # noqa: BLE001 - SymPy gives up in many ways; the plain form is correct
+        return d
+
+
 def _heads() -> dict[type, str]:
     """SymPy function class -> name of the registered function that is exactly that class."""
-    out: dict[type, str] = {}
+    if _HEADS:
+        return _HEADS
+    out = _HEADS
     for name in sorted(functions._REGISTRY):  # noqa: SLF001 - the table is the registry
         fn = functions.lookup(name)
         if fn is None or fn.sympy is None:
@@ -108,8 +139,12 @@ def to_ir(
     args: tuple[Expr, ...],
     self_call: Expr | None = None,
     heads: dict[type, str] | None = None,
+    pending: str | None = None,
 ) -> Expr:
-    """Convert a SymPy expression in ``x`` (, ``y``) into an IR expression of ``args``."""
+    """Convert a SymPy expression in ``x`` (, ``y``) into an IR expression of ``args``.
+
+    ``pending`` names a function about to be registered that may be called by name.
+    """
     heads = _heads() if heads is None else heads
 
     def go(x: sympy.Expr) -> Expr:
@@ -165,7 +200,8 @@ def to_ir(
         if isinstance(x, sympy.Function):
             name = heads.get(x.func)
             if name is None and isinstance(x.func, sympy.core.function.UndefinedFunction):
-                name = x.func.__name__ if functions.lookup(x.func.__name__) else None
+                fname = x.func.__name__
+                name = fname if fname == pending or functions.lookup(fname) else None
             if name is None:
                 raise DifferentiationError(
                     f"derivative uses {x.func}, which is not a registered function; register it "
@@ -184,16 +220,20 @@ def _call(heads: dict[type, str], head: type, args: tuple[Expr, ...], x: sympy.E
     return Call(name, args)
 
 
-def check_convertible(coeff: sympy.Expr, arity: int) -> None:
-    """Raise if ``coeff`` (in ``x``, ``y``) has no IR form."""
-    to_ir(coeff, tuple(Const(0.0) for _ in range(arity)))
+def check_convertible(coeff: sympy.Expr, arity: int, pending: str | None = None) -> None:
+    """Raise if ``coeff`` (in ``x``, ``y``) has no IR form (``pending``: see :func:`to_ir`)."""
+    to_ir(coeff, tuple(Const(0.0) for _ in range(arity)), pending=pending)
 
 
-def call_partials(call: Call, mode: str) -> tuple[Expr, ...] | None:
+def call_partials(
+    call: Call, mode: str, value: Expr | None = None
+) -> tuple[Expr, ...] | None:
     """IR partial derivatives of ``call`` with respect to each argument.
 
-    ``mode`` is ``"jvp"`` or ``"vjp"`` (they differ only for custom rules). ``None`` means the
-    call has zero derivative (``stop_gradient``).
+    ``mode`` is ``"jvp"`` or ``"vjp"`` (they differ only for custom rules). ``value`` is an
+    expression equal to ``call`` to use where a partial needs the call's own value (the variable
+    a statement assigns it to: ``tanh' = 1 - y²``). ``None`` means the call has zero derivative
+    (``stop_gradient``).
     """
     fn = functions.lookup(call.fn)
     if fn is None:
@@ -214,7 +254,7 @@ def call_partials(call: Call, mode: str) -> tuple[Expr, ...] | None:
             raise DifferentiationError(f"function {call.fn!r} has no derivative rule", call.loc)
     heads = _heads()
     try:
-        return tuple(to_ir(p, call.args, call, heads) for p in partials)
+        return tuple(to_ir(p, call.args, value or call, heads) for p in partials)
     except DifferentiationError as exc:
         raise DifferentiationError(
             f"cannot differentiate {call.fn!r}: {exc.message}", call.loc

@@ -26,13 +26,13 @@ from ..ir.expr import (
     Pow,
     Sum,
     all_index_names,
-    fresh_name,
 )
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.program import Param, Program, Statement
 from .common import (
     ZERO,
     DifferentiationError,
+    Names,
     active_names,
     f_add,
     f_div,
@@ -44,8 +44,6 @@ from .common import (
     is_tensor_output,
     is_zero,
     normalize_wrt,
-    pick_indices,
-    program_names,
     prune,
 )
 from .derivatives import call_partials
@@ -61,6 +59,7 @@ class _Context:
     tangent_of: dict[str, str]  # statement name -> its tangent statement's name
     extra: tuple[str, ...]  # names of the extra generators of the statement being built
     mode: str  # "jvp" or "vjp": which custom rule a Call uses
+    alias: tuple[Expr, Expr] | None = None  # (statement body, its own access): tanh' = 1 - y²
 
 
 def tangent(e: Expr, ctx: _Context) -> Expr:
@@ -96,7 +95,8 @@ def tangent(e: Expr, ctx: _Context) -> Expr:
             dargs = [tangent(a, ctx) for a in args]
             if all(is_zero(d) for d in dargs):
                 return ZERO
-            partials = call_partials(e, ctx.mode)
+            value = ctx.alias[1] if ctx.alias and e is ctx.alias[0] else None
+            partials = call_partials(e, ctx.mode, value)
             if partials is None:  # stop_gradient
                 return ZERO
             out: Expr = ZERO
@@ -117,13 +117,13 @@ def forward_statements(
     seeded: Sequence[str],
     seed: Seed,
     extra_dims: tuple[Dim, ...],
-    avoid: set[str],
+    names: Names,
     mode: str = "jvp",
 ) -> tuple[list[Statement], dict[str, str]]:
     """Primal statements interleaved with their tangent statements.
 
-    Returns the statements and the map from statement name to tangent name. ``avoid`` holds
-    names already taken; new names are added to it.
+    Returns the statements and the map from statement name to tangent name. New names are
+    taken from ``names``.
     """
     active = active_names(prog, seeded)
     tangent_of: dict[str, str] = {}
@@ -132,13 +132,13 @@ def forward_statements(
         out.append(s)
         if s.name not in active:
             continue
-        extra = tuple(pick_indices(len(extra_dims), _statement_index_names(s) | avoid))
-        ctx = _Context(seed, frozenset(seeded), tangent_of, extra, mode)
+        extra = tuple(names.pick_indices(len(extra_dims), _statement_index_names(s)))
+        own = Access(s.name, tuple(Affine.var(iv.name) for iv in s.indices))
+        ctx = _Context(seed, frozenset(seeded), tangent_of, extra, mode, (s.body, own))
         body = tangent(s.body, ctx)
         if is_zero(body):
             continue
-        name = fresh_name(f"{s.name}_d", avoid)
-        avoid.add(name)
+        name = names.variable(f"{s.name}_d")
         gens = tuple(IndexVar(m, d) for m, d in zip(extra, extra_dims, strict=True)) + s.indices
         out.append(Statement(name, gens, body, s.loc))
         tangent_of[s.name] = name
@@ -151,7 +151,7 @@ def output_tangents(
     seed: Seed,
     extra_dims: tuple[Dim, ...],
     tangent_of: dict[str, str],
-    avoid: set[str],
+    names: Names,
     mode: str = "jvp",
 ) -> tuple[list[Statement], tuple[Expr, ...]]:
     """Tangents of ``prog``'s outputs, with the statements they need (zero tensors, families)."""
@@ -165,7 +165,7 @@ def output_tangents(
         else:
             shape = ()
             base = "out"
-        gen_names = pick_indices(len(extra_dims) + len(shape), set(avoid))
+        gen_names = names.pick_indices(len(extra_dims) + len(shape), all_index_names(o))
         extra, own = tuple(gen_names[: len(extra_dims)]), gen_names[len(extra_dims) :]
         body_primal = Access(o.name, tuple(Affine.var(n) for n in own)) if shape else o
         ctx = _Context(seed, frozenset(seeded), tangent_of, extra, mode)
@@ -177,8 +177,7 @@ def output_tangents(
         if isinstance(body, Access) and body.indices == whole:
             outs.append(Access(body.name))  # already a statement with exactly these generators
             continue
-        name = fresh_name(f"{base}_d", avoid)
-        avoid.add(name)
+        name = names.variable(f"{base}_d")
         dims = tuple(extra_dims) + tuple(shape)
         gens = tuple(IndexVar(n, d) for n, d in zip(gen_names, dims, strict=True))
         new.append(Statement(name, gens, body))
@@ -194,19 +193,16 @@ def jvp(prog: Program, wrt: str | Sequence[str]) -> Program:
     """
     if not isinstance(prog, Program):
         raise DifferentiationError(f"jvp expects a Program, got {type(prog).__name__}")
-    names = normalize_wrt(prog, wrt)
-    avoid = program_names(prog)
-    dot: dict[str, str] = {}
-    for n in names:
-        dot[n] = fresh_name(f"{n}_dot", avoid)
-        avoid.add(dot[n])
-    params = prog.params + tuple(Param(dot[n], prog.param(n).shape) for n in names)
+    inputs = normalize_wrt(prog, wrt)
+    names = Names(prog)
+    dot = {n: names.variable(f"{n}_dot") for n in inputs}
+    params = prog.params + tuple(Param(dot[n], prog.param(n).shape) for n in inputs)
 
     def seed(name: str, idx: tuple[Affine, ...], extra: tuple[str, ...]) -> Expr:
         return Access(dot[name], idx)
 
-    stmts, tangent_of = forward_statements(prog, names, seed, (), avoid)
-    more, outputs = output_tangents(prog, names, seed, (), tangent_of, avoid)
+    stmts, tangent_of = forward_statements(prog, inputs, seed, (), names)
+    more, outputs = output_tangents(prog, inputs, seed, (), tangent_of, names)
     return prune(params, stmts + more, outputs, prog.returns_tuple, f"{prog.name}_jvp")
 
 

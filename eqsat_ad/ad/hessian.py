@@ -17,11 +17,11 @@ from ..ir.index import Affine
 from ..ir.program import Program
 from .common import (
     DifferentiationError,
+    Names,
     bracket,
     eq_pred,
     is_tensor_output,
     normalize_wrt,
-    program_names,
     prune,
 )
 from .forward import forward_statements, output_tangents
@@ -48,14 +48,14 @@ def hessian_program(prog: Program, wrt: str | Sequence[str]) -> Program:
         )
     (x,) = names
     shape = prog.param(x).shape
-    avoid = program_names(prog)
-    stmts, x_bar = gradient_statements(prog, x, avoid)
+    taken = Names(prog)
+    stmts, x_bar = gradient_statements(prog, x, taken)
     gradient = Program(prog.params, tuple(stmts), (Access(x_bar),), False, prog.name)
 
     def indicator(name: str, idx: tuple[Affine, ...], extra: tuple[str, ...]) -> Expr:
         # dx[a] = [a = M]: the tangent family of all unit directions at once.
         return bracket([eq_pred(a, Affine.var(m)) for a, m in zip(idx, extra, strict=True)])
 
-    all_stmts, tangent_of = forward_statements(gradient, names, indicator, shape, avoid)
-    more, outputs = output_tangents(gradient, names, indicator, shape, tangent_of, avoid)
+    all_stmts, tangent_of = forward_statements(gradient, names, indicator, shape, taken)
+    more, outputs = output_tangents(gradient, names, indicator, shape, tangent_of, taken)
     return prune(prog.params, all_stmts + more, outputs, False, f"{prog.name}_hessian")

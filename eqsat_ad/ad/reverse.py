@@ -45,6 +45,7 @@ from .common import (
     ONE,
     ZERO,
     DifferentiationError,
+    Names,
     active_names,
     bracket,
     deshadow,
@@ -59,8 +60,6 @@ from .common import (
     is_tensor_output,
     is_zero,
     normalize_wrt,
-    pick_indices,
-    program_names,
     prune,
 )
 from .derivatives import call_partials
@@ -97,10 +96,19 @@ class Linearizer:
     distinct.
     """
 
-    def __init__(self, active: set[str], taken: set[str], mode: str = "vjp") -> None:
+    def __init__(
+        self,
+        active: set[str],
+        taken: set[str],
+        mode: str = "vjp",
+        alias: tuple[Expr, Expr] | None = None,
+    ) -> None:
         self.active = active
         self.taken = set(taken)
         self.mode = mode
+        # (statement body, the statement's own access): lets tanh' read 1 - y² instead of
+        # recomputing tanh of the whole body.
+        self.alias = alias
 
     def terms(self, e: Expr) -> list[Term]:
         match e:
@@ -131,7 +139,8 @@ class Linearizer:
                 per_arg = [self.terms(a) for a in args]
                 if not any(per_arg):
                     return []
-                partials = call_partials(e, self.mode)
+                value = self.alias[1] if self.alias and e is self.alias[0] else None
+                partials = call_partials(e, self.mode, value)
                 if partials is None:  # stop_gradient
                     return []
                 out: list[Term] = []
@@ -217,28 +226,30 @@ Cotangent = Callable[[int, tuple[Affine, ...]], Expr]
 
 def reverse_statements(
     prog: Program,
-    names: Sequence[str],
+    inputs: Sequence[str],
     cotangent: Cotangent,
-    avoid: set[str],
+    names: Names,
     mode: str = "vjp",
 ) -> tuple[list[Statement], dict[str, str]]:
-    """Adjoint statements for ``prog`` and the names of the ``names`` inputs' adjoints.
+    """Adjoint statements for ``prog`` and the names of the adjoints of ``inputs``.
 
     Returns the primal statements followed by the adjoint statements (reverse order), ending
     with one adjoint statement per input in ``names``.
     """
-    active = active_names(prog, names)
+    active = active_names(prog, inputs)
     pending: dict[str, list[Contribution]] = {}
     bar: dict[str, str] = {}
 
     def bar_name(n: str) -> str:
         if n not in bar:
-            bar[n] = fresh_name(f"{n}_bar", avoid)
-            avoid.add(bar[n])
+            bar[n] = names.variable(f"{n}_bar")
         return bar[n]
 
-    def collect(gens: tuple[IndexVar, ...], body: Expr, cot: Expr) -> None:
-        lin = Linearizer(active, {g.name for g in gens}, mode)
+    def collect(
+        gens: tuple[IndexVar, ...], body: Expr, cot: Expr, own: Expr | None = None
+    ) -> None:
+        alias = (body, own) if own is not None else None
+        lin = Linearizer(active, {g.name for g in gens}, mode, alias)
         for t in lin.terms(body):
             pending.setdefault(t.name, []).append(Contribution(gens, t, cot))
 
@@ -249,7 +260,7 @@ def reverse_statements(
         if is_tensor_output(prog, o):
             assert isinstance(o, Access)
             shape = prog.shape_of(o.name)
-            gen_names = pick_indices(len(shape), set(avoid))
+            gen_names = names.pick_indices(len(shape))
             gens = tuple(IndexVar(n, d) for n, d in zip(gen_names, shape, strict=True))
             idx = tuple(Affine.var(n) for n in gen_names)
             collect(gens, Access(o.name, idx), cotangent(number, idx))
@@ -264,15 +275,15 @@ def reverse_statements(
         name = bar_name(s.name)
         adjoints.append(Statement(name, s.indices, adjoint_body(s.indices, contributions)))
         idx = tuple(Affine.var(iv.name) for iv in s.indices)
-        collect(s.indices, s.body, Access(name, idx))
+        collect(s.indices, s.body, Access(name, idx), Access(s.name, idx))
 
-    for n in names:
+    for n in inputs:
         shape = prog.param(n).shape
-        gen_names = pick_indices(len(shape), set(avoid))
+        gen_names = names.pick_indices(len(shape))
         gens = tuple(IndexVar(g, d) for g, d in zip(gen_names, shape, strict=True))
         body = adjoint_body(gens, pending.pop(n, []))
         adjoints.append(Statement(bar_name(n), gens, body))
-    return list(prog.statements) + adjoints, {n: bar[n] for n in names}
+    return list(prog.statements) + adjoints, {n: bar[n] for n in inputs}
 
 
 def _output_shape(prog: Program, o: Expr) -> tuple:
@@ -292,42 +303,41 @@ def vjp(prog: Program, wrt: str | Sequence[str]) -> Program:
     """
     if not isinstance(prog, Program):
         raise DifferentiationError(f"vjp expects a Program, got {type(prog).__name__}")
-    names = normalize_wrt(prog, wrt)
-    avoid = program_names(prog)
+    inputs = normalize_wrt(prog, wrt)
+    names = Names(prog)
     seeds: list[Param] = []
     for number, o in enumerate(prog.outputs):
         base = f"ybar{number}" if prog.returns_tuple else "ybar"
-        seed_name = base if base not in avoid else _fresh_seed(base, avoid)
-        avoid.add(seed_name)
+        seed_name = names.take(base if names.is_free(base) else _fresh_seed(base, names))
         seeds.append(Param(seed_name, _output_shape(prog, o)))
 
     def cotangent(number: int, idx: tuple[Affine, ...]) -> Expr:
         return Access(seeds[number].name, idx)
 
-    stmts, bars = reverse_statements(prog, names, cotangent, avoid)
-    outputs = tuple(Access(bars[n]) for n in names)
+    stmts, bars = reverse_statements(prog, inputs, cotangent, names)
+    outputs = tuple(Access(bars[n]) for n in inputs)
     return prune(
-        prog.params + tuple(seeds), stmts, outputs, len(names) > 1, f"{prog.name}_vjp"
+        prog.params + tuple(seeds), stmts, outputs, len(inputs) > 1, f"{prog.name}_vjp"
     )
 
 
-def _fresh_seed(base: str, avoid: set[str]) -> str:
+def _fresh_seed(base: str, names: Names) -> str:
     # fresh_name strips trailing digits ("ybar0" -> "ybar1"); keep the output number visible.
     k = 1
-    while f"{base}_{k}" in avoid:
+    while not names.is_free(f"{base}_{k}"):
         k += 1
     return f"{base}_{k}"
 
 
 def gradient_statements(
-    prog: Program, name: str, avoid: set[str]
+    prog: Program, name: str, names: Names
 ) -> tuple[list[Statement], str]:
     """Statements computing the gradient of a scalar-output ``prog`` (seed 1) w.r.t. ``name``."""
 
     def one(number: int, idx: tuple[Affine, ...]) -> Expr:
         return ONE
 
-    stmts, bars = reverse_statements(prog, (name,), one, avoid)
+    stmts, bars = reverse_statements(prog, (name,), one, names)
     return stmts, bars[name]
 
 

@@ -300,10 +300,12 @@ def compare(
         pa, pb = rest_a, rest_b
 
 
-def poly_max(polys: Iterable[Poly], sizes: Mapping[str, int] | None = None) -> Poly:
-    """The largest cost by :func:`compare` (zero for no costs)."""
-    best = ZERO
+def poly_max(
+    polys: Iterable[Poly], sizes: Mapping[str, int] | None = None, pick: int = 1
+) -> Poly:
+    """The largest cost by :func:`compare` (``pick=-1``: the smallest); zero for no costs."""
+    best: Poly | None = None
     for p in polys:
-        if compare(p, best, sizes) > 0:
+        if best is None or compare(p, best, sizes) == pick:
             best = p
-    return best
+    return ZERO if best is None else best

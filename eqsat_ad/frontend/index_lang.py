@@ -167,7 +167,8 @@ class _Parser:
         """Whether the operand of a unary minus is in parentheses: ``-(2)`` versus ``-2``."""
         op = unary.operand
         between = self._slice(unary.lineno, unary.col_offset, op.lineno, op.col_offset)
-        return b"(" in between
+        # Only blanks, parentheses, line continuations and comments can sit in between.
+        return any(b"(" in line.split(b"#", 1)[0] for line in between.split(b"\n"))
 
     # --- the function --------------------------------------------------------------------------
     def function(self, fn: ast.FunctionDef) -> Program:
@@ -346,7 +347,10 @@ class _Parser:
     def number(self, node: ast.AST, v: Any) -> float:
         if not _is_number(v):
             raise self.error(f"the literal {self.text(node)} is not a number", node)
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:
+            raise self.error(f"the literal {self.text(node)} is too large", node) from None
 
     def exponent(self, node: ast.expr) -> float:
         sign = 1.0
@@ -354,7 +358,7 @@ class _Parser:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             sign, inner = -1.0, node.operand
         if isinstance(inner, ast.Constant) and _is_number(inner.value):
-            return sign * float(inner.value)
+            return sign * self.number(inner, inner.value)
         raise self.error(
             f"the exponent of '**' must be a constant number, not '{self.text(node)}'", node
         )
@@ -476,11 +480,30 @@ def _the_function(parser: _Parser, tree: ast.Module, allow_decorators: bool) -> 
 
 
 def _parse(src: str, filename: str, line_offset: int, col_offset: int, decorated: bool) -> Program:
-    parser = _Parser(src, filename, line_offset, col_offset)
-    tree = _parse_tree(src, filename, line_offset, col_offset)
-    prog = parser.function(_the_function(parser, tree, decorated))
-    check_program(prog)
+    # Source indented as a whole (a def inside a class, a test's triple-quoted string) is
+    # dedented; the columns of locations still refer to the original text.
+    dedented = textwrap.dedent(src)
+    col_offset += _indent(src) - _indent(dedented)
+    parser = _Parser(dedented, filename, line_offset, col_offset)
+    try:
+        tree = _parse_tree(dedented, filename, line_offset, col_offset)
+        prog = parser.function(_the_function(parser, tree, decorated))
+        check_program(prog)
+    except RecursionError:
+        raise ProgramError(
+            "the program is nested too deeply for Python's recursion limit; "
+            "split long expressions into several statements",
+            Loc(1 + line_offset, col_offset, filename),
+        ) from None
     return prog
+
+
+def _indent(text: str) -> int:
+    """Width of the leading blanks of the first non-blank line."""
+    for line in text.splitlines():
+        if line.strip():
+            return len(line) - len(line.lstrip(" \t"))
+    return 0
 
 
 def parse(src: str, filename: str = "<source>") -> Program:
@@ -507,8 +530,4 @@ def tensor_fn(fn: Callable[..., Any]) -> Program:
     except (OSError, TypeError) as e:
         name = getattr(fn, "__qualname__", repr(fn))
         raise ProgramError(f"cannot read the source of {name}: {e}") from None
-    src = "".join(lines)
-    dedented = textwrap.dedent(src)
-    # The column shift dedent introduced (lines are all indented at least this much).
-    indent = len(src) - len(src.lstrip(" \t")) - (len(dedented) - len(dedented.lstrip(" \t")))
-    return _parse(dedented, filename, first - 1, indent, decorated=True)
+    return _parse("".join(lines), filename, first - 1, 0, decorated=True)

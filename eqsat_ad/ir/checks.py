@@ -7,6 +7,8 @@ source location.
 
 from __future__ import annotations
 
+import keyword
+import math
 from collections.abc import Iterable
 
 from .errors import ProgramError
@@ -26,7 +28,6 @@ from .expr import (
     Rel,
     Sum,
     children,
-    free_indices,
 )
 from .functions import lookup
 from .index import Affine, IndexVar
@@ -84,20 +85,17 @@ class _Checker:
             raise ProgramError(f"program '{prog.name}' returns nothing")
         for o in prog.outputs:
             loc = getattr(o, "loc", None)
-            free = sorted(free_indices(o))
-            if free:
-                raise ProgramError(f"return expression has free index '{free[0]}'", loc)
-            if isinstance(o, Access) and not o.indices and self.rank_of(o.name, loc) > 0:
+            whole = isinstance(o, Access) and not o.indices and not self.is_relation(o.name)
+            if whole and self.rank_of(o.name, loc) > 0:
                 continue  # a whole tensor returned: `return y`
-            self.expr(o, {}, loc)
+            self.expr(o, {}, loc, output=True)
 
     def name_ok(self, name: str, what: str, loc: Loc | None) -> None:
+        _identifier(name, what, loc)
         if name in RESERVED:
             raise ProgramError(f"{what} name '{name}' is reserved", loc)
         if name in self.all_sizes:
             raise ProgramError(f"{what} '{name}' has the name of a size", loc)
-        if name in self.all_indices:
-            raise ProgramError(f"{what} '{name}' has the name of an index", loc)
 
     def binder(self, ivs: tuple[IndexVar, ...], loc: Loc | None, what: str) -> None:
         seen: set[str] = set()
@@ -105,6 +103,7 @@ class _Checker:
             if iv.name in seen:
                 raise ProgramError(f"duplicate index '{iv.name}' in {what}", loc)
             seen.add(iv.name)
+            _identifier(iv.name, "index", loc)
             if iv.name in self.all_sizes:
                 raise ProgramError(f"index '{iv.name}' has the name of a size", loc)
             if iv.name in self.params or iv.name in self.statement_names:
@@ -119,6 +118,10 @@ class _Checker:
                 )
 
     # --- names ---------------------------------------------------------------------------------
+    def is_relation(self, name: str) -> bool:
+        p = self.params.get(name)
+        return p is not None and p.kind == "relation"
+
     def rank_of(self, name: str, loc: Loc | None) -> int:
         """Rank of a defined tensor or scalar; errors for everything else that is not one."""
         if name in self.defined:
@@ -134,14 +137,17 @@ class _Checker:
         raise ProgramError(f"unknown name '{name}'", loc)
 
     # --- expressions ---------------------------------------------------------------------------
-    def expr(self, e: Expr, scope: dict[str, IndexVar], outer: Loc | None) -> None:
+    def expr(
+        self, e: Expr, scope: dict[str, IndexVar], outer: Loc | None, output: bool = False
+    ) -> None:
         loc = e.loc if e.loc is not None else outer
         match e:
+            case Const(v) | Pow(_, v) if not math.isfinite(v):
+                raise ProgramError(f"the constant {v} is not finite", loc)
             case Const():
                 return
             case Access(name, idx):
-                p = self.params.get(name)
-                if p is not None and p.kind == "relation":
+                if self.is_relation(name):
                     raise ProgramError(
                         f"relation '{name}' is used as a value; a relation may only appear "
                         f"as a bracket {name}[...]",
@@ -158,14 +164,14 @@ class _Checker:
                     raise ProgramError(
                         f"'{name}' has {_indices(rank)} but is accessed with {len(idx)}", loc
                     )
-                self.affines(idx, scope, loc)
+                self.affines(idx, scope, loc, output)
             case Bracket(pred):
-                self.pred(pred, scope, loc)
+                self.pred(pred, scope, loc, output)
             case Binary(_, lhs, rhs):
-                self.expr(lhs, scope, loc)
-                self.expr(rhs, scope, loc)
+                self.expr(lhs, scope, loc, output)
+                self.expr(rhs, scope, loc, output)
             case Neg(arg) | Pow(arg, _):
-                self.expr(arg, scope, loc)
+                self.expr(arg, scope, loc, output)
             case Call(fn, args):
                 f = lookup(fn)
                 if f is None:
@@ -176,20 +182,20 @@ class _Checker:
                         f"'{fn}' takes {f.arity} {plural} but is given {len(args)}", loc
                     )
                 for a in args:
-                    self.expr(a, scope, loc)
+                    self.expr(a, scope, loc, output)
             case Sum(ivs, body):
                 if not ivs:
                     raise ProgramError("Sum binds no index", loc)
                 self.binder(ivs, loc, "one Sum")
-                self.expr(body, {**scope, **{iv.name: iv for iv in ivs}}, loc)
+                self.expr(body, {**scope, **{iv.name: iv for iv in ivs}}, loc, output)
             case _:
                 raise ProgramError(f"not an expression: {e!r}", outer)
 
-    def pred(self, p: Pred, scope: dict[str, IndexVar], outer: Loc | None) -> None:
+    def pred(self, p: Pred, scope: dict[str, IndexVar], outer: Loc | None, output: bool) -> None:
         loc = p.loc if p.loc is not None else outer
         match p:
             case Cmp(_, lhs, rhs):
-                self.affines((lhs, rhs), scope, loc)
+                self.affines((lhs, rhs), scope, loc, output)
             case Rel(name, idx):
                 param = self.params.get(name)
                 if param is None or param.kind != "relation":
@@ -203,22 +209,26 @@ class _Checker:
                         f"{len(idx)}",
                         loc,
                     )
-                self.affines(idx, scope, loc)
+                self.affines(idx, scope, loc, output)
             case And(preds):
                 if not preds:
                     raise ProgramError("empty conjunction in a bracket", loc)
                 for q in preds:
-                    self.pred(q, scope, loc)
+                    self.pred(q, scope, loc, output)
             case _:
                 raise ProgramError(f"not a predicate: {p!r}", outer)
 
-    def affines(self, affs: Iterable[Affine], scope: dict[str, IndexVar], loc: Loc | None) -> None:
+    def affines(
+        self, affs: Iterable[Affine], scope: dict[str, IndexVar], loc: Loc | None, output: bool
+    ) -> None:
         for a in affs:
             for n, _ in a.index:
                 if n in scope:
                     continue
                 if n in self.params or n in self.statement_names:
                     raise ProgramError(f"tensor '{n}' cannot be used in an index expression", loc)
+                if output:
+                    raise ProgramError(f"return expression has free index '{n}'", loc)
                 if n in self.all_indices:
                     raise ProgramError(
                         f"index '{n}' is used outside the Sum or generator that binds it", loc
@@ -231,6 +241,12 @@ class _Checker:
                     raise ProgramError(
                         f"size '{n}' cannot be matched: no parameter shape binds it", loc
                     )
+
+
+def _identifier(name: str, what: str, loc: Loc | None) -> None:
+    # The printer writes names as they are: they must read back as Python names.
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise ProgramError(f"{what} name {name!r} is not a valid identifier", loc)
 
 
 def _indices(n: int) -> str:

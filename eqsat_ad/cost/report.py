@@ -1,0 +1,313 @@
+"""The cost report: naive vs optimized program, priced by the cost model, plus saturation stats.
+
+``str(report)`` is a table read at a glance, after opt_einsum's ``contract_path`` printout:
+scaling (O-class), symbolic cost and its value at the sizes, largest intermediate and the
+predicted ("theoretical") speed-up for both programs, then the e-graph's size and why saturation
+stopped, one line per statement of each program, and how often each rule fired.
+``report.to_dict()`` holds the same data JSON-ready (SymPy expressions as strings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import sympy
+
+from ..ir.errors import EqsatError
+from ..ir.program import Program
+from .model import Materialized, ProgramCost, program_cost
+from .poly import big_o, compare
+
+__all__ = ["DEFAULT_SIZE", "CostReport", "ProgramSummary", "SaturationStats", "StatementRow"]
+
+DEFAULT_SIZE = 1000
+"""Value given to every size the caller did not give, to put numbers on the polynomials."""
+
+
+@dataclass(frozen=True)
+class SaturationStats:
+    """What equality saturation did: e-graph size, iterations, time, why it stopped, rules fired."""
+
+    iterations: int = 0
+    nodes: int = 0
+    classes: int = 0
+    seconds: float = 0.0
+    stop_reason: str = "not run"
+    rule_counts: dict[str, int] = field(default_factory=dict)
+
+    STOP_REASONS: ClassVar[tuple[str, ...]] = (
+        "saturated", "iteration limit", "node limit", "time limit", "not run",
+    )
+
+    def __post_init__(self) -> None:
+        if self.stop_reason not in self.STOP_REASONS:
+            raise EqsatError(
+                f"unknown stop reason {self.stop_reason!r}; expected one of "
+                + ", ".join(repr(r) for r in self.STOP_REASONS)
+            )
+        for name in ("iterations", "nodes", "classes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise EqsatError(f"{name} must be a non-negative integer, got {v!r}")
+        if not isinstance(self.seconds, int | float) or self.seconds < 0:
+            raise EqsatError(f"seconds must be a non-negative number, got {self.seconds!r}")
+        counts = dict(self.rule_counts)
+        for k, v in counts.items():
+            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int):
+                raise EqsatError(f"rule_counts maps rule names to integers, got {k!r}: {v!r}")
+        object.__setattr__(self, "rule_counts", counts)  # own copy: the report is a value
+
+    @property
+    def saturated(self) -> bool:
+        return self.stop_reason == "saturated"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "iterations": self.iterations,
+            "nodes": self.nodes,
+            "classes": self.classes,
+            "seconds": float(self.seconds),
+            "stop_reason": self.stop_reason,
+            "rule_counts": dict(self.rule_counts),
+        }
+
+
+@dataclass(frozen=True)
+class StatementRow:
+    """One statement (or returned expression) of a program with its price."""
+
+    name: str
+    kind: str
+    text: str
+    cost: sympy.Expr
+    value: Fraction
+    big_o: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "statement": self.text,
+            "cost": str(self.cost),
+            "value": _json_number(self.value),
+            "big_o": self.big_o,
+        }
+
+
+@dataclass(frozen=True)
+class ProgramSummary:
+    """A program priced at the report's sizes."""
+
+    cost: ProgramCost
+    total: sympy.Expr
+    value: Fraction
+    big_o: str
+    largest: Materialized | None
+    largest_value: Fraction
+    rows: tuple[StatementRow, ...]
+
+    @staticmethod
+    def of(prog: Program, sizes: Mapping[str, int], tie_sizes: Mapping[str, int] | None):
+        cost = program_cost(prog, tie_sizes)
+        rows = tuple(
+            StatementRow(
+                d.name, d.kind, d.text, d.cost, Fraction(d.poly.evaluate(sizes)), big_o(d.poly)
+            )
+            for d in cost.details
+        )
+        largest = _largest(cost, sizes)
+        return ProgramSummary(
+            cost,
+            cost.total,
+            Fraction(cost.total_poly.evaluate(sizes)),
+            big_o(cost.total_poly),
+            largest,
+            Fraction(largest.elements.evaluate(sizes)) if largest else Fraction(0),
+            rows,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        lg = self.largest
+        return {
+            "total": str(self.total),
+            "value": _json_number(self.value),
+            "big_o": self.big_o,
+            "largest_intermediate": None
+            if lg is None
+            else {
+                "statement": lg.statement,
+                "what": lg.what,
+                "elements": str(lg.elements.to_sympy()),
+                "value": _json_number(self.largest_value),
+            },
+            "statements": [r.to_dict() for r in self.rows],
+        }
+
+
+def _largest(cost: ProgramCost, sizes: Mapping[str, int]) -> Materialized | None:
+    best: Materialized | None = None
+    for m in cost.materialized:
+        if best is None or compare(m.elements, best.elements, sizes) > 0:
+            best = m
+    return best
+
+
+def _json_number(v: Fraction) -> int | float:
+    return int(v) if v.denominator == 1 else float(v)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _short(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _fmt(v: Fraction | float) -> str:
+    if isinstance(v, Fraction) and v.denominator == 1 and abs(v) < 10**6:
+        return str(int(v))
+    return f"{float(v):.3e}"
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """Naive vs optimized cost, symbolic and at ``sizes``, with the saturation statistics."""
+
+    sizes: dict[str, int]
+    defaulted: tuple[str, ...]
+    naive: ProgramSummary
+    optimized: ProgramSummary
+    stats: SaturationStats
+
+    # --- construction --------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        naive: Program,
+        optimized: Program,
+        sizes: Mapping[str, int] | None = None,
+        stats: SaturationStats | None = None,
+    ) -> CostReport:
+        """Price both programs. Sizes not given default to :data:`DEFAULT_SIZE` (and say so)."""
+        for what, p in (("naive", naive), ("optimized", optimized)):
+            if not isinstance(p, Program):
+                raise EqsatError(f"the {what} program must be a Program, got {type(p).__name__}")
+        if stats is not None and not isinstance(stats, SaturationStats):
+            raise EqsatError(f"stats must be SaturationStats, got {type(stats).__name__}")
+        given = dict(sizes or {})
+        names = list(dict.fromkeys(naive.size_names() + optimized.size_names()))
+        full = dict(given)
+        defaulted = tuple(n for n in names if n not in given)
+        for n in defaulted:
+            full[n] = DEFAULT_SIZE
+        # Ties between contraction orders are broken at the caller's sizes, as the optimizer does.
+        tie = full if sizes is not None else None
+        return cls(
+            full,
+            defaulted,
+            ProgramSummary.of(naive, full, tie),
+            ProgramSummary.of(optimized, full, tie),
+            stats if stats is not None else SaturationStats(),
+        )
+
+    # --- derived figures -----------------------------------------------------------------------
+    @property
+    def speedup(self) -> float | None:
+        """Predicted speed-up: naive cost / optimized cost at the sizes (None if undefined)."""
+        if self.optimized.value <= 0:
+            return None
+        return float(self.naive.value / self.optimized.value)
+
+    @property
+    def naive_total(self) -> sympy.Expr:
+        return self.naive.total
+
+    @property
+    def optimized_total(self) -> sympy.Expr:
+        return self.optimized.total
+
+    # --- output --------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sizes": dict(self.sizes),
+            "defaulted_sizes": list(self.defaulted),
+            "naive": self.naive.to_dict(),
+            "optimized": self.optimized.to_dict(),
+            "speedup": self.speedup,
+            "saturation": self.stats.to_dict(),
+        }
+
+    def _sizes_line(self) -> str:
+        if not self.sizes:
+            return "sizes: none (all extents are constants)"
+        text = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        if self.defaulted and len(self.defaulted) == len(self.sizes):
+            return f"sizes: {text} (not given: every size defaults to {DEFAULT_SIZE})"
+        if self.defaulted:
+            return f"sizes: {text} (not given: {', '.join(self.defaulted)} = {DEFAULT_SIZE})"
+        return f"sizes: {text}"
+
+    def __str__(self) -> str:
+        n, o = self.naive, self.optimized
+
+        def largest(s: ProgramSummary) -> str:
+            if s.largest is None:
+                return "none"
+            lg = s.largest
+            return f"{lg.elements} = {_fmt(s.largest_value)} ({lg.statement}: {lg.what})"
+
+        st = self.stats
+        if st.stop_reason == "not run":
+            egraph = "not run"
+        else:
+            egraph = (
+                f"{st.nodes} nodes, {st.classes} classes, {st.iterations} iterations, "
+                f"{st.seconds:.2f} s, stopped: {st.stop_reason}"
+            )
+        speed = "n/a" if self.speedup is None else f"{self.speedup:.4g}x"
+        head = [
+            ("scaling", n.big_o, o.big_o),
+            ("cost", str(n.total), str(o.total)),
+            ("cost at sizes", _fmt(n.value), _fmt(o.value)),
+            ("largest intermediate", largest(n), largest(o)),
+        ]
+        w0 = max(len(r[0]) for r in head) + 2
+        w1 = max(len("naive"), *(len(r[1]) for r in head)) + 3
+        lines = [f"Cost report ({self._sizes_line()})"]
+        rule = "-" * max(72, w0 + w1 + max(len(r[2]) for r in head) + 2)
+        lines.append(rule)
+        lines.append(f"  {'':{w0}}{'naive':{w1}}optimized")
+        lines += [f"  {a:{w0}}{b:{w1}}{c}" for a, b, c in head]
+        lines.append(f"  {'theoretical speed-up':{w0}}{speed}")
+        lines.append(f"  {'e-graph':{w0}}{egraph}")
+        for title, s in (("naive program", n), ("optimized program", o)):
+            lines.append(rule)
+            lines += self._statement_table(title, s)
+        if st.rule_counts:
+            lines.append(rule)
+            total = sum(st.rule_counts.values())
+            lines.append(
+                f"  rules fired ({_plural(len(st.rule_counts), 'rule')}, {_plural(total, 'time')})"
+            )
+            wr = max(len(k) for k in st.rule_counts) + 2
+            for k, v in sorted(st.rule_counts.items(), key=lambda kv: (-kv[1], kv[0])):
+                lines.append(f"    {k:{wr}}{v}")
+        return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _statement_table(title: str, s: ProgramSummary) -> list[str]:
+        # A returned tensor variable costs nothing: leave it out of the table (not of to_dict).
+        shown = [r for r in s.rows if not (r.kind == "output" and r.cost == 0)]
+        rows = [(r.big_o, _fmt(r.value), str(r.cost), _short(r.text)) for r in shown]
+        hdr = ("scaling", "at sizes", "cost", "statement")
+        widths = [max(len(hdr[k]), *(len(r[k]) for r in rows)) + 2 if rows else len(hdr[k]) + 2
+                  for k in range(3)]
+        out = [f"  {title}", "  " + "".join(f"{h:{w}}" for h, w in zip(hdr, widths, strict=False))
+               + hdr[3]]
+        for r in rows:
+            out.append("  " + "".join(f"{c:{w}}" for c, w in zip(r, widths, strict=False)) + r[3])
+        return out

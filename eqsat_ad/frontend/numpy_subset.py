@@ -1,0 +1,2138 @@
+"""Tangent-style front end: a Python function written in a NumPy subset → a Tensor SSA Program.
+
+``translate(fn, shapes)`` reads ``fn``'s source (``inspect.getsource`` + ``ast``) and interprets
+its syntax tree over symbolic arrays; the function is never run. What it understands:
+
+* arithmetic with NumPy broadcasting, ``@``/``np.dot``/``np.matmul``/``np.einsum``/``np.outer``,
+  ``np.trace``, ``np.diag`` (both directions), ``.T``/``np.transpose``, ``np.sum``/``mean``/``max``/
+  ``min`` with ``axis`` and ``keepdims`` (max/min over a concrete axis become a tree of binary
+  ``max``), elementwise ``np.exp log tanh sin cos sqrt abs square``, ``x ** c``,
+  ``np.maximum``/``np.minimum``, ``np.where`` with data comparisons (written with the registered
+  Heaviside ``step``), indexing with ints, slices, ``None``, ``...`` and loop indices, ``x.shape``,
+  ``len(x)``;
+* ``for i in range(...)`` whose body accumulates (``s += e(i)``, ``s = s + e(i)``) becomes ONE
+  ``Sum`` over ``i``: loop-local arrays become statements with ``i`` as a generator, so a loop of
+  scalar reads is O(n), not O(n²); an ``if`` on ``i`` inside such a loop becomes a bracket. Other
+  static loops are unrolled (at most :data:`MAX_UNROLL` iterations each);
+* ``if`` on constants and shapes is decided at translation time; data-dependent choices must use
+  ``np.where``/``np.maximum``;
+* ``stop_gradient(x)`` and functions with a custom adjoint (``eqsat_ad.custom_adjoint``) become
+  ``Call``s; other plain Python helpers are inlined from their source.
+
+Errors are :class:`~eqsat_ad.ir.errors.ProgramError` with the real file, line and column.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import inspect
+import keyword
+import math
+import textwrap
+import types
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..ir.errors import EqsatError, ProgramError
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Loc,
+    Neg,
+    Pow,
+    Pred,
+    Rel,
+    Sum,
+    conj,
+    free_indices,
+    fresh_name,
+    substitute,
+    substitute_pred,
+)
+from ..ir.functions import BUILTINS, lookup
+from ..ir.index import Affine, Dim, IndexVar, as_dim, dim_str
+from ..ir.program import Param, Program, Statement
+from .numpy_ops import ArrayOps, shape_str
+from .numpy_values import (
+    Builtin,
+    EqsatFunc,
+    Method,
+    NpFunc,
+    PredVal,
+    TVal,
+    add,
+    affine_as_dim,
+    bracket,
+    call,
+    const,
+    dim_as_affine,
+    has_sum,
+    mul,
+    provably_nonneg,
+    scalar,
+    sub,
+)
+
+__all__ = ["translate", "MAX_UNROLL"]
+
+MAX_UNROLL = 1000
+"""Most iterations a single loop that is not an accumulation is unrolled to."""
+
+MAX_TOTAL_UNROLL = 20000
+"""Most unrolled iterations in one translation (nested loops multiply)."""
+
+_MAX_INLINE_DEPTH = 32
+
+# Elementwise NumPy functions → built-in scalar function of the IR.
+_UNARY = {
+    "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos", "sqrt": "sqrt",
+    "abs": "abs", "absolute": "abs",
+}
+_BINARY_ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/"}
+_NP_NAMES = (
+    set(_UNARY) | set(_BINARY_ARITH) | {
+        "square", "power", "negative", "maximum", "minimum", "where", "sum", "mean", "max",
+        "min", "amax", "amin", "dot", "matmul", "einsum", "outer", "trace", "diag", "transpose",
+        "swapaxes", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "eye",
+        "identity", "reshape", "concatenate", "stack", "clip", "sign", "float32", "float64",
+        "asarray", "array", "copy", "greater", "less", "greater_equal", "less_equal", "equal",
+        "not_equal", "logical_and", "logical_or", "logical_not", "shape", "ndim", "size",
+    }
+)
+# NumPy functions imported by name (``from numpy import exp``) are recognized by identity.
+_NP_BY_ID: dict[int, str] = {
+    id(getattr(np, _n)): _n for _n in sorted(_NP_NAMES) if hasattr(np, _n)
+}
+_NP_CONST = {"pi": math.pi, "e": math.e, "newaxis": None}
+_MATH_FUNCS = {"exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos",
+               "sqrt": "sqrt", "fabs": "abs"}
+_METHODS = {"sum", "mean", "max", "min", "dot", "transpose", "reshape", "copy", "astype",
+            "swapaxes", "trace", "diagonal", "clip"}
+_BUILTIN_NAMES = {"range", "len", "abs", "min", "max", "float", "int", "enumerate", "zip",
+                  "reversed", "tuple", "list", "isinstance", "bool"}
+_CMP_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+               ast.NotEq: "!="}
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+_BINOP_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+                 ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&",
+                 ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+_INDEX_POOL = ("i", "j", "k", "l", "m", "n", "p", "q", "r", "s", "u", "v", "w", "a", "b", "c",
+               "d", "e", "f", "g", "h")
+
+
+class _NotSummable(Exception):
+    """A loop cannot become a sum; the translator unrolls it instead (``reason`` says why)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class _Returned:
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Poisoned:
+    """A name whose value after a summed loop is not known; reading it fails with ``why``."""
+
+    why: str
+
+
+@dataclass
+class _Frame:
+    """A ``for`` loop being turned into a sum over the fresh index ``var``."""
+
+    var: str
+    assigned: frozenset[str]
+    defined: set[str] = field(default_factory=set)
+    acc: dict[str, list[TVal]] = field(default_factory=dict)
+    guards: list[Expr] = field(default_factory=list)
+    """0/1 factors of the enclosing ifs on the loop index (brackets)."""
+
+
+@dataclass
+class _Scope:
+    """One function being translated (the user's function or an inlined helper)."""
+
+    fn_name: str
+    filename: str
+    line0: int
+    col0: int
+    globals: Mapping[str, Any]
+    closure: Mapping[str, Any]
+    env: dict[str, Any]
+    frames: list[_Frame] = field(default_factory=list)
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class _LoopVar:
+    extent: Dim
+    last: Affine
+    """Value of the binder in the last iteration (the range analysis uses [0, last])."""
+
+
+# ================================================================================================
+# Public entry point
+# ================================================================================================
+
+
+def translate(
+    fn: Callable[..., Any],
+    shapes: Mapping[str, Sequence[int | str]],
+    dtypes: Mapping[str, Any] | None = None,
+) -> Program:
+    """Translate the NumPy-subset Python function ``fn`` into a Tensor SSA :class:`Program`.
+
+    ``shapes`` gives each array parameter's shape (ints or size names such as ``"N"``; ``()`` for
+    a scalar); parameters without a shape must have a default, which is then a constant.
+    ``dtypes`` may mark parameters as boolean (``bool`` → a relation, usable as a mask) or float.
+    The program's parameters follow ``fn``'s parameter order; its output is ``fn``'s return value
+    (a tuple of outputs for a returned tuple).
+
+    >>> import numpy as np
+    >>> def f(x):
+    ...     s = 0.0
+    ...     for i in range(x.shape[0]):
+    ...         s += x[i] * x[i]
+    ...     return s
+    >>> print(translate(f, {"x": ("N",)}))  # doctest: +SKIP
+    def f(x: [N]):
+        s = Sum[i: N](x[i] * x[i])
+        return s
+    """
+    tr = _Translator()
+    try:
+        return tr.run(fn, shapes, dtypes)
+    except EqsatError:
+        raise
+    except _NotSummable as e:  # pragma: no cover - every loop falls back before this
+        raise ProgramError(f"cannot translate a loop: {e.reason}", tr.last_loc()) from None
+    except RecursionError:
+        raise ProgramError(
+            "the function is nested too deeply to translate", tr.last_loc()
+        ) from None
+    except Exception as e:  # an unexpected failure still names where it happened
+        raise ProgramError(
+            f"the NumPy translator failed on this construct ({type(e).__name__}: {e})",
+            tr.last_loc(),
+        ) from e
+
+
+# ================================================================================================
+# The translator
+# ================================================================================================
+
+
+def _source_of(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, str, int, int]:
+    """The function's syntax tree, file name, first line in the file and dedent width."""
+    fn = inspect.unwrap(fn)
+    name = getattr(fn, "__name__", repr(fn))
+    try:
+        lines, line0 = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
+    except (OSError, TypeError) as e:
+        raise ProgramError(
+            f"cannot read the source of {name!r} ({e}); define it with 'def' in a file"
+        ) from None
+    first = lines[0]
+    col0 = len(first) - len(first.lstrip())
+    src = textwrap.dedent("".join(lines))
+    try:
+        tree = ast.parse(src)
+    except SyntaxError as e:
+        raise ProgramError(
+            f"cannot parse the source of {name!r}: {e.msg}",
+            Loc(line0 + (e.lineno or 1) - 1, (e.offset or 1) - 1 + col0, filename),
+        ) from None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef):
+        kind = "a lambda" if name == "<lambda>" else type(node).__name__
+        raise ProgramError(
+            f"can only translate functions defined with 'def', got {kind}",
+            Loc(line0, col0, filename),
+        )
+    return node, filename, line0, col0
+
+
+def _identifiers(node: ast.AST) -> set[str]:
+    """Names the function assigns arrays to (loop targets excepted), kept free for statements."""
+    loop_targets: set[int] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.For):
+            loop_targets |= {id(t) for t in ast.walk(n.target)}
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in loop_targets:
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+    return out
+
+
+def _assigned_names(stmts: Sequence[ast.stmt]) -> frozenset[str]:
+    out: set[str] = set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+    return frozenset(out)
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, TVal):
+        return f"an array of shape {shape_str(v.shape)}" if v.ndim else "a scalar"
+    if isinstance(v, Affine):
+        return "a loop index" if v.index else "a symbolic size"
+    if isinstance(v, PredVal):
+        return "an index comparison"
+    if isinstance(v, NpFunc):
+        return f"np.{v.name}"
+    if isinstance(v, types.ModuleType):
+        return f"module {v.__name__}"
+    if isinstance(v, types.FunctionType):
+        return f"function {v.__name__}"
+    return type(v).__name__
+
+
+def _is_static_number(v: Any) -> bool:
+    return isinstance(v, int | float | bool | np.integer | np.floating | np.bool_)
+
+
+def _subst_loop(v: Any, var: str, value: Affine) -> Any:
+    """Replace the loop binder ``var`` by ``value`` inside a translator value."""
+    if isinstance(v, TVal):
+        return TVal(v.shape, v.axes, substitute(v.body, {var: value}), v.base, v.boolean)
+    if isinstance(v, Affine):
+        return v.substitute({var: value})
+    if isinstance(v, PredVal):
+        return PredVal(substitute_pred(v.pred, {var: value}))
+    if isinstance(v, tuple):
+        return tuple(_subst_loop(x, var, value) for x in v)
+    if isinstance(v, list):
+        return [_subst_loop(x, var, value) for x in v]
+    return v
+
+
+class _Translator(ArrayOps):
+    def __init__(self) -> None:
+        self.statements: list[Statement] = []
+        self.params: list[Param] = []
+        self.taken: set[str] = set(BUILTINS) | {"Sum", "rel"} | set(keyword.kwlist)
+        self.index_used: set[str] = set()
+        self.index_avoid: set[str] = set()
+        self.loop_vars: dict[str, _LoopVar] = {}
+        self.counter = 0
+        self.unrolled = 0
+        self.scope: _Scope | None = None
+        self.node: ast.AST | None = None
+
+    # --- plumbing ------------------------------------------------------------------------------
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"_{self.counter}"
+
+    def loc(self, node: ast.AST | None) -> Loc | None:
+        sc = self.scope
+        if sc is None or node is None or not hasattr(node, "lineno"):
+            return None
+        return Loc(sc.line0 + node.lineno - 1, node.col_offset + sc.col0, sc.filename)
+
+    def last_loc(self) -> Loc | None:
+        return self.loc(self.node)
+
+    def error(self, message: str, node: ast.AST | None) -> ProgramError:
+        return ProgramError(message, self.loc(node if node is not None else self.node))
+
+    def symbolic(self, v: Any, message: str, node: ast.AST) -> Exception:
+        """A failure caused by a symbolic integer: inside a summed loop, unroll instead."""
+        if isinstance(v, Affine) and v.index:
+            return _NotSummable(f"{message} (at {self.loc(node)})")
+        return self.error(message, node)
+
+    def new_name(self, hint: str) -> str:
+        base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "t"
+        name = fresh_name(base, self.taken | self.index_used)
+        self.taken.add(name)
+        return name
+
+    # --- entry ---------------------------------------------------------------------------------
+    def run(
+        self,
+        fn: Callable[..., Any],
+        shapes: Mapping[str, Sequence[int | str]],
+        dtypes: Mapping[str, Any] | None,
+    ) -> Program:
+        if not callable(fn):
+            raise ProgramError(f"translate expects a Python function, got {type(fn).__name__}")
+        tree, filename, line0, col0 = _source_of(fn)
+        real = inspect.unwrap(fn)
+        self.scope = _Scope(
+            tree.name, filename, line0, col0, getattr(real, "__globals__", {}),
+            _closure_of(real), {},
+        )
+        self.index_avoid |= _identifiers(tree)
+        self._bind_params(real, tree, shapes, dtypes or {})
+        self.node = tree
+        ret = self.exec_block(tree.body)
+        if ret is None:
+            raise self.error(f"function {tree.name!r} does not return a value", tree)
+        outputs, is_tuple = self._outputs(ret.value, tree)
+        return Program(tuple(self.params), tuple(self.statements), outputs, is_tuple, tree.name)
+
+    def _bind_params(
+        self,
+        fn: Callable[..., Any],
+        tree: ast.FunctionDef,
+        shapes: Mapping[str, Sequence[int | str]],
+        dtypes: Mapping[str, Any],
+    ) -> None:
+        args = tree.args
+        if args.vararg or args.kwarg:
+            bad = args.vararg or args.kwarg
+            raise self.error(
+                "*args/**kwargs parameters cannot be translated; name each array parameter", bad
+            )
+        if not isinstance(shapes, Mapping):
+            raise ProgramError("shapes must be a mapping from parameter name to shape tuple")
+        arg_nodes = args.posonlyargs + args.args + args.kwonlyargs
+        names = [a.arg for a in arg_nodes]
+        for k in list(shapes) + list(dtypes):
+            if k not in names:
+                raise ProgramError(
+                    f"{k!r} is not a parameter of {tree.name!r} (parameters: {', '.join(names)})"
+                )
+        try:
+            sig = inspect.signature(fn)
+            defaults = {
+                p.name: p.default for p in sig.parameters.values()
+                if p.default is not inspect.Parameter.empty
+            }
+        except (TypeError, ValueError):  # pragma: no cover - builtins have no source anyway
+            defaults = {}
+        size_names: set[str] = set()
+        for a in arg_nodes:
+            if a.arg in shapes:
+                continue
+            if a.arg not in defaults:
+                raise self.error(
+                    f"no shape given for parameter {a.arg!r}: pass shapes={{'{a.arg}': (...)}} "
+                    "(use () for a scalar)", a,
+                )
+        for a in arg_nodes:
+            name = a.arg
+            if name not in shapes:
+                self.scope.env[name] = self._static_default(defaults[name], name, a)
+                continue
+            shape = self._shape(shapes[name], name)
+            for d in shape:
+                if not isinstance(d, int):
+                    size_names.add(d.name)
+            kind = self._kind(dtypes.get(name), name)
+            self.params.append(Param(name, shape, kind, self.loc(a)))
+            axes = tuple(self.fresh() for _ in shape)
+            idx = tuple(Affine.var(x) for x in axes)
+            body: Expr = Bracket(Rel(name, idx)) if kind == "relation" else Access(name, idx)
+            self.scope.env[name] = TVal(shape, axes, body, name, kind == "relation")
+        clash = size_names & set(names)
+        if clash:
+            raise ProgramError(
+                f"size name {sorted(clash)[0]!r} is also a parameter name; rename one of them"
+            )
+        self.taken |= set(names) | size_names
+        self.index_avoid |= set(names) | size_names
+
+    def _shape(self, shape: Any, name: str) -> tuple[Dim, ...]:
+        if isinstance(shape, int | str) or not isinstance(shape, Sequence):
+            raise ProgramError(
+                f"shape of {name!r} must be a tuple of ints or size names, got {shape!r}"
+            )
+        out: list[Dim] = []
+        for d in shape:
+            if isinstance(d, str) and not d.isidentifier():
+                raise ProgramError(f"size name {d!r} of parameter {name!r} is not an identifier")
+            if isinstance(d, np.integer):
+                d = int(d)
+            try:
+                out.append(as_dim(d))
+            except (TypeError, ValueError) as e:
+                raise ProgramError(f"shape of {name!r}: {e}") from None
+        return tuple(out)
+
+    def _kind(self, dtype: Any, name: str) -> str:
+        if dtype is None:
+            return "tensor"
+        try:
+            kind = np.dtype(dtype).kind
+        except TypeError:
+            raise ProgramError(f"dtype of {name!r} is not a NumPy dtype: {dtype!r}") from None
+        if kind == "b":
+            return "relation"
+        if kind in "fiu":
+            return "tensor"
+        raise ProgramError(f"dtype {np.dtype(dtype)} of {name!r} is not supported (float or bool)")
+
+    def _static_default(self, v: Any, name: str, node: ast.AST) -> Any:
+        if v is None or isinstance(v, str) or _is_static_number(v):
+            return v.item() if isinstance(v, np.generic) else v
+        if isinstance(v, tuple) and all(
+            x is None or _is_static_number(x) or isinstance(x, str) for x in v
+        ):
+            return v
+        raise self.error(
+            f"parameter {name!r} has no shape and its default {v!r} is not a constant; "
+            "give its shape in shapes=", node,
+        )
+
+    # --- outputs and naming --------------------------------------------------------------------
+    def _outputs(self, value: Any, node: ast.AST) -> tuple[tuple[Expr, ...], bool]:
+        items = value if isinstance(value, tuple | list) else (value,)
+        outs: list[Expr] = []
+        for k, v in enumerate(items):
+            hint = "out" if len(items) == 1 else f"out{k}"
+            if isinstance(v, tuple | list):
+                raise self.error("nested tuples cannot be returned; return a flat tuple", node)
+            tv = self.to_data(v, node)
+            if tv.ndim == 0 and not has_sum(tv.body) and not free_indices(tv.body):
+                outs.append(self._pretty_expr(tv.body))
+                continue
+            body = tv.body
+            ident = isinstance(body, Access) and body.indices == tuple(
+                Affine.var(a) for a in tv.axes
+            ) and body.name not in {p.name for p in self.params}
+            if not ident:
+                tv = self.materialize(tv, hint, node)
+            outs.append(Access(tv.body.name) if tv.ndim else tv.body)
+        return tuple(outs), isinstance(value, tuple | list)
+
+    def _index_name(self, used: set[str]) -> str:
+        for c in _INDEX_POOL:
+            if c not in used and c not in self.taken and c not in self.index_avoid:
+                return c
+        k = 1
+        while True:
+            for c in ("i", "j", "k"):
+                name = f"{c}{k}"
+                if name not in used and name not in self.taken and name not in self.index_avoid:
+                    return name
+            k += 1
+
+    def _rename_pred(self, p: Pred, m: Mapping[str, str]) -> Pred:
+        return substitute_pred(p, {k: Affine.var(v) for k, v in m.items()})
+
+    def _rename(self, e: Expr, m: dict[str, str], used: set[str]) -> Expr:
+        """Rename every index (free ones by ``m``, bound ones to fresh readable names)."""
+        amap = {k: Affine.var(v) for k, v in m.items()}
+        match e:
+            case Const():
+                return e
+            case Access(name, idx):
+                return Access(name, tuple(a.substitute(amap) for a in idx), e.loc)
+            case Bracket(p):
+                return Bracket(substitute_pred(p, amap), e.loc)
+            case Binary(op, lhs, rhs):
+                return Binary(op, self._rename(lhs, m, used), self._rename(rhs, m, used), e.loc)
+            case Neg(arg):
+                return Neg(self._rename(arg, m, used), e.loc)
+            case Pow(base, k):
+                return Pow(self._rename(base, m, used), k, e.loc)
+            case Call(fn, args):
+                return Call(fn, tuple(self._rename(a, m, used) for a in args), e.loc)
+            case Sum(ivs, body):
+                inner = dict(m)
+                used2 = set(used)
+                new: list[IndexVar] = []
+                for iv in ivs:
+                    nm = self._index_name(used2)
+                    used2.add(nm)
+                    inner[iv.name] = nm
+                    new.append(IndexVar(nm, iv.extent))
+                self.index_used |= {iv.name for iv in new}
+                return Sum(tuple(new), self._rename(body, inner, used2), e.loc)
+        raise TypeError(e)
+
+    def _pretty_expr(self, e: Expr) -> Expr:
+        return self._rename(e, {}, set())
+
+    def materialize(self, tv: TVal, hint: str, node: ast.AST) -> TVal:
+        """Emit ``name[gens] = body`` and return the value as an access to it.
+
+        Inside a summed loop the loop binders the body depends on become leading generators, so
+        a loop-local array is computed once for all iterations (vectorized).
+        """
+        free = free_indices(tv.body)
+        loops = [v for v in self.loop_vars if v in free]
+        stray = free - set(tv.axes) - set(loops)
+        if stray:  # pragma: no cover - internal invariant
+            raise AssertionError(f"unbound indices {sorted(stray)}")
+        gens = [(v, self.loop_vars[v].extent) for v in loops] + list(
+            zip(tv.axes, tv.shape, strict=True)
+        )
+        name = self.new_name(hint)
+        mapping: dict[str, str] = {}
+        used: set[str] = set()
+        ivs: list[IndexVar] = []
+        for v, ext in gens:
+            nm = self._index_name(used)
+            used.add(nm)
+            mapping[v] = nm
+            ivs.append(IndexVar(nm, ext))
+        self.index_used |= used
+        body = self._rename(tv.body, mapping, used)
+        self.statements.append(Statement(name, tuple(ivs), body, self.loc(node)))
+        axes = tuple(self.fresh() for _ in tv.shape)
+        idx = tuple(Affine.var(v) for v in loops) + tuple(Affine.var(a) for a in axes)
+        return TVal(tv.shape, axes, Access(name, idx), name, tv.boolean)
+
+    # --- conversions ---------------------------------------------------------------------------
+    def count_expr(self, d: Dim) -> Expr:
+        """A size as a data value: ``N`` is ``Sum[t: N](1)``."""
+        if isinstance(d, int):
+            return const(d)
+        return Sum((IndexVar(self.fresh(), d),), const(1))
+
+    def affine_expr(self, a: Affine) -> Expr:
+        """An integer value as data (a loop index ``t`` is ``Sum[u: E]([u < t])``)."""
+        e: Expr = const(float(a.const))
+        for n, c in a.sizes:
+            from ..ir.index import size as size_symbol
+
+            e = add(e, mul(const(float(c)), self.count_expr(size_symbol(n))))
+        for n, c in a.index:
+            lv = self.loop_vars.get(n)
+            if lv is None:  # pragma: no cover - only loop binders appear in translator values
+                raise AssertionError(f"unknown index {n}")
+            u = self.fresh()
+            count = Sum((IndexVar(u, lv.extent),), bracket(Cmp("<", Affine.var(u), Affine.var(n))))
+            e = add(e, mul(const(float(c)), count))
+        return e
+
+    def to_data(self, v: Any, node: ast.AST) -> TVal:
+        if isinstance(v, TVal):
+            return v
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, bool | int | float):
+            if not math.isfinite(float(v)):
+                raise self.error(f"the constant {v} is not finite; Tensor SSA has no literal "
+                                 "for it", node)
+            return scalar(const(float(v)), isinstance(v, bool))
+        if isinstance(v, Affine):
+            return scalar(self.affine_expr(v))
+        if isinstance(v, PredVal):
+            return scalar(bracket(v.pred), True)
+        if isinstance(v, tuple | list):
+            raise self.error(
+                f"a Python {type(v).__name__} used as an array; build arrays from parameters "
+                "(np.stack/np.concatenate of arrays are supported)", node,
+            )
+        raise self.error(f"{_describe(v)} cannot be used as an array value", node)
+
+    def operand(self, v: Any, node: ast.AST, materialize: bool = True) -> TVal:
+        tv = self.to_data(v, node)
+        if materialize and has_sum(tv.body):
+            tv = self.materialize(tv, "t", node)
+        return tv
+
+    def static_int(self, v: Any, what: str, node: ast.AST) -> int:
+        if isinstance(v, np.integer):
+            return int(v)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if isinstance(v, Affine):
+            if v.is_constant() and v.const.denominator == 1:
+                return int(v.const)
+            raise self.symbolic(v, f"{what} must be a constant integer, got {v}", node)
+        raise self.error(f"{what} must be a constant integer, got {_describe(v)}", node)
+
+    def to_dim(self, v: Any, what: str, node: ast.AST) -> Dim:
+        if isinstance(v, np.integer):
+            v = int(v)
+        if isinstance(v, int) and not isinstance(v, bool):
+            if v < 0:
+                raise self.error(f"{what}: negative dimensions are not allowed", node)
+            return v
+        if isinstance(v, Affine):
+            d = affine_as_dim(v)
+            if d is None:
+                raise self.symbolic(v, f"{what}: {v} is not a size (an int or a size name)", node)
+            return d
+        raise self.error(f"{what} must be an int or a size, got {_describe(v)}", node)
+
+    def shape_arg(self, v: Any, what: str, node: ast.AST) -> tuple[Dim, ...]:
+        items = v if isinstance(v, tuple | list) else (v,)
+        return tuple(self.to_dim(x, what, node) for x in items)
+
+    # --- name lookup ---------------------------------------------------------------------------
+    def check_read(self, name: str, node: ast.AST) -> None:
+        for fr in self.scope.frames:
+            if name in fr.acc:
+                raise _NotSummable(
+                    f"{name!r} is read inside the loop that accumulates into it "
+                    f"(at {self.loc(node)})"
+                )
+            if name in fr.assigned and name not in fr.defined:
+                raise _NotSummable(
+                    f"{name!r} carries a value from one iteration to the next "
+                    f"(at {self.loc(node)})"
+                )
+
+    def load(self, name: str, node: ast.AST) -> Any:
+        sc = self.scope
+        self.check_read(name, node)
+        if name in sc.env:
+            v = sc.env[name]
+            if isinstance(v, _Poisoned):
+                if sc.frames:
+                    raise _NotSummable(v.why)
+                raise self.error(
+                    f"{v.why[:v.why.rindex(' (at')]}: its value is unknown; assign it after "
+                    "the loop", node,
+                )
+            return v
+        if name in sc.closure:
+            return self.global_value(name, sc.closure[name], node)
+        if name in sc.globals:
+            return self.global_value(name, sc.globals[name], node)
+        if name in _BUILTIN_NAMES:
+            return Builtin(name)
+        if hasattr(builtins, name):
+            raise self.error(f"the built-in {name!r} is not supported by the NumPy translator",
+                             node)
+        raise self.error(f"name {name!r} is not defined", node)
+
+    def global_value(self, name: str, obj: Any, node: ast.AST) -> Any:
+        if isinstance(obj, types.ModuleType):
+            return obj
+        if obj is None or isinstance(obj, str) or _is_static_number(obj):
+            return obj.item() if isinstance(obj, np.generic) else obj
+        if isinstance(obj, tuple) and all(
+            x is None or _is_static_number(x) or isinstance(x, str) for x in obj
+        ):
+            return obj
+        if isinstance(obj, np.ndarray):
+            raise self.error(
+                f"global array {name!r} is a constant the translator cannot embed in the "
+                "program; pass it as a parameter", node,
+            )
+        special = _eqsat_function(obj)
+        if special is not None:
+            return special
+        if id(obj) in _NP_BY_ID:
+            return NpFunc(_NP_BY_ID[id(obj)])
+        if isinstance(obj, types.FunctionType):
+            return obj
+        if obj in (range, len, abs, min, max, float, int):
+            return Builtin(obj.__name__)
+        raise self.error(
+            f"global name {name!r} ({type(obj).__name__}) is not supported by the NumPy "
+            "translator", node,
+        )
+
+    # --- statements ----------------------------------------------------------------------------
+    def exec_block(self, stmts: Sequence[ast.stmt]) -> _Returned | None:
+        for s in stmts:
+            self.node = s
+            ret = self.exec_stmt(s)
+            if ret is not None:
+                return ret
+        return None
+
+    def exec_stmt(self, s: ast.stmt) -> _Returned | None:
+        match s:
+            case ast.Return(value):
+                if self.scope.frames:
+                    raise _NotSummable(f"'return' inside the loop (at {self.loc(s)})")
+                if value is None:
+                    raise self.error("'return' without a value: return the result", s)
+                return _Returned(self.eval(value))
+            case ast.Assign():
+                self.exec_assign(s)
+            case ast.AugAssign():
+                self.exec_augassign(s)
+            case ast.AnnAssign(target, _, value):
+                if value is None:
+                    return None
+                self.bind(target, self.eval(value), s)
+            case ast.If():
+                return self.exec_if(s)
+            case ast.For():
+                return self.exec_for(s)
+            case ast.Pass():
+                pass
+            case ast.Expr(value):
+                if isinstance(value, ast.Constant):
+                    return None  # docstring
+                raise self.error(
+                    "an expression statement has no effect in the translated program (no "
+                    "side effects: print, in-place methods, ... are not supported)", s,
+                )
+            case ast.While():
+                raise self.error(
+                    "'while' loop: its number of iterations is not known when translating; "
+                    "write 'for i in range(n)' with a static n (use np.where for data-dependent "
+                    "updates)", s,
+                )
+            case ast.Break() | ast.Continue():
+                word = "break" if isinstance(s, ast.Break) else "continue"
+                raise self.error(
+                    f"'{word}' is not supported: loops run all their iterations; guard the body "
+                    "with an 'if' on the loop index or np.where instead", s,
+                )
+            case ast.Assert(test, _):
+                t = self.truth(self.eval(test), test, "assert")
+                if t is not True:
+                    raise self.error("assertion fails for the given shapes", s)
+            case ast.FunctionDef() | ast.AsyncFunctionDef() | ast.ClassDef() | ast.Lambda():
+                raise self.error(
+                    "nested function or class definitions are not supported; define helpers at "
+                    "module level (they are inlined)", s,
+                )
+            case ast.Import() | ast.ImportFrom():
+                raise self.error("'import' inside the function is not supported; import at "
+                                 "module level", s)
+            case _:
+                raise self.error(
+                    f"the statement '{type(s).__name__}' is not supported by the NumPy "
+                    "translator (supported: assignments, if, for over range, return)", s,
+                )
+        return None
+
+    def _acc_pattern(self, s: ast.stmt) -> tuple[str, ast.expr, int] | None:
+        if isinstance(s, ast.AugAssign):
+            if isinstance(s.target, ast.Name) and isinstance(s.op, ast.Add | ast.Sub):
+                return s.target.id, s.value, 1 if isinstance(s.op, ast.Add) else -1
+            return None
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.BinOp)):
+            return None
+        name, v = s.targets[0].id, s.value
+        is_self = lambda n: isinstance(n, ast.Name) and n.id == name  # noqa: E731
+        if isinstance(v.op, ast.Add) and is_self(v.left) and name not in _names_in(v.right):
+            return name, v.right, 1
+        if isinstance(v.op, ast.Add) and is_self(v.right) and name not in _names_in(v.left):
+            return name, v.left, 1
+        if isinstance(v.op, ast.Sub) and is_self(v.left) and name not in _names_in(v.right):
+            return name, v.right, -1
+        return None
+
+    def _in_sum_accumulation(self, name: str) -> bool:
+        fr = self.scope.frames[-1] if self.scope.frames else None
+        return fr is not None and name not in fr.defined
+
+    def exec_assign(self, s: ast.Assign) -> None:
+        pat = self._acc_pattern(s)
+        if pat is not None and self._in_sum_accumulation(pat[0]):
+            name, e, sign = pat
+            self.accumulate(name, self.eval(e), sign, s)
+            return
+        value = self.eval(s.value)
+        for t in s.targets:
+            self.bind(t, value, s)
+
+    def exec_augassign(self, s: ast.AugAssign) -> None:
+        target = s.target
+        if isinstance(target, ast.Subscript | ast.Attribute):
+            self._mutation(target, s)
+        assert isinstance(target, ast.Name)
+        name = target.id
+        self._check_inplace(name, s)
+        pat = self._acc_pattern(s)
+        if pat is not None and self._in_sum_accumulation(name):
+            self.accumulate(name, self.eval(s.value), pat[2], s)
+            return
+        old = self.load(name, target)
+        new = self.binop(type(s.op), old, self.eval(s.value), s)
+        if isinstance(old, TVal) and old.ndim and isinstance(new, TVal) and new.shape != old.shape:
+            raise self.error(
+                f"in-place update of {name!r} would change its shape from {shape_str(old.shape)} "
+                f"to {shape_str(new.shape)}", s,
+            )
+        self.assign_name(name, new, s)
+
+    def _check_inplace(self, name: str, s: ast.AST) -> None:
+        """``x += e`` on an array writes into it: refuse when that array is an input or aliased."""
+        v = self.scope.env.get(name)
+        if not (isinstance(v, TVal) and v.ndim and v.base is not None):
+            return
+        if v.base in {p.name for p in self.params}:
+            raise self.error(
+                f"in-place update of {name!r} mutates the input array {v.base!r}; write "
+                f"'{name} = {name} + ...' to make a new array instead", s,
+            )
+        others = [k for k, w in self.scope.env.items()
+                  if k != name and isinstance(w, TVal) and w.base == v.base and w.ndim]
+        if others:
+            raise self.error(
+                f"in-place update of {name!r} would also change {others[0]!r}, which views the "
+                f"same array; write '{name} = {name} + ...' instead", s,
+            )
+
+    def _mutation(self, target: ast.expr, s: ast.AST) -> None:
+        root = target
+        while isinstance(root, ast.Subscript | ast.Attribute):
+            root = root.value
+        name = root.id if isinstance(root, ast.Name) else None
+        v = self.scope.env.get(name) if name else None
+        what = ast.unparse(target)
+        if isinstance(target, ast.Attribute):
+            raise self.error(f"assignment to the attribute {what} is not supported", s)
+        if isinstance(v, TVal) and v.base in {p.name for p in self.params}:
+            raise self.error(
+                f"assignment to {what} mutates the input array {v.base!r}; build a new array "
+                "instead (e.g. with np.where on an index comparison, or np.concatenate)", s,
+            )
+        raise self.error(
+            f"item assignment {what} = ... is not supported (arrays are immutable values in "
+            "Tensor SSA); build the array with np.where, np.concatenate or arithmetic", s,
+        )
+
+    def bind(self, target: ast.expr, value: Any, s: ast.AST) -> None:
+        match target:
+            case ast.Name(name):
+                self.assign_name(name, value, s)
+            case ast.Tuple(elts) | ast.List(elts):
+                if any(isinstance(e, ast.Starred) for e in elts):
+                    raise self.error("starred assignment is not supported", target)
+                items = self._unpack(value, len(elts), target)
+                for t, v in zip(elts, items, strict=True):
+                    self.bind(t, v, s)
+            case ast.Subscript() | ast.Attribute():
+                self._mutation(target, s)
+            case _:
+                raise self.error(f"cannot assign to {ast.unparse(target)}", target)
+
+    def _unpack(self, value: Any, n: int, node: ast.AST) -> list[Any]:
+        if isinstance(value, TVal):
+            if value.ndim == 0 or not isinstance(value.shape[0], int):
+                raise self.error(f"cannot unpack {_describe(value)}", node)
+            value = [self.index(value, k, node) for k in range(value.shape[0])]
+        if not isinstance(value, tuple | list | range):
+            raise self.error(f"cannot unpack {_describe(value)}", node)
+        if len(value) != n:
+            raise self.error(f"cannot unpack {len(value)} values into {n} names", node)
+        return list(value)
+
+    def assign_name(self, name: str, value: Any, s: ast.AST) -> None:
+        frames = self.scope.frames
+        if frames:
+            fr = frames[-1]
+            if name in fr.acc:
+                raise _NotSummable(
+                    f"{name!r} is both accumulated into and assigned in the loop "
+                    f"(at {self.loc(s)})"
+                )
+            if fr.guards:
+                raise _NotSummable(
+                    f"assignment to {name!r} under an 'if' on the loop index (at {self.loc(s)})"
+                )
+            for f in frames:
+                f.defined.add(name)
+        if isinstance(value, TVal):
+            b = value.body
+            view = isinstance(b, Const) or (
+                value.base is not None and isinstance(b, Access | Bracket)
+            )
+            if not view:
+                value = self.materialize(value, name, s)
+        self.scope.env[name] = value
+
+    def accumulate(self, name: str, value: Any, sign: int, s: ast.AST) -> None:
+        """``name += sign * value`` inside (or at the end of) a summed loop."""
+        frames = self.scope.frames
+        fr = frames[-1] if frames else None
+        if fr is None or name in fr.defined:
+            if fr is not None and fr.guards:
+                raise _NotSummable(
+                    f"update of the loop-local {name!r} under an 'if' (at {self.loc(s)})"
+                )
+            old = self.load(name, s)
+            if isinstance(value, TVal) and _is_zero_like(old, value):
+                new = value if sign > 0 else self.negate(value, s)
+            else:
+                new = self.binop(ast.Add if sign > 0 else ast.Sub, old, value, s)
+            self.assign_name(name, new, s)
+            return
+        if name not in self.scope.env and name not in self.scope.globals:
+            raise self.error(f"name {name!r} is not defined before the loop", s)
+        contrib = self.to_data(value, s)
+        if sign < 0:
+            contrib = self.negate(contrib, s)
+        for g in fr.guards:
+            contrib = TVal(contrib.shape, contrib.axes, mul(g, contrib.body))
+        fr.acc.setdefault(name, []).append(contrib)
+
+    # --- if ------------------------------------------------------------------------------------
+    def truth(self, v: Any, node: ast.AST, what: str = "if") -> bool | PredVal:
+        if isinstance(v, np.generic):
+            v = v.item()
+        if v is None or isinstance(v, bool | int | float | str | tuple | list | range):
+            return bool(v)
+        if isinstance(v, Affine):
+            if v.is_constant():
+                return v.const != 0
+            if not v.index:
+                return True  # sizes are positive
+            return PredVal(Cmp("!=", v, Affine.constant(0)))
+        if isinstance(v, PredVal):
+            return v
+        if isinstance(v, TVal):
+            raise self.error(
+                f"data-dependent '{what}': the condition depends on array values; use "
+                "np.where(cond, a, b) (or np.maximum/np.minimum) to choose between values", node,
+            )
+        raise self.error(f"cannot use {_describe(v)} as a condition", node)
+
+    def exec_if(self, s: ast.If) -> _Returned | None:
+        t = self.truth(self.eval(s.test), s.test)
+        if isinstance(t, bool):
+            return self.exec_block(s.body if t else s.orelse)
+        frames = self.scope.frames
+        if not frames:
+            raise _NotSummable(f"'if' on a loop index of an outer function (at {self.loc(s)})")
+        fr = frames[-1]
+        fr.guards.append(bracket(t.pred))
+        try:
+            if self.exec_block(s.body) is not None:  # pragma: no cover - return raises
+                raise _NotSummable("return in a guarded branch")
+        finally:
+            fr.guards.pop()
+        if s.orelse:
+            p = t.pred
+            fr.guards.append(
+                bracket(Cmp(_NEGATED[p.op], p.lhs, p.rhs)) if isinstance(p, Cmp)
+                else sub(const(1), bracket(p))
+            )
+            try:
+                self.exec_block(s.orelse)
+            finally:
+                fr.guards.pop()
+        return None
+
+    # --- for -----------------------------------------------------------------------------------
+    def exec_for(self, s: ast.For) -> _Returned | None:
+        if s.orelse:
+            raise self.error("'for ... else' is not supported", s)
+        frames = self.scope.frames
+        if frames and frames[-1].guards:
+            raise _NotSummable(f"loop under an 'if' on the loop index (at {self.loc(s)})")
+        it = s.iter
+        rng = None
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name):
+            f = self.load(it.func.id, it.func)
+            if isinstance(f, Builtin) and f.name == "range":
+                rng = self._range_args(it)
+        if rng is None:
+            items = self._iterable(self.eval(it), it)
+            return self._unroll(s, items, "the iterable")
+        start, stop, step = rng
+        if all(isinstance(x, int) for x in (start, stop)):
+            r = range(start, stop, step)
+            if len(r) == 0:
+                return None
+        snap = self._snapshot()
+        try:
+            if not isinstance(s.target, ast.Name):
+                raise _NotSummable("the loop target is not a single name")
+            self._sum_loop(s, start, stop, step)
+            return None
+        except _NotSummable as why:
+            self._restore(snap)
+            reason = why.reason
+        if not all(isinstance(x, int) for x in (start, stop)):
+            for x in (start, stop):
+                if isinstance(x, Affine) and x.index:
+                    raise _NotSummable(f"the loop bound depends on an outer loop index ({reason})")
+            raise self.error(
+                "loop with a symbolic bound: it is not an accumulation that can become a sum "
+                f"({reason}), and it cannot be unrolled without concrete sizes; call with "
+                "concrete shapes or rewrite the body as 's += ...'", s,
+            )
+        r = range(start, stop, step)
+        if len(r) > MAX_UNROLL:
+            raise self.error(
+                f"loop of {len(r)} iterations is not an accumulation that can become a sum "
+                f"({reason}), and unrolling is limited to {MAX_UNROLL} iterations; write the "
+                "body as 's += e(i)' / 's = s + e(i)' with e not reading s, or vectorize it",
+                s,
+            )
+        return self._unroll(s, list(r), "range")
+
+    def _range_args(self, call_node: ast.Call) -> tuple[int | Affine, int | Affine, int]:
+        if call_node.keywords or not 1 <= len(call_node.args) <= 3:
+            raise self.error("range() takes 1 to 3 positional arguments", call_node)
+        vals = [self.eval(a) for a in call_node.args]
+        for v, a in zip(vals, call_node.args, strict=True):
+            if isinstance(v, TVal):
+                raise self.error(
+                    "loop with an unknown bound: range() of an array value (data); loop "
+                    "bounds must be constants or shapes (x.shape[0], len(x))", a,
+                )
+            if not (isinstance(v, Affine) or (isinstance(v, int | np.integer)
+                                              and not isinstance(v, bool))):
+                raise self.error(f"range() argument must be an int, got {_describe(v)}", a)
+        vals = [int(v) if isinstance(v, np.integer) else v for v in vals]
+        if len(vals) == 1:
+            vals = [0, vals[0], 1]
+        elif len(vals) == 2:
+            vals.append(1)
+        step = vals[2]
+        if not isinstance(step, int):
+            raise self.error("range() step must be a constant int", call_node.args[2])
+        if step == 0:
+            raise self.error("range() arg 3 must not be zero", call_node.args[2])
+        a, b = (_as_int_if_const(v) for v in vals[:2])
+        return a, b, step
+
+    def _snapshot(self) -> tuple[Any, ...]:
+        return (
+            dict(self.scope.env), len(self.statements), set(self.taken), set(self.index_used),
+            dict(self.loop_vars), copy.deepcopy(self.scope.frames), self.unrolled,
+        )
+
+    def _restore(self, snap: tuple[Any, ...]) -> None:
+        env, n, taken, used, loops, frames, unrolled = snap
+        self.scope.env = env
+        del self.statements[n:]
+        self.taken, self.index_used, self.loop_vars = taken, used, loops
+        self.scope.frames = frames
+        self.unrolled = unrolled
+
+    def _sum_loop(self, s: ast.For, start: int | Affine, stop: int | Affine, step: int) -> None:
+        """Translate the loop as sums over a fresh binder ``t`` with ``i = start + step*t``.
+
+        The binder ranges over ``extent`` (an int or a size); when the iteration count is smaller
+        (``range(N - 1)``) or depends on an outer loop index (``range(i + 1)``) the
+        contributions are guarded by ``[t < count]``.
+        """
+        assert isinstance(s.target, ast.Name)
+        if isinstance(start, int) and isinstance(stop, int):
+            count: Affine = Affine.constant(len(range(start, stop, step)))
+        elif step in (1, -1):
+            count = (Affine.constant(0) + stop - start) if step == 1 else (
+                Affine.constant(0) + start - stop
+            )
+        else:
+            raise self.symbolic(
+                start if isinstance(start, Affine) else stop,
+                "a loop with a symbolic bound must have step 1 or -1", s.iter,
+            )
+        lo, hi = self._bounds(count)
+        extent = affine_as_dim(hi)
+        if extent is None:
+            # count = S + c with c < 0: iterate over S and guard the last -c iterations.
+            if len(hi.sizes) == 1 and hi.sizes[0][1] == 1 and hi.const <= 0 and (
+                hi.const.denominator == 1
+            ):
+                extent = affine_as_dim(Affine((), hi.sizes, Fraction(0)))
+            if extent is None:
+                raise self.symbolic(
+                    count, f"loop over range(...) with {count} iterations: the count must be a "
+                    "size, a constant, or a size minus a constant", s.iter,
+                )
+        t = self.fresh()
+        exact = affine_as_dim(count) == extent
+        guard = None if exact else Cmp("<", Affine.var(t), count)
+        may_be_empty = not provably_nonneg(lo - 1)
+        user = Affine.constant(0) + start + Affine.var(t).scale(step)
+        self.loop_vars[t] = _LoopVar(extent, hi - 1)
+        frame = _Frame(t, _assigned_names(s.body))
+        name = s.target.id
+        before = set(self.scope.env)
+        self.assign_name(name, user, s)
+        self.scope.frames.append(frame)
+        try:
+            frame.defined.add(name)
+            self.exec_block(s.body)
+        finally:
+            self.scope.frames.pop()
+        # Accumulators: s_final = s_init + Σ_t (contributions).
+        for acc, contribs in frame.acc.items():
+            total = contribs[0]
+            for c in contribs[1:]:
+                total = self.elementwise((total, c), add, s)
+            body = mul(bracket(guard), total.body) if guard is not None else total.body
+            summed = TVal(total.shape, total.axes, Sum((IndexVar(t, extent),), body))
+            self.accumulate(acc, summed, 1, s)
+        # Loop-local names keep their last iteration's value, as in Python (where the loop may
+        # not run at all and a name had a value before, that value is unknown: poisoned).
+        del self.loop_vars[t]
+        for nm in frame.defined:
+            if nm in self.scope.env and nm not in frame.acc:
+                if may_be_empty and nm in before:
+                    self.scope.env[nm] = _Poisoned(
+                        f"{nm!r} after a loop that may run zero times (at {self.loc(s)})"
+                    )
+                else:
+                    self.scope.env[nm] = _subst_loop(self.scope.env[nm], t, count - 1)
+
+    def _iterable(self, v: Any, node: ast.AST) -> list[Any]:
+        if isinstance(v, range | tuple | list):
+            return list(v)
+        if isinstance(v, TVal):
+            if v.ndim == 0:
+                raise self.error("iteration over a 0-d array", node)
+            n = v.shape[0]
+            if not isinstance(n, int):
+                raise self.error(
+                    f"iteration over the rows of an array of symbolic size {dim_str(n)}; use "
+                    "'for i in range(x.shape[0])' with an accumulation, or concrete shapes", node,
+                )
+            return [self.index(v, k, node) for k in range(n)]
+        raise self.error(f"cannot iterate over {_describe(v)}", node)
+
+    def _unroll(self, s: ast.For, items: list[Any], what: str) -> _Returned | None:
+        if len(items) > MAX_UNROLL:
+            raise self.error(f"loop of {len(items)} iterations over {what}: unrolling is "
+                             f"limited to {MAX_UNROLL} iterations", s)
+        for v in items:
+            self.unrolled += 1
+            if self.unrolled > MAX_TOTAL_UNROLL:
+                raise self.error(
+                    f"unrolled loops exceed {MAX_TOTAL_UNROLL} iterations in total; write "
+                    "accumulation loops ('s += e(i)') that become sums, or vectorize", s,
+                )
+            self.bind(s.target, v, s)
+            ret = self.exec_block(s.body)
+            if ret is not None:
+                return ret
+        return None
+
+    # --- expressions ---------------------------------------------------------------------------
+    def eval(self, e: ast.expr) -> Any:
+        self.node = e
+        match e:
+            case ast.Constant(value):
+                if value is Ellipsis or value is None or isinstance(
+                    value, bool | int | float | str
+                ):
+                    return value
+                raise self.error(f"constant {value!r} is not supported", e)
+            case ast.Name(name):
+                return self.load(name, e)
+            case ast.Attribute(obj, attr):
+                return self.attribute(self.eval(obj), attr, e)
+            case ast.Subscript(obj, sl):
+                return self.subscript(self.eval(obj), self.eval_index(sl), e)
+            case ast.BinOp(lhs, op, rhs):
+                return self.binop(type(op), self.eval(lhs), self.eval(rhs), e)
+            case ast.UnaryOp(op, arg):
+                return self.unaryop(op, self.eval(arg), e)
+            case ast.Compare():
+                return self.compare_chain(e)
+            case ast.BoolOp(op, values):
+                return self.boolop(op, values, e)
+            case ast.IfExp(test, body, orelse):
+                t = self.truth(self.eval(test), test, "conditional expression")
+                if isinstance(t, bool):
+                    return self.eval(body if t else orelse)
+                b = bracket(t.pred)
+
+                def pick(x: Expr, y: Expr) -> Expr:
+                    return add(mul(b, x), mul(sub(const(1), b), y))
+
+                return self.elementwise((self.eval(body), self.eval(orelse)), pick, e)
+            case ast.Call():
+                return self.call(e)
+            case ast.Tuple(elts) | ast.List(elts):
+                out: list[Any] = []
+                for x in elts:
+                    if isinstance(x, ast.Starred):
+                        v = self.eval(x.value)
+                        if not isinstance(v, tuple | list):
+                            raise self.error("only tuples can be unpacked with *", x)
+                        out.extend(v)
+                    else:
+                        out.append(self.eval(x))
+                return tuple(out) if isinstance(e, ast.Tuple) else out
+            case ast.Lambda():
+                raise self.error("lambda expressions are not supported", e)
+            case ast.JoinedStr():
+                raise self.error("f-strings are not supported", e)
+            case ast.ListComp() | ast.GeneratorExp() | ast.SetComp() | ast.DictComp():
+                raise self.error(
+                    "comprehensions are not supported; use a for loop or array operations", e
+                )
+        raise self.error(f"the expression '{type(e).__name__}' is not supported", e)
+
+    def eval_index(self, sl: ast.expr) -> Any:
+        if isinstance(sl, ast.Slice):
+            parts = [None if p is None else self.eval(p) for p in (sl.lower, sl.upper, sl.step)]
+            return slice(*parts)
+        if isinstance(sl, ast.Tuple):
+            return tuple(self.eval_index(x) for x in sl.elts)
+        return self.eval(sl)
+
+    # attributes ---------------------------------------------------------------------------------
+    def attribute(self, obj: Any, attr: str, node: ast.Attribute) -> Any:
+        if isinstance(obj, types.ModuleType):
+            return self.module_attribute(obj, attr, node)
+        if isinstance(obj, TVal):
+            match attr:
+                case "shape":
+                    return tuple(dim_as_affine(d) for d in obj.shape)
+                case "ndim":
+                    return obj.ndim
+                case "size":
+                    n: int | Affine = 1
+                    for d in obj.shape:
+                        if not isinstance(d, int):
+                            if n != 1:
+                                raise self.error("x.size of a multi-dimensional symbolic shape "
+                                                 "is not affine", node)
+                            n = Affine.of_dim(d)
+                        elif isinstance(n, int):
+                            n *= d
+                        else:
+                            n = n.scale(d)
+                    return n
+                case "T":
+                    return self.transpose(obj, None, node)
+            if attr in _METHODS:
+                return Method(obj, attr)
+            raise self.error(
+                f"array attribute or method .{attr} is not supported by the NumPy translator",
+                node,
+            )
+        raise self.error(
+            f"attribute access .{attr} on {_describe(obj)} is not supported (only numpy, "
+            "eqsat_ad, math and array attributes such as x.shape, x.T, x.sum)", node,
+        )
+
+    def module_attribute(self, mod: types.ModuleType, attr: str, node: ast.AST) -> Any:
+        name = mod.__name__
+        if mod is np:
+            if attr in _NP_CONST:
+                return _NP_CONST[attr]
+            if attr in _NP_NAMES:
+                return NpFunc(attr)
+            raise self.error(
+                f"np.{attr} is not supported by the NumPy translator; supported: "
+                + ", ".join(sorted(_NP_NAMES)), node,
+            )
+        if name == "math":
+            if attr in ("pi", "e", "tau"):
+                return getattr(math, attr)
+            if attr in _MATH_FUNCS:
+                return NpFunc(_MATH_FUNCS[attr])
+            raise self.error(f"math.{attr} is not supported", node)
+        if name == "eqsat_ad" or name.startswith("eqsat_ad."):
+            if attr == "stop_gradient":
+                return EqsatFunc("stop_gradient")
+            try:
+                obj = getattr(mod, attr)
+            except AttributeError:
+                raise self.error(f"module {name!r} has no attribute {attr!r}", node) from None
+            return self.global_value(f"{name}.{attr}", obj, node)
+        raise self.error(f"module {name!r} is not supported by the NumPy translator "
+                         f"(attribute {attr!r})", node)
+
+    # subscripts ---------------------------------------------------------------------------------
+    def subscript(self, obj: Any, idx: Any, node: ast.AST) -> Any:
+        if isinstance(obj, tuple | list | range):
+            if isinstance(idx, slice):
+                try:
+                    return obj[slice(*(None if x is None else self.static_int(x, "slice", node)
+                                       for x in (idx.start, idx.stop, idx.step)))]
+                except ValueError as e:
+                    raise self.error(str(e), node) from None
+            k = self.static_int(idx, "tuple index", node)
+            if not -len(obj) <= k < len(obj):
+                raise self.error(f"tuple index {k} out of range (length {len(obj)})", node)
+            return obj[k]
+        if isinstance(obj, TVal):
+            return self.index(obj, idx, node)
+        raise self.error(f"cannot index {_describe(obj)}", node)
+
+    def index(self, v: TVal, idx: Any, node: ast.AST) -> TVal:
+        items = list(idx) if isinstance(idx, tuple) else [idx]
+        for it in items:
+            if isinstance(it, TVal):
+                kind = "boolean mask" if it.boolean else "an array"
+                raise self.error(
+                    f"indexing with {kind} (fancy indexing) is not supported; use np.where for "
+                    "masks and integer/slice indices otherwise", node,
+                )
+            if isinstance(it, float):
+                raise self.error("only integers, slices, None and ... are valid indices", node)
+            if isinstance(it, list | tuple):
+                raise self.error("indexing with a list (fancy indexing) is not supported", node)
+            if isinstance(it, PredVal):
+                raise self.error("an index comparison cannot be used as an index", node)
+        if sum(1 for it in items if it is Ellipsis) > 1:
+            raise self.error("an index can only have a single ellipsis ('...')", node)
+        tv = self.operand(v, node)
+        real = sum(1 for it in items if it is not None and it is not Ellipsis)
+        if real > tv.ndim:
+            raise self.error(
+                f"too many indices for array: array is {tv.ndim}-dimensional, but {real} were "
+                "indexed", node,
+            )
+        fill = [slice(None)] * (tv.ndim - real)
+        if Ellipsis in items:
+            k = items.index(Ellipsis)
+            items = items[:k] + fill + items[k + 1:]
+        else:
+            items = items + fill
+        shape: list[Dim] = []
+        axes: list[str] = []
+        pos: list[Affine] = []
+        k = 0
+        for it in items:
+            if it is None:
+                shape.append(1)
+                axes.append(self.fresh())
+                continue
+            d = tv.shape[k]
+            k += 1
+            if isinstance(it, slice):
+                first, step, count = self._slice(it, d, node)
+                a = self.fresh()
+                pos.append(first + Affine.var(a).scale(step))
+                shape.append(count)
+                axes.append(a)
+            else:
+                pos.append(self._index_value(it, d, node))
+        base = tv.base if shape else None
+        return TVal(tuple(shape), tuple(axes), tv.at(pos), base, tv.boolean)
+
+    def _bounds(self, a: Affine) -> tuple[Affine, Affine]:
+        lo = Affine((), a.sizes, a.const)
+        hi = lo
+        for n, c in a.index:
+            last = self.loop_vars[n].last
+            if c > 0:
+                hi = hi + last.scale(c)
+            else:
+                lo = lo + last.scale(c)
+        return lo, hi
+
+    def _index_value(self, it: Any, d: Dim, node: ast.AST) -> Affine:
+        if isinstance(it, bool | np.bool_):
+            raise self.error("a boolean is not a valid index", node)
+        if isinstance(it, np.integer):
+            it = int(it)
+        if isinstance(it, int):
+            if isinstance(d, int):
+                if not -d <= it < d:
+                    raise self.error(f"index {it} is out of bounds for an axis of size {d}", node)
+                return Affine.constant(it % d)
+            return Affine.of_dim(d) + it if it < 0 else Affine.constant(it)
+        if not isinstance(it, Affine):
+            raise self.error(f"{_describe(it)} is not a valid index", node)
+        lo, hi = self._bounds(it)
+        top = Affine.of_dim(d) - 1
+        if provably_nonneg(lo) and provably_nonneg(top - hi):
+            return it
+        if it.index:
+            raise _NotSummable(
+                f"index {it} may fall outside 0..{dim_str(d)}-1 for some loop index (NumPy "
+                f"would wrap or fail) (at {self.loc(node)})"
+            )
+        if provably_nonneg(-hi - 1) and provably_nonneg(Affine.of_dim(d) + lo):
+            return it + Affine.of_dim(d)  # negative: counts from the end, as in NumPy
+        raise self.error(
+            f"cannot tell whether index {it} is inside an axis of size {dim_str(d)}; use "
+            "concrete shapes", node,
+        )
+
+    def _slice(self, sl: slice, d: Dim, node: ast.AST) -> tuple[Affine, int, Dim]:
+        step = 1 if sl.step is None else self.static_int(sl.step, "slice step", node)
+        if step == 0:
+            raise self.error("slice step cannot be zero", node)
+        bounds = [_as_int_if_const(x) for x in (sl.start, sl.stop)]
+        for b in bounds:
+            if isinstance(b, Affine) and b.index:
+                raise _NotSummable(f"slice bound depends on the loop index (at {self.loc(node)})")
+            if b is not None and not isinstance(b, int | Affine):
+                raise self.error(f"slice bound must be an int, got {_describe(b)}", node)
+        start, stop = bounds
+        if isinstance(d, int) and all(b is None or isinstance(b, int) for b in bounds):
+            r = range(*slice(start, stop, step).indices(d))
+            return Affine.constant(r.start if len(r) else 0), step, len(r)
+        # Symbolic sizes: whole axis, its reverse, or a window whose length is a size.
+        D = Affine.of_dim(d)  # noqa: N806
+
+        def norm(b: int | Affine | None, default: Affine) -> Affine:
+            if b is None:
+                return default
+            if isinstance(b, int):
+                return D + b if b < 0 else Affine.constant(b)
+            return b
+
+        if step == 1:
+            a, z = norm(start, Affine.constant(0)), norm(stop, D)
+            n = affine_as_dim(z - a)
+            if (n is not None and provably_nonneg(a) and provably_nonneg(D - z)):
+                return a, 1, n
+        if step == -1 and start is None and stop is None:
+            return D - 1, -1, d
+        raise self.error(
+            f"slice {_slice_str(sl)} of an axis of symbolic size {dim_str(d)}: its length is not "
+            "a size; use concrete shapes", node,
+        )
+
+    # operators ----------------------------------------------------------------------------------
+    def binop(self, op: type, a: Any, b: Any, node: ast.AST) -> Any:
+        sym = _BINOP_SYMBOL.get(op, "?")
+        a = a.item() if isinstance(a, np.generic) else a
+        b = b.item() if isinstance(b, np.generic) else b
+        if _is_static_number(a) and _is_static_number(b) or (
+            isinstance(a, tuple) and isinstance(b, tuple) and sym in "+*"
+        ) or (isinstance(a, tuple) and isinstance(b, int) and sym == "*"):
+            try:
+                return _PY_OPS[sym](a, b)
+            except (ZeroDivisionError, OverflowError, TypeError) as e:
+                raise self.error(f"{e} in a constant expression", node) from None
+        data = any(isinstance(x, TVal | PredVal) or isinstance(x, float) for x in (a, b))
+        if not data and any(isinstance(x, Affine) for x in (a, b)):
+            ia = Affine.constant(a) if isinstance(a, int) else a
+            ib = Affine.constant(b) if isinstance(b, int) else b
+            if isinstance(ia, Affine) and isinstance(ib, Affine):
+                if sym == "+":
+                    return _as_int_if_const(ia + ib)
+                if sym == "-":
+                    return _as_int_if_const(ia - ib)
+                if sym == "*" and (ia.is_constant() or ib.is_constant()):
+                    k, x = (ia, ib) if ia.is_constant() else (ib, ia)
+                    return _as_int_if_const(x.scale(k.const))
+                if sym in ("//", "%"):
+                    x = ia if not ia.is_constant() else ib
+                    raise self.symbolic(x, f"'{sym}' of a symbolic integer is not affine", node)
+                if sym == "/":
+                    data = True
+        if not data and not any(isinstance(x, Affine) for x in (a, b)):
+            raise self.error(
+                f"unsupported operand types for {sym}: {_describe(a)} and {_describe(b)}", node
+            )
+        match sym:
+            case "+" | "-" | "*" | "/":
+                return self.arith(sym, a, b, node)
+            case "@":
+                return self.matmul(a, b, node)
+            case "**":
+                return self.power_op(a, b, node)
+            case "&":
+                return self.logical("and", (a, b), node)
+            case "|":
+                return self.logical("or", (a, b), node)
+        raise self.error(
+            f"the operator {sym} on arrays is not supported by the NumPy translator", node
+        )
+
+    def power_op(self, a: Any, b: Any, node: ast.AST) -> TVal:
+        b = _as_int_if_const(b)
+        if _is_static_number(b):
+            return self.pow_(a, float(b), node)
+        if _is_static_number(a) and isinstance(b, TVal | Affine):
+            if float(a) <= 0:
+                raise self.error("a constant base with an array exponent must be positive", node)
+            log_a = const(math.log(float(a)))
+            return self.elementwise((b,), lambda x: call("exp", mul(log_a, x)), node)
+        raise self.error(
+            "x ** y needs a constant exponent; for an array exponent write "
+            "np.exp(y * np.log(x))", node,
+        )
+
+    def unaryop(self, op: ast.unaryop, v: Any, node: ast.AST) -> Any:
+        v = v.item() if isinstance(v, np.generic) else v
+        if isinstance(op, ast.Not):
+            t = self.truth(v, node, "not")
+            if isinstance(t, bool):
+                return not t
+            if isinstance(t.pred, Cmp):
+                return PredVal(Cmp(_NEGATED[t.pred.op], t.pred.lhs, t.pred.rhs))
+            raise _NotSummable(f"'not' of a compound index condition (at {self.loc(node)})")
+        if _is_static_number(v):
+            return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Invert: lambda x: ~x}[
+                type(op)](v)
+        if isinstance(v, Affine):
+            if isinstance(op, ast.USub):
+                return -v
+            if isinstance(op, ast.UAdd):
+                return v
+        if isinstance(op, ast.UAdd):
+            return self.to_data(v, node)
+        if isinstance(op, ast.USub):
+            return self.negate(v, node)
+        return self.logical("not", (v,), node)
+
+    def compare_chain(self, e: ast.Compare) -> Any:
+        left = self.eval(e.left)
+        results: list[Any] = []
+        for op, rnode in zip(e.ops, e.comparators, strict=True):
+            right = self.eval(rnode)
+            results.append(self.compare_pair(op, left, right, e))
+            left = right
+        out = results[0]
+        for r in results[1:]:
+            out = self._and(out, r, e)
+        return out
+
+    def _and(self, a: Any, b: Any, node: ast.AST) -> Any:
+        if isinstance(a, bool) and isinstance(b, bool):
+            return a and b
+        if isinstance(a, bool):
+            return b if a else False
+        if isinstance(b, bool):
+            return a if b else False
+        if isinstance(a, PredVal) and isinstance(b, PredVal):
+            return PredVal(conj(a.pred, b.pred))
+        return self.logical("and", (a, b), node)
+
+    def compare_pair(self, op: ast.cmpop, a: Any, b: Any, node: ast.AST) -> Any:
+        a = a.item() if isinstance(a, np.generic) else a
+        b = b.item() if isinstance(b, np.generic) else b
+        if isinstance(op, ast.Is | ast.IsNot):
+            res = (a is None and b is None) if a is None or b is None else a is b
+            return res if isinstance(op, ast.Is) else not res
+        if isinstance(op, ast.In | ast.NotIn):
+            if not isinstance(b, tuple | list | str | range):
+                raise self.error("'in' needs a constant tuple, list or string", node)
+            res = a in b
+            return res if isinstance(op, ast.In) else not res
+        sym = _CMP_SYMBOL[type(op)]
+        if isinstance(a, TVal) or isinstance(b, TVal) or isinstance(a, float) and isinstance(
+            b, Affine
+        ) or isinstance(b, float) and isinstance(a, Affine):
+            return self.compare(sym, a, b, node)
+        if (a is None or isinstance(a, str | tuple)) or (b is None or isinstance(b, str | tuple)):
+            if sym == "==":
+                return a == b
+            if sym == "!=":
+                return a != b
+            raise self.error(f"cannot compare {_describe(a)} and {_describe(b)} with {sym}", node)
+        if _is_static_number(a) and _is_static_number(b):
+            return _PY_CMP[sym](a, b)
+        ia = Affine.constant(a) if _is_static_number(a) else a
+        ib = Affine.constant(b) if _is_static_number(b) else b
+        if not (isinstance(ia, Affine) and isinstance(ib, Affine)):
+            raise self.error(f"cannot compare {_describe(a)} and {_describe(b)}", node)
+        diff = ia - ib
+        if diff.is_constant():
+            return _PY_CMP[sym](diff.const, 0)
+        if diff.index:
+            return PredVal(Cmp(sym, ia, ib))
+        # Sizes only: decide when the sign is forced for all positive sizes.
+        if sym in (">=", "<=", ">", "<", "==", "!="):
+            pos = provably_nonneg(diff - (1 if sym in (">", "!=") else 0))
+            neg = provably_nonneg(-diff - (1 if sym in ("<", "!=") else 0))
+            if sym in (">=", ">") and pos or sym in ("<=", "<") and neg:
+                return True
+            if sym == ">=" and provably_nonneg(-diff - 1) or sym == ">" and provably_nonneg(
+                -diff
+            ) or sym == "<=" and provably_nonneg(diff - 1) or sym == "<" and provably_nonneg(diff):
+                return False
+            if sym == "!=" and (provably_nonneg(diff - 1) or provably_nonneg(-diff - 1)):
+                return True
+            if sym == "==" and (provably_nonneg(diff - 1) or provably_nonneg(-diff - 1)):
+                return False
+        raise self.error(
+            f"the condition {ia} {sym} {ib} depends on a symbolic size; call with concrete "
+            "shapes to decide it", node,
+        )
+
+    def boolop(self, op: ast.boolop, values: Sequence[ast.expr], node: ast.AST) -> Any:
+        is_and = isinstance(op, ast.And)
+        acc: Any = None
+        for k, vnode in enumerate(values):
+            v = self.eval(vnode)
+            if isinstance(v, TVal):
+                raise self.error(
+                    f"'{'and' if is_and else 'or'}' on arrays is ambiguous; use "
+                    f"{'&' if is_and else '|'} (or np.logical_{'and' if is_and else 'or'})", vnode
+                )
+            t = self.truth(v, vnode)
+            if isinstance(t, bool):
+                if is_and and not t or not is_and and t:
+                    return v if acc is None else (False if is_and else True)
+                if k == len(values) - 1 and acc is None:
+                    return v
+                continue
+            if not is_and:
+                raise _NotSummable(f"'or' of index conditions (at {self.loc(vnode)})")
+            acc = t if acc is None else PredVal(conj(acc.pred, t.pred))
+        return acc if acc is not None else (True if is_and else False)
+
+    # calls --------------------------------------------------------------------------------------
+    def call(self, e: ast.Call) -> Any:
+        f = self.eval(e.func)
+        args: list[Any] = []
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                v = self.eval(a.value)
+                if not isinstance(v, tuple | list):
+                    raise self.error("only tuples can be unpacked with *", a)
+                args.extend(v)
+            else:
+                args.append(self.eval(a))
+        kwargs: dict[str, Any] = {}
+        for kw in e.keywords:
+            if kw.arg is None:
+                raise self.error("**kwargs in a call is not supported", kw.value)
+            kwargs[kw.arg] = self.eval(kw.value)
+        self.node = e
+        if isinstance(f, NpFunc):
+            return self.np_call(f.name, args, kwargs, e)
+        if isinstance(f, Method):
+            return self.method_call(f, args, kwargs, e)
+        if isinstance(f, Builtin):
+            return self.builtin_call(f.name, args, kwargs, e)
+        if isinstance(f, EqsatFunc):
+            return self.eqsat_call(f.name, args, kwargs, e)
+        if isinstance(f, types.FunctionType):
+            return self.inline(f, args, kwargs, e)
+        raise self.error(f"calling {_describe(f)} is not supported", e)
+
+    def eqsat_call(self, name: str, args: list[Any], kwargs: dict[str, Any], e: ast.AST) -> Any:
+        fn = lookup(name)
+        arity = fn.arity if fn is not None else 1
+        if kwargs or len(args) != arity:
+            raise self.error(f"{name}() takes {arity} positional argument(s)", e)
+        return self.elementwise(args, lambda *xs: call(name, *xs), e)
+
+    def inline(self, f: types.FunctionType, args: list[Any], kwargs: dict[str, Any],
+               e: ast.AST) -> Any:
+        """Translate a plain Python helper from its source, with the arguments bound."""
+        if self.scope.depth >= _MAX_INLINE_DEPTH:
+            raise self.error(f"helper calls nested deeper than {_MAX_INLINE_DEPTH} "
+                             "(recursion is not supported)", e)
+        try:
+            bound = inspect.signature(f).bind(*args, **kwargs)
+        except TypeError as err:
+            raise self.error(f"call to {f.__name__}(): {err}", e) from None
+        bound.apply_defaults()
+        tree, filename, line0, col0 = _source_of(f)
+        if tree.args.vararg or tree.args.kwarg:
+            raise self.error(f"helper {f.__name__}() with *args/**kwargs cannot be inlined", e)
+        env: dict[str, Any] = {}
+        for k, v in bound.arguments.items():
+            if isinstance(v, np.generic):
+                v = v.item()
+            if isinstance(v, TVal) and has_sum(v.body):
+                v = self.materialize(v, k, e)  # used by name in the helper: compute it once
+            env[k] = v
+        caller = self.scope
+        self.index_avoid |= _identifiers(tree)
+        self.scope = _Scope(tree.name, filename, line0, col0, f.__globals__, _closure_of(f), env,
+                            depth=caller.depth + 1)
+        try:
+            ret = self.exec_block(tree.body)
+            if ret is None:
+                raise self.error(f"helper {tree.name!r} does not return a value", tree)
+            value = ret.value
+        finally:
+            self.scope = caller
+        self.node = e
+        return value
+
+    def builtin_call(self, name: str, args: list[Any], kwargs: dict[str, Any],
+                     e: ast.AST) -> Any:
+        if kwargs:
+            raise self.error(f"{name}() with keyword arguments is not supported", e)
+        match name:
+            case "range":
+                ints = [self.static_int(a, "range() argument", e) for a in args]
+                if not 1 <= len(ints) <= 3:
+                    raise self.error("range() takes 1 to 3 arguments", e)
+                return range(*ints)
+            case "len":
+                (x,) = self._nargs(name, args, 1, e)
+                if isinstance(x, tuple | list | range | str):
+                    return len(x)
+                if isinstance(x, TVal):
+                    if x.ndim == 0:
+                        raise self.error("len() of a 0-d array", e)
+                    return dim_as_affine(x.shape[0])
+                raise self.error(f"len() of {_describe(x)}", e)
+            case "abs":
+                (x,) = self._nargs(name, args, 1, e)
+                if _is_static_number(x):
+                    return abs(x)
+                return self.unary_call("abs", x, e)
+            case "min" | "max":
+                if len(args) == 1 and isinstance(args[0], tuple | list):
+                    args = list(args[0])
+                if len(args) < 2:
+                    raise self.error(f"{name}() of one array: use np.{name}(x)", e)
+                if all(_is_static_number(a) for a in args):
+                    return (min if name == "min" else max)(args)
+                out = args[0]
+                for a in args[1:]:
+                    out = self.elementwise((out, a), lambda x, y: call(name, x, y), e)
+                return out
+            case "float" | "int" | "bool":
+                (x,) = self._nargs(name, args, 1, e)
+                if _is_static_number(x):
+                    return {"float": float, "int": int, "bool": bool}[name](x)
+                if name == "float" and isinstance(x, TVal) and x.ndim == 0:
+                    return x
+                raise self.error(f"{name}() of {_describe(x)} is not supported", e)
+            case "enumerate":
+                (x,) = self._nargs(name, args, 1, e)
+                return list(enumerate(self._iterable(x, e)))
+            case "zip":
+                return list(zip(*(self._iterable(x, e) for x in args), strict=False))
+            case "reversed":
+                (x,) = self._nargs(name, args, 1, e)
+                return list(reversed(self._iterable(x, e)))
+            case "tuple" | "list":
+                (x,) = self._nargs(name, args, 1, e)
+                items = self._iterable(x, e)
+                return tuple(items) if name == "tuple" else items
+            case "isinstance":
+                raise self.error("isinstance() is not supported", e)
+        raise self.error(f"built-in {name}() is not supported", e)  # pragma: no cover
+
+    def _nargs(self, name: str, args: list[Any], n: int, e: ast.AST) -> list[Any]:
+        if len(args) != n:
+            raise self.error(f"{name}() takes {n} argument(s), got {len(args)}", e)
+        return args
+
+    def method_call(self, m: Method, args: list[Any], kwargs: dict[str, Any],
+                    e: ast.AST) -> Any:
+        x = m.obj
+        match m.name:
+            case "sum" | "mean" | "max" | "min":
+                return self.np_call(m.name, [x, *args], kwargs, e)
+            case "dot":
+                return self.np_call("dot", [x, *args], kwargs, e)
+            case "transpose":
+                if kwargs:
+                    raise self.error("transpose() takes no keyword arguments", e)
+                perm = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else args
+                return self.transpose(x, tuple(perm) if perm else None, e)
+            case "swapaxes":
+                return self.np_call("swapaxes", [x, *args], kwargs, e)
+            case "reshape":
+                shape = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else args
+                return self.np_call("reshape", [x, tuple(shape)], kwargs, e)
+            case "copy":
+                tv = self.operand(x, e)
+                return TVal(tv.shape, tv.axes, tv.body, None, tv.boolean)
+            case "astype":
+                return x
+            case "trace":
+                return self.np_call("trace", [x, *args], kwargs, e)
+            case "diagonal":
+                k = kwargs.pop("offset", args[0] if args else 0)
+                if kwargs or len(args) > 1 or x.ndim != 2:
+                    raise self.error("x.diagonal(): only the offset argument of a 2-D array is "
+                                     "supported", e)
+                return self.diag(x, k, e)
+            case "clip":
+                return self.np_call("clip", [x, *args], kwargs, e)
+        raise self.error(f"method .{m.name}() is not supported", e)  # pragma: no cover
+
+    def np_call(self, name: str, args: list[Any], kwargs: dict[str, Any], e: ast.AST) -> Any:
+        what = f"np.{name}"
+        kw = _Kwargs(self, what, kwargs, e)
+        if name in _UNARY:
+            (x,) = kw.positional(args, 1)
+            kw.done()
+            if _is_static_number(x):
+                return float(getattr(np, name)(x))
+            return self.unary_call(_UNARY[name], x, e)
+        if name in _BINARY_ARITH:
+            a, b = kw.positional(args, 2)
+            kw.done()
+            return self.binop(_OP_CLASS[_BINARY_ARITH[name]], a, b, e)
+        match name:
+            case "square":
+                (x,) = kw.positional(args, 1)
+                kw.done()
+                return self.pow_(x, 2.0, e)
+            case "power":
+                a, b = kw.positional(args, 2)
+                kw.done()
+                return self.power_op(a, b, e)
+            case "negative":
+                (x,) = kw.positional(args, 1)
+                kw.done()
+                return self.negate(x, e)
+            case "maximum" | "minimum":
+                a, b = kw.positional(args, 2)
+                kw.done()
+                fn = "max" if name == "maximum" else "min"
+                return self.elementwise((a, b), lambda x, y: call(fn, x, y), e)
+            case "clip":
+                x, lo, hi = kw.positional(args, 3, ("a", "a_min", "a_max"))
+                kw.done()
+                out = x
+                if lo is not None:
+                    out = self.elementwise((out, lo), lambda p, q: call("max", p, q), e)
+                if hi is not None:
+                    out = self.elementwise((out, hi), lambda p, q: call("min", p, q), e)
+                return out
+            case "sign":
+                (x,) = kw.positional(args, 1)
+                kw.done()
+                return self.arith("-", self.compare(">", x, 0, e), self.compare("<", x, 0, e), e)
+            case "where":
+                if len(args) == 1:
+                    raise self.error("np.where(cond) with one argument (indices) is not "
+                                     "supported; use np.where(cond, a, b)", e)
+                c, a, b = kw.positional(args, 3, ("condition", "x", "y"))
+                kw.done()
+                t = c.item() if isinstance(c, np.generic) else c
+                if isinstance(t, bool):
+                    return self.elementwise((a, b), lambda x, y: x if t else y, e)
+                if isinstance(t, Affine):
+                    t = self.truth(t, e)
+                return self.where(t, a, b, e)
+            case "greater" | "less" | "greater_equal" | "less_equal" | "equal" | "not_equal":
+                a, b = kw.positional(args, 2)
+                kw.done()
+                sym = {"greater": ">", "less": "<", "greater_equal": ">=", "less_equal": "<=",
+                       "equal": "==", "not_equal": "!="}[name]
+                return self.compare(sym, a, b, e)
+            case "logical_and" | "logical_or":
+                a, b = kw.positional(args, 2)
+                kw.done()
+                return self.logical(name.split("_")[1], (a, b), e)
+            case "logical_not":
+                (x,) = kw.positional(args, 1)
+                kw.done()
+                return self.logical("not", (x,), e)
+            case "sum" | "mean" | "max" | "min" | "amax" | "amin":
+                (x,) = kw.positional(args, 1, ("a", "axis"))
+                axis = kw.get("axis", None)
+                keepdims = kw.get("keepdims", False)
+                kw.done()
+                if axis is not None and not isinstance(axis, int | tuple):
+                    raise self.error(f"{what}: axis must be a constant int or tuple", e)
+                if not isinstance(keepdims, bool):
+                    raise self.error(f"{what}: keepdims must be True or False", e)
+                if name == "sum":
+                    return self.reduce_sum(x, axis, keepdims, e, what)
+                if name == "mean":
+                    return self.reduce_mean(x, axis, keepdims, e, what)
+                fn = "max" if name in ("max", "amax") else "min"
+                return self.reduce_extreme(fn, x, axis, keepdims, e, what)
+            case "dot":
+                a, b = kw.positional(args, 2)
+                kw.done()
+                return self.dot(a, b, e)
+            case "matmul":
+                a, b = kw.positional(args, 2)
+                kw.done()
+                return self.matmul(a, b, e)
+            case "einsum":
+                kw.done()
+                if not args:
+                    raise self.error("np.einsum needs subscripts and operands", e)
+                return self.einsum(args[0], args[1:], e)
+            case "outer":
+                a, b = kw.positional(args, 2)
+                kw.done()
+                return self.outer(a, b, e)
+            case "trace":
+                (x,) = kw.positional(args, 1, ("a", "offset"))
+                offset = kw.get("offset", 0)
+                kw.done()
+                return self.trace(x, offset, e)
+            case "diag":
+                (x,) = kw.positional(args, 1, ("v", "k"))
+                k = kw.get("k", 0)
+                kw.done()
+                return self.diag(x, k, e)
+            case "transpose":
+                (x,) = kw.positional(args, 1, ("a", "axes"))
+                axes = kw.get("axes", None)
+                kw.done()
+                return self.transpose(x, axes, e)
+            case "swapaxes":
+                x, a1, a2 = kw.positional(args, 3)
+                kw.done()
+                return self.swapaxes(x, a1, a2, e)
+            case "reshape":
+                x, shape = kw.positional(args, 2, ("a", "newshape"))
+                kw.done()
+                items = shape if isinstance(shape, tuple | list) else (shape,)
+                dims: list[Any] = []
+                for d in items:
+                    if isinstance(d, int) and d == -1:
+                        dims.append(-1)
+                    else:
+                        dims.append(self.to_dim(d, "reshape", e))
+                return self.reshape(x, tuple(dims), e)
+            case "zeros" | "ones" | "full":
+                if name == "full":
+                    shape, fill = kw.positional(args, 2, ("shape", "fill_value"))
+                else:
+                    (shape,) = kw.positional(args, 1, ("shape",))
+                    fill = 0.0 if name == "zeros" else 1.0
+                kw.get("dtype", None)
+                kw.done()
+                dims_ = self.shape_arg(shape, what, e)
+                if isinstance(fill, TVal):
+                    return self.elementwise((self.full(dims_, 0.0), fill), add, e)
+                return self.full(dims_, float(self._const_value(fill, e)))
+            case "zeros_like" | "ones_like" | "full_like":
+                if name == "full_like":
+                    x, fill = kw.positional(args, 2, ("a", "fill_value"))
+                else:
+                    (x,) = kw.positional(args, 1, ("a",))
+                    fill = 0.0 if name == "zeros_like" else 1.0
+                kw.get("dtype", None)
+                kw.done()
+                tv = self.to_data(x, e)
+                return self.full(tv.shape, float(self._const_value(fill, e)))
+            case "eye" | "identity":
+                (n,) = kw.positional(args, 1, ("N", "M", "k"))
+                m = kw.get("M", None)
+                k = kw.get("k", 0)
+                kw.get("dtype", None)
+                kw.done()
+                dn = self.to_dim(n, what, e)
+                dm = dn if m is None else self.to_dim(m, what, e)
+                return self.eye(dn, dm, self.static_int(k, f"{what}: k", e))
+            case "concatenate" | "stack":
+                (seq,) = kw.positional(args, 1, ("arrays", "axis"))
+                axis = kw.get("axis", 0)
+                kw.done()
+                if not isinstance(seq, tuple | list):
+                    raise self.error(f"{what} needs a tuple or list of arrays", e)
+                return self.concatenate(seq, axis, e, stack=name == "stack")
+            case "float32" | "float64" | "asarray" | "array" | "copy":
+                (x,) = kw.positional(args, 1)
+                kw.get("dtype", None)
+                kw.done()
+                if _is_static_number(x):
+                    return float(x)
+                tv = self.to_data(x, e)
+                return tv if name in ("float32", "float64", "asarray") else TVal(
+                    tv.shape, tv.axes, tv.body, None, tv.boolean
+                )
+            case "shape":
+                (x,) = kw.positional(args, 1)
+                kw.done()
+                return self.attribute(self.to_data(x, e), "shape", e)  # type: ignore[arg-type]
+            case "ndim" | "size":
+                (x,) = kw.positional(args, 1)
+                kw.done()
+                return self.attribute(self.to_data(x, e), name, e)  # type: ignore[arg-type]
+        raise self.error(f"{what} is not supported", e)  # pragma: no cover
+
+    def _const_value(self, v: Any, node: ast.AST) -> float:
+        if _is_static_number(v):
+            return float(v)
+        raise self.error(f"expected a constant number, got {_describe(v)}", node)
+
+
+class _Kwargs:
+    """Positional/keyword argument handling for one NumPy call, with NumPy-like errors."""
+
+    def __init__(self, tr: _Translator, what: str, kwargs: dict[str, Any], node: ast.AST) -> None:
+        self.tr, self.what, self.kw, self.node = tr, what, dict(kwargs), node
+
+    def positional(self, args: list[Any], n: int, names: Sequence[str] = ()) -> list[Any]:
+        """The ``n`` required arguments; further positional ones fill the optional ``names[n:]``."""
+        args = list(args)
+        for k, v in enumerate(args[n:], start=n):
+            if k >= len(names):
+                raise self.tr.error(f"{self.what}: too many positional arguments", self.node)
+            if names[k] in self.kw:
+                raise self.tr.error(f"{self.what}: got multiple values for {names[k]!r}",
+                                    self.node)
+            self.kw[names[k]] = v
+        args = args[:n]
+        for k in range(len(args), n):
+            if k < len(names) and names[k] in self.kw:
+                args.append(self.kw.pop(names[k]))
+        if len(args) != n:
+            raise self.tr.error(f"{self.what} takes {n} array argument(s), got {len(args)}",
+                                self.node)
+        return args
+
+    def get(self, name: str, default: Any) -> Any:
+        return self.kw.pop(name, default)
+
+    def done(self) -> None:
+        if self.kw:
+            bad = sorted(self.kw)[0]
+            raise self.tr.error(f"{self.what}: the argument {bad!r} is not supported", self.node)
+
+
+def _closure_of(fn: Any) -> dict[str, Any]:
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    if code is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return out
+
+
+def _eqsat_function(obj: Any) -> EqsatFunc | None:
+    """``stop_gradient`` or a function made by ``custom_adjoint`` (a registered scalar function)."""
+    try:
+        from ..ad import custom
+    except ImportError:  # pragma: no cover - the AD package is part of the library
+        return None
+    if obj is custom.stop_gradient:
+        return EqsatFunc("stop_gradient")
+    if isinstance(obj, custom.CustomFunction) and lookup(obj.name) is not None:
+        return EqsatFunc(obj.name)
+    return None
+
+
+def _is_zero_like(old: Any, value: TVal) -> bool:
+    """``old`` is zero and adding it to ``value`` does not change ``value``'s shape."""
+    if _is_static_number(old):
+        return old == 0
+    if isinstance(old, TVal) and isinstance(old.body, Const) and old.body.value == 0:
+        n = max(old.ndim, value.ndim)
+        pad_o = (1,) * (n - old.ndim) + old.shape
+        pad_v = (1,) * (n - value.ndim) + value.shape
+        return value.ndim == n and all(o == 1 or o == v for o, v in zip(pad_o, pad_v, strict=True))
+    return False
+
+
+def _as_int_if_const(v: Any) -> Any:
+    if isinstance(v, Affine) and v.is_constant() and v.const.denominator == 1:
+        return int(v.const)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def _slice_str(sl: slice) -> str:
+    parts = ["" if x is None else str(x) for x in (sl.start, sl.stop)]
+    text = ":".join(parts)
+    return text + (f":{sl.step}" if sl.step is not None else "")
+
+
+_PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
+    "**": lambda a, b: a ** b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+    "@": lambda a, b: a @ b,
+}
+_PY_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+}
+_OP_CLASS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}

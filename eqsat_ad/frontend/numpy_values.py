@@ -1,0 +1,205 @@
+"""Values the NumPy translator computes with while it reads a function.
+
+The translator never runs the user's code. It interprets the function's syntax tree over symbolic
+values:
+
+* Python statics (``int``, ``float``, ``bool``, ``None``, ``str``, tuples, slices, modules,
+  functions) are evaluated as Python would, at translation time ("specialization");
+* :class:`~eqsat_ad.ir.index.Affine` stands for an integer that is not a Python constant: a
+  symbolic size (``N - 1``) or the index of a loop being turned into a sum;
+* :class:`PredVal` is a comparison of such integers (an Iverson bracket in waiting);
+* :class:`TVal` is an array (or a 0-d array): a scalar IR expression with one free index variable
+  per axis. Elementwise operations compose bodies, indexing substitutes affine indices,
+  reductions wrap a ``Sum``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..ir.expr import (
+    Binary,
+    Bracket,
+    Call,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Pred,
+    Sum,
+    children,
+    substitute,
+)
+from ..ir.index import Affine, Dim, size
+
+
+@dataclass(frozen=True, slots=True)
+class TVal:
+    """An array value: ``shape``, one free index name per axis, and the element expression.
+
+    ``base`` names the materialized array this value is a view of (NumPy basic indexing and
+    transposes return views), so that in-place updates can be checked for aliasing. ``boolean``
+    marks 0/1 values made by comparisons or relations (allowed as ``np.where`` conditions).
+    """
+
+    shape: tuple[Dim, ...]
+    axes: tuple[str, ...]
+    body: Expr
+    base: str | None = None
+    boolean: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def at(self, indices: Sequence[Affine]) -> Expr:
+        """The element at the given affine indices (one per axis)."""
+        return substitute(self.body, dict(zip(self.axes, indices, strict=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class PredVal:
+    """A comparison of integers that depends on a summed loop index: ``[pred]`` as a value."""
+
+    pred: Pred
+
+
+@dataclass(frozen=True, slots=True)
+class NpFunc:
+    """A NumPy function referred to by the user's code (``np.exp``, ``from numpy import dot``)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A bound method of an array value (``x.sum``), called later."""
+
+    obj: TVal
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A Python built-in the translator understands (``range``, ``len``, ``abs``, ...)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class EqsatFunc:
+    """``stop_gradient`` or a function registered with a custom adjoint: a scalar ``Call``."""
+
+    name: str
+
+
+def const(v: float) -> Const:
+    return Const(float(v))
+
+
+def scalar(e: Expr, boolean: bool = False) -> TVal:
+    return TVal((), (), e, None, boolean)
+
+
+def has_sum(e: Expr) -> bool:
+    """Whether ``e`` contains a summation (such values are materialized before reuse)."""
+    if isinstance(e, Sum):
+        return True
+    return any(has_sum(c) for c in children(e))
+
+
+def is_const(e: Expr, v: float | None = None) -> bool:
+    return isinstance(e, Const) and (v is None or e.value == v)
+
+
+# Builders that fold the identities a reader would not write by hand (0 + e, 1 * e, ...).
+# Only exact identities under strong-zero multiplication are folded.
+
+
+def add(a: Expr, b: Expr) -> Expr:
+    if is_const(a, 0.0):
+        return b
+    if is_const(b, 0.0):
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const(a.value + b.value)
+    return Binary("+", a, b)
+
+
+def sub(a: Expr, b: Expr) -> Expr:
+    if is_const(b, 0.0):
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const(a.value - b.value)
+    if is_const(a, 0.0):
+        return Neg(b)
+    return Binary("-", a, b)
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    # Strong zero: 0 * e == 0 for every e, so folding is exact.
+    if is_const(a, 0.0) or is_const(b, 0.0):
+        return const(0.0)
+    if is_const(a, 1.0):
+        return b
+    if is_const(b, 1.0):
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const(a.value * b.value)
+    return Binary("*", a, b)
+
+
+def div(a: Expr, b: Expr) -> Expr:
+    if is_const(b, 1.0):
+        return a
+    return Binary("/", a, b)
+
+
+def neg(a: Expr) -> Expr:
+    if isinstance(a, Const):
+        return const(-a.value)
+    if isinstance(a, Neg):
+        return a.arg
+    return Neg(a)
+
+
+def power(a: Expr, k: float) -> Expr:
+    if k == 1.0:
+        return a
+    return Pow(a, k)
+
+
+def call(fn: str, *args: Expr) -> Expr:
+    return Call(fn, tuple(args))
+
+
+def bracket(p: Pred) -> Expr:
+    return Bracket(p)
+
+
+def dim_as_affine(d: Dim) -> Affine | int:
+    """A dimension as a translator value: ``int`` or a symbolic ``Affine``."""
+    return d if isinstance(d, int) else Affine.of_dim(d)
+
+
+def affine_as_dim(a: Affine) -> Dim | None:
+    """The dimension an integer value denotes, or None when it is not an int or a bare size."""
+    if a.index:
+        return None
+    if not a.sizes:
+        c = a.const
+        return int(c) if c.denominator == 1 and c >= 0 else None
+    if len(a.sizes) == 1 and a.sizes[0][1] == 1 and a.const == 0:
+        return size(a.sizes[0][0])
+    return None
+
+
+def provably_nonneg(a: Affine) -> bool:
+    """``a >= 0`` for every value of its (positive integer) sizes; index variables not allowed."""
+    if a.index:
+        return False
+    if any(c < 0 for _, c in a.sizes):
+        return False
+    return a.const + sum((c for _, c in a.sizes), Fraction(0)) >= 0

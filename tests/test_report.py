@@ -1,0 +1,145 @@
+"""The cost report: figures agree with the cost model, the table reads, the dict is JSON."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+import sympy
+
+from eqsat_ad import CostReport
+from eqsat_ad.cost.model import program_cost
+from eqsat_ad.cost.poly import big_o
+from eqsat_ad.cost.report import DEFAULT_SIZE, SaturationStats
+from eqsat_ad.frontend.index_lang import parse
+from eqsat_ad.ir import EqsatError
+from eqsat_ad.ir.index import size
+
+N, R = size("N"), size("R")
+
+NAIVE = parse("""
+def f(A: [N, N], ybar: []):
+    A_bar[i: N, j: N] = Sum[k: N]((i == k and j == k) * ybar)
+    return A_bar
+""")
+OPTIMIZED = parse("""
+def f(A: [N, N], ybar: []):
+    A_bar[i: N, j: N] = (i == j) * ybar
+    return A_bar
+""")
+STATS = SaturationStats(
+    iterations=4, nodes=321, classes=87, seconds=0.25, stop_reason="saturated",
+    rule_counts={"sum-elim-eq": 3, "bracket-and": 5},
+)
+
+
+def test_figures_agree_with_the_cost_model():
+    sizes = {"N": 64}
+    rep = CostReport.build(NAIVE, OPTIMIZED, sizes, STATS)
+    naive, opt = program_cost(NAIVE, sizes), program_cost(OPTIMIZED, sizes)
+    assert rep.naive.total == naive.total and rep.optimized.total == opt.total
+    assert rep.naive.value == naive.total.subs(N, 64)
+    assert rep.optimized.value == opt.total.subs(N, 64)
+    assert rep.speedup == pytest.approx(float(naive.total.subs(N, 64) / opt.total.subs(N, 64)))
+    assert rep.naive.big_o == "O(N**3)" and rep.optimized.big_o == "O(N**2)"
+    assert rep.sizes == sizes and rep.defaulted == ()
+    assert [r.name for r in rep.naive.rows] == ["A_bar", "return"]
+    assert rep.naive.rows[0].cost == naive.statements["A_bar"]
+
+
+def test_table_shows_scaling_costs_speedup_egraph_statements_and_rules():
+    text = str(CostReport.build(NAIVE, OPTIMIZED, {"N": 64}, STATS))
+    for expected in [
+        "sizes: N=64", "scaling", "O(N**3)", "O(N**2)", "theoretical speed-up",
+        "largest intermediate", "321 nodes, 87 classes, 4 iterations, 0.25 s, stopped: saturated",
+        "naive program", "optimized program",
+        "A_bar[i: N, j: N] = Sum[k: N]((i == k and j == k) * ybar)",
+        "A_bar[i: N, j: N] = (i == j) * ybar",
+        "rules fired (2 rules, 8 times)", "sum-elim-eq", "bracket-and",
+    ]:
+        assert expected in text, expected
+    rep = CostReport.build(NAIVE, OPTIMIZED, {"N": 64}, STATS)
+    assert str(rep.naive.total) in text and str(rep.optimized.total) in text
+    assert f"{rep.speedup:.4g}x" in text
+    # the rule used most comes first
+    assert text.index("bracket-and") < text.index("sum-elim-eq  ")
+
+
+def test_default_sizes_are_stated():
+    rep = CostReport.build(NAIVE, OPTIMIZED)
+    assert rep.sizes == {"N": DEFAULT_SIZE} and rep.defaulted == ("N",)
+    assert f"every size defaults to {DEFAULT_SIZE}" in str(rep)
+    assert "not run" in str(rep)  # no saturation stats given
+
+
+def test_partial_sizes_default_the_rest():
+    naive = parse("""
+def f(A: [N, R], B: [R, N], C: [N, R]):
+    AB[i: N, j: N] = Sum[a: R](A[i, a] * B[a, j])
+    return Sum[i: N, j: N, b: R](AB[i, j] * C[j, b])
+""")
+    opt = parse("""
+def f(A: [N, R], B: [R, N], C: [N, R]):
+    return Sum[i: N, a: R, j: N, b: R](A[i, a] * B[a, j] * C[j, b])
+""")
+    rep = CostReport.build(naive, opt, {"R": 8})
+    assert rep.sizes == {"R": 8, "N": DEFAULT_SIZE} and rep.defaulted == ("N",)
+    assert f"N = {DEFAULT_SIZE}" in str(rep)
+    assert rep.naive.big_o == "O(N**2*R)" and rep.optimized.big_o == "O(N*R)"
+    # the naive program materializes an N×N product, the optimized one nothing quadratic
+    assert rep.naive.largest is not None and rep.naive.largest.elements.to_sympy() == N**2
+    assert rep.optimized.largest_value < rep.naive.largest_value
+    assert rep.speedup is not None and rep.speedup > 100
+
+
+def test_to_dict_round_trips_through_json():
+    rep = CostReport.build(NAIVE, OPTIMIZED, {"N": 64}, STATS)
+    d = rep.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert sympy.sympify(d["naive"]["total"], locals={"N": N}) == rep.naive.total
+    assert d["optimized"]["big_o"] == big_o(rep.optimized.total)
+    assert d["speedup"] == rep.speedup
+    assert d["saturation"]["rule_counts"] == {"sum-elim-eq": 3, "bracket-and": 5}
+    assert d["naive"]["statements"][0]["value"] == int(rep.naive.rows[0].value)
+    assert d["naive"]["largest_intermediate"]["elements"] == "N**2"
+
+
+def test_fractional_costs_stay_json_numbers():
+    tri = parse("""
+def f(x: [N]):
+    T[i: N, j: N] = (i < j) * x[i]
+    return T
+""")
+    rep = CostReport.build(tri, tri, {"N": 5})
+    d = json.loads(json.dumps(rep.to_dict()))
+    assert d["naive"]["value"] == rep.naive.value == Fraction(35)  # 25 + 5·4/2
+    assert rep.speedup == 1.0
+
+
+def test_stop_reasons_and_stats_validation():
+    for reason in SaturationStats.STOP_REASONS:
+        st = SaturationStats(stop_reason=reason)
+        assert st.saturated == (reason == "saturated")
+    text = str(CostReport.build(NAIVE, OPTIMIZED, {"N": 8}, SaturationStats(
+        iterations=9, nodes=10_000, classes=900, seconds=1.5, stop_reason="node limit")))
+    assert "stopped: node limit" in text
+    with pytest.raises(EqsatError, match="unknown stop reason 'bored'"):
+        SaturationStats(stop_reason="bored")
+    with pytest.raises(EqsatError, match="iterations must be a non-negative integer"):
+        SaturationStats(iterations=-1)
+    with pytest.raises(EqsatError, match="rule_counts"):
+        SaturationStats(rule_counts={"r": 1.5})  # type: ignore[dict-item]
+    counts = {"r": 1}
+    st = SaturationStats(rule_counts=counts)
+    counts["r"] = 2
+    assert st.rule_counts == {"r": 1}  # the report keeps its own copy
+
+
+def test_bad_inputs_are_clear_errors():
+    with pytest.raises(EqsatError, match="naive program must be a Program"):
+        CostReport.build("not a program", OPTIMIZED)  # type: ignore[arg-type]
+    with pytest.raises(EqsatError, match="stats must be SaturationStats"):
+        CostReport.build(NAIVE, OPTIMIZED, stats={"iterations": 1})  # type: ignore[arg-type]
+    with pytest.raises(EqsatError, match="non-negative integer"):
+        CostReport.build(NAIVE, OPTIMIZED, {"N": -3})
