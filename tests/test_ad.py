@@ -465,6 +465,22 @@ def test_registered_function_is_differentiated_and_cache_is_cleared() -> None:
     np.testing.assert_allclose(evaluate(vjp(prog, "x"), x=x, ybar=1.0), 3 * x**2)
 
 
+def test_piecewise_functions_are_differentiated_with_data_comparisons() -> None:
+    x_sym = sympy.Symbol("x")
+    register_function("ad_test_relu", sympy.Piecewise((x_sym, x_sym > 0), (0, True)))
+    register_function(
+        "ad_test_huber",
+        sympy.Piecewise((x_sym**2 / 2, sympy.Abs(x_sym) <= 1), (sympy.Abs(x_sym) - 0.5, True)),
+    )
+    prog = parse(
+        "def f(x: [N]):\n    return Sum[i: N](3 * ad_test_relu(x[i]) + ad_test_huber(x[i]))\n"
+    )
+    grad = well_formed(vjp(prog, "x"))
+    x = np.array([-2.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5])
+    # relu'(0) = 0 (x > 0 is false there); huber' = clip(x, -1, 1)
+    np.testing.assert_allclose(evaluate(grad, x=x, ybar=1.0), 3 * (x > 0) + np.clip(x, -1, 1))
+
+
 def test_function_whose_derivative_has_no_index_language_form() -> None:
     register_function("ad_test_gamma", sympy.gamma(sympy.Symbol("x")))
     prog = parse("def f(x: [N]):\n    return Sum[i: N](ad_test_gamma(x[i]))\n")

@@ -7,8 +7,12 @@ from fractions import Fraction
 
 import pytest
 import sympy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import programs, tensor_params
 
 from eqsat_ad import CostReport
+from eqsat_ad.ad import vjp
 from eqsat_ad.cost.model import program_cost
 from eqsat_ad.cost.poly import big_o
 from eqsat_ad.cost.report import DEFAULT_SIZE, SaturationStats
@@ -143,3 +147,28 @@ def test_bad_inputs_are_clear_errors():
         CostReport.build(NAIVE, OPTIMIZED, stats={"iterations": 1})  # type: ignore[arg-type]
     with pytest.raises(EqsatError, match="non-negative integer"):
         CostReport.build(NAIVE, OPTIMIZED, {"N": -3})
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(prog=programs(max_statements=2, smooth=True), data=st.data())
+def test_reports_on_random_programs_and_their_adjoints(prog, data):
+    adj = vjp(prog, data.draw(st.sampled_from(tensor_params(prog))))
+    rep = CostReport.build(adj, adj, stats=STATS)
+    d = rep.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert d["naive"] == d["optimized"]
+    assert rep.speedup in (None, 1.0)
+    text = str(rep)
+    for row in rep.naive.rows:
+        if not (row.kind == "output" and row.cost == 0):
+            assert row.big_o in text
+
+
+def test_numpy_integer_sizes_are_accepted_and_stay_json():
+    import numpy as np
+
+    rep = CostReport.build(NAIVE, OPTIMIZED, {"N": np.int64(16)})
+    assert rep.sizes == {"N": 16} and type(rep.sizes["N"]) is int
+    json.dumps(rep.to_dict())
+    with pytest.raises(EqsatError, match="sizes must map size names"):
+        CostReport.build(NAIVE, OPTIMIZED, [("N", 3)])  # type: ignore[arg-type]

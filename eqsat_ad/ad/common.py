@@ -143,13 +143,6 @@ def f_product(factors: Iterable[Expr]) -> Expr:
     return out
 
 
-def f_total(terms: Iterable[Expr]) -> Expr:
-    out: Expr = ZERO
-    for t in terms:
-        out = f_add(out, t)
-    return out
-
-
 def bracket(preds: Sequence[Pred]) -> Expr:
     """``[p1 and p2 ...]``; the empty conjunction is 1."""
     return Bracket(conj(*preds)) if preds else ONE

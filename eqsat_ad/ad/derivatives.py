@@ -197,6 +197,8 @@ def to_ir(
                     f"derivative uses Heaviside with value {x.args[1]} at 0; only 1/2 (step) exists"
                 )
             return _call(heads, sympy.Heaviside, (go(x.args[0]),), x)
+        if isinstance(x, sympy.Piecewise):
+            return _piecewise(x, go)
         if isinstance(x, sympy.Function):
             name = heads.get(x.func)
             if name is None and isinstance(x.func, sympy.core.function.UndefinedFunction):
@@ -207,10 +209,52 @@ def to_ir(
                     f"derivative uses {x.func}, which is not a registered function; register it "
                     "with eqsat_ad.register_function"
                 )
+            fn = functions.lookup(name)
+            if fn is not None and fn.arity != len(x.args):
+                raise DifferentiationError(f"{name!r} takes {fn.arity} argument(s): {x}")
             return Call(name, tuple(go(a) for a in x.args))
         raise DifferentiationError(f"cannot express {x} in the index language")
 
     return go(sympy.sympify(e))
+
+
+_STRICT_STEP = sympy.Piecewise((1, ARG_SYMBOLS[0] > 0), (0, True))
+
+
+def _strict_step(t: Expr) -> Expr:
+    """1 where t > 0, else 0: a registered function defined so, or step(t) - (1 - sign(t)²)/2."""
+    for name in sorted(functions._REGISTRY):  # noqa: SLF001
+        fn = functions.lookup(name)
+        if fn is not None and fn.arity == 1 and fn.sympy == _STRICT_STEP:
+            return Call(name, (t,))
+    tie = f_div(f_sub(ONE, f_pow(Call("sign", (t,)), 2.0)), Const(2.0))
+    return f_sub(Call("step", (t,)), tie)
+
+
+def _indicator(cond: sympy.Basic, go) -> Expr:  # go: the converter of to_ir
+    """0/1 expression of a data comparison ``lhs op rhs`` (the condition of a Piecewise)."""
+    if cond == sympy.true:
+        return ONE
+    if isinstance(cond, sympy.StrictGreaterThan | sympy.StrictLessThan | sympy.GreaterThan
+                  | sympy.LessThan):
+        t = go(cond.lhs - cond.rhs)
+        if isinstance(cond, sympy.StrictGreaterThan):
+            return _strict_step(t)
+        if isinstance(cond, sympy.StrictLessThan):
+            return _strict_step(f_sub(ZERO, t))
+        if isinstance(cond, sympy.GreaterThan):
+            return f_sub(ONE, _strict_step(f_sub(ZERO, t)))
+        return f_sub(ONE, _strict_step(t))
+    raise DifferentiationError(f"cannot express the condition {cond} (only <, <=, >, >=)")
+
+
+def _piecewise(x: sympy.Piecewise, go) -> Expr:
+    """``[c1]·e1 + (1 - [c1])·([c2]·e2 + ...)``: the first true condition picks its piece."""
+    out: Expr = ZERO
+    for value, cond in reversed(x.args):
+        chosen = _indicator(cond, go)
+        out = f_add(f_mul(chosen, go(value)), f_mul(f_sub(ONE, chosen), out))
+    return out
 
 
 def _call(heads: dict[type, str], head: type, args: tuple[Expr, ...], x: sympy.Expr) -> Expr:

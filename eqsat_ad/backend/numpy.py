@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.errors import EqsatError, ProgramError
+from ..ir.errors import EqsatError, ProgramError, ShapeError
 from ..ir.expr import (
     Access,
     And,
@@ -1335,6 +1335,7 @@ class CompiledProgram:
         self._lowered = lower_program(prog)
         self._by_signature: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+        self._param_index = {n: k for k, n in enumerate(prog.param_names)}
 
     @property
     def source(self) -> str:
@@ -1348,29 +1349,65 @@ class CompiledProgram:
         return f"<CompiledProgram {self.program.name}({', '.join(self.program.param_names)})>"
 
     def bind(self, *args: Any, **kwargs: Any) -> tuple[list[np.ndarray], dict[str, int]]:
-        """Check and convert arguments; returns them in parameter order and the sizes."""
-        from ..ir.interpreter import bind_arguments
+        """Check and convert arguments; returns them in parameter order and the sizes.
 
-        arrays, sizes = bind_arguments(self.program, *args, **kwargs)
-        originals = dict(zip(self.program.param_names, args, strict=False))
-        originals.update(kwargs)
-        floats = [np.asarray(originals[p.name]).dtype for p in self.program.params
-                  if p.kind == "tensor"]
-        dt = np.float64
-        kinds = [d for d in floats if d.kind == "f"]
-        if kinds and all(d.kind == "f" for d in floats):
-            dt = np.result_type(*kinds).type
-        out = []
+        Arrays are used as they are when they already fit (no copy); anything unusual goes
+        through the interpreter's binder, whose errors name the parameter.
+        """
+        params = self.program.params
+        try:
+            if len(args) > len(params):
+                raise _Slow
+            given = dict(zip(self.program.param_names, args, strict=False))
+            for k, v in kwargs.items():
+                if k in given or k not in self._param_index:
+                    raise _Slow
+                given[k] = v
+            if len(given) != len(params):
+                raise _Slow
+            return self._fast_bind(given)
+        except _Slow:
+            from ..ir.interpreter import bind_arguments
+
+            bind_arguments(self.program, *args, **kwargs)  # raises a ShapeError with details
+            raise ShapeError(f"arguments do not fit {self!r}") from None
+
+    def _fast_bind(self, given: Mapping[str, Any]) -> tuple[list[np.ndarray], dict[str, int]]:
+        raw: list[np.ndarray] = []
+        strong: list[np.dtype] = []  # dtypes of real arrays (Python numbers are weak)
+        sizes: dict[str, int] = {}
         for p in self.program.params:
-            a = arrays[p.name]
-            out.append(a if p.kind == "relation" else a.astype(dt, copy=False))
+            v = given[p.name]
+            a = np.asarray(v)
+            if a.ndim != p.rank:
+                raise _Slow
+            for d, n in zip(p.shape, a.shape, strict=True):
+                if isinstance(d, int):
+                    if d != n:
+                        raise _Slow
+                elif sizes.setdefault(d.name, n) != n:
+                    raise _Slow
+            if p.kind == "relation":
+                if a.dtype != bool:
+                    if a.dtype.kind not in "iuf" or not np.all((a == 0) | (a == 1)):
+                        raise _Slow
+                    a = a.astype(bool)
+            else:
+                if a.dtype.kind not in "biuf":
+                    raise _Slow
+                if isinstance(v, (np.ndarray, np.generic)):
+                    strong.append(a.dtype)
+            raw.append(a)
+        dt = np.float64
+        if strong and all(d == np.float32 for d in strong):
+            dt = np.float32
+        out = [a if p.kind == "relation" else a.astype(dt, copy=False)
+               for a, p in zip(raw, self.program.params, strict=True)]
         return out, sizes
 
-    def function_for(self, arrays: Sequence[np.ndarray], sizes: Mapping[str, int]) -> Any:
-        strict = not all(
-            np.isfinite(a).all() for a, p in zip(arrays, self.program.params, strict=True)
-            if p.kind == "tensor"
-        )
+    def function_for(
+        self, arrays: Sequence[np.ndarray], sizes: Mapping[str, int], strict: bool = False
+    ) -> Any:
         key = (strict, tuple(sorted(sizes.items())), tuple(a.dtype.str for a in arrays))
         fn = self._by_signature.get(key)
         if fn is None:
@@ -1383,15 +1420,30 @@ class CompiledProgram:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         arrays, sizes = self.bind(*args, **kwargs)
-        if any(v == 0 for v in sizes.values()):
+        if 0 in sizes.values():
             # Empty tensors: nothing to compute fast; the interpreter defines the zeros.
             from ..ir.interpreter import evaluate
 
             return evaluate(self.program, *args, **kwargs)
-        fn = self.function_for(arrays, sizes)
         with np.errstate(all="ignore"):
-            result = fn(*arrays)
+            result = self.function_for(arrays, sizes)(*arrays)
+            if _has_nan(result):
+                # A NaN may come from 0 * inf on data the fast code multiplied without
+                # guarding (it trusts inputs to be finite): redo it with strong-zero products.
+                result = self.function_for(arrays, sizes, strict=True)(*arrays)
         return _finish(result, self.program)
+
+
+class _Slow(Exception):
+    """Arguments need the careful (error-reporting) binder."""
+
+
+def _has_nan(result: Any) -> bool:
+    for x in result if isinstance(result, tuple) else (result,):
+        a = np.asarray(x)
+        if a.dtype.kind == "f" and np.isnan(a).any():
+            return True
+    return False
 
 
 def _finish(result: Any, prog: Program) -> Any:

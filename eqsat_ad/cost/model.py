@@ -72,6 +72,7 @@ as :class:`~eqsat_ad.cost.poly.Poly` (fast) and shown as expanded SymPy polynomi
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -999,14 +1000,22 @@ def _shapes(prog: Program) -> dict[str, tuple[Dim, ...]]:
     return shapes
 
 
+def normalize_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
+    """``sizes`` as a plain ``dict[str, int]`` (NumPy integers accepted), or a clear error."""
+    if not isinstance(sizes, Mapping):
+        raise EqsatError(f"sizes must map size names to integers, got {type(sizes).__name__}")
+    out: dict[str, int] = {}
+    for k, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise EqsatError(f"size {k!r} must be a non-negative integer, got {v!r}")
+        out[str(k)] = int(v)
+    return out
+
+
 def _check_sizes(prog: Program, sizes: Mapping[str, int] | None) -> dict[str, int] | None:
     if sizes is None:
         return None
-    out: dict[str, int] = {}
-    for k, v in sizes.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise EqsatError(f"size {k!r} must be a non-negative integer, got {v!r}")
-        out[str(k)] = v
+    out = normalize_sizes(sizes)
     missing = [n for n in prog.size_names() if n not in out]
     if missing:
         raise EqsatError(f"no value given for the size(s) {', '.join(missing)}")

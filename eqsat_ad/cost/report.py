@@ -18,7 +18,7 @@ import sympy
 
 from ..ir.errors import EqsatError
 from ..ir.program import Program
-from .model import Materialized, ProgramCost, program_cost
+from .model import Materialized, ProgramCost, normalize_sizes, program_cost
 from .poly import big_o, compare
 
 __all__ = ["DEFAULT_SIZE", "CostReport", "ProgramSummary", "SaturationStats", "StatementRow"]
@@ -198,7 +198,7 @@ class CostReport:
                 raise EqsatError(f"the {what} program must be a Program, got {type(p).__name__}")
         if stats is not None and not isinstance(stats, SaturationStats):
             raise EqsatError(f"stats must be SaturationStats, got {type(stats).__name__}")
-        given = dict(sizes or {})
+        given = normalize_sizes(sizes) if sizes is not None else {}
         names = list(dict.fromkeys(naive.size_names() + optimized.size_names()))
         full = dict(given)
         defaulted = tuple(n for n in names if n not in given)

@@ -380,10 +380,13 @@ class _Translator(ArrayOps):
         shapes: Mapping[str, Sequence[int | str]],
         dtypes: Mapping[str, Any] | None,
     ) -> Program:
-        if not callable(fn):
-            raise ProgramError(f"translate expects a Python function, got {type(fn).__name__}")
-        tree, filename, line0, col0 = _source_of(fn)
-        real = inspect.unwrap(fn)
+        real = inspect.unwrap(fn) if callable(fn) else fn
+        module = getattr(real, "__module__", None) or ""
+        if not isinstance(real, types.FunctionType) or module.split(".")[0] == "numpy":
+            raise ProgramError(
+                f"translate expects a Python function defined with 'def', got {real!r}"
+            )
+        tree, filename, line0, col0 = _source_of(real)
         self.scope = _Scope(
             tree.name, filename, line0, col0, getattr(real, "__globals__", {}),
             _closure_of(real), {},
@@ -1784,6 +1787,12 @@ class _Translator(ArrayOps):
                     return {"float": float, "int": int, "bool": bool}[name](x)
                 if name == "float" and isinstance(x, TVal) and x.ndim == 0:
                     return x
+                if isinstance(x, TVal):
+                    raise self.error(
+                        f"{name}() of an array value: array values are not known when "
+                        "translating; loop bounds and indices must come from shapes or constants",
+                        e,
+                    )
                 raise self.error(f"{name}() of {_describe(x)} is not supported", e)
             case "enumerate":
                 (x,) = self._nargs(name, args, 1, e)

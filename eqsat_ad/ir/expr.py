@@ -70,6 +70,11 @@ class And:
     preds: tuple[Pred, ...]
     loc: Loc | None = _loc()
 
+    def __post_init__(self) -> None:
+        # One-operand conjunctions would not survive printing and parsing; build with conj().
+        if len(self.preds) < 2:
+            raise ValueError("And needs at least two predicates (use conj)")
+
 
 Pred = Cmp | Rel | And
 

@@ -106,7 +106,10 @@ def print_expr(e: Expr) -> str:
 
 def print_param(p: Param) -> str:
     dims = ", ".join(dim_str(d) for d in p.shape)
-    return f"{p.name}: rel[{dims}]" if p.kind == "relation" else f"{p.name}: [{dims}]"
+    if p.kind == "relation":
+        # `rel[]` is not Python syntax; a rank-0 relation prints as `rel[()]`.
+        return f"{p.name}: rel[{dims or '()'}]"
+    return f"{p.name}: [{dims}]"
 
 
 def print_statement(s: Statement) -> str:

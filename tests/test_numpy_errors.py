@@ -1,0 +1,354 @@
+"""Errors of the NumPy front end: a ProgramError naming the construct and what to write instead,
+located at the real file, line and column (the line marked ``# ERR`` below)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.frontend.numpy_subset import MAX_UNROLL, translate
+from eqsat_ad.ir.errors import EqsatError, ProgramError
+
+W_GLOBAL = np.ones((3, 3))
+CONFIG = {"scale": 2.0}
+
+
+def expect(fn, shapes, message: str, marker: str | None, dtypes=None, where=None) -> ProgramError:
+    """Translate ``fn``; assert the error text and that it points at ``marker`` on the ERR line
+    of ``where`` (default: ``fn`` itself)."""
+    with pytest.raises(ProgramError) as info:
+        translate(fn, shapes, dtypes)
+    err = info.value
+    assert message in err.message, err.message
+    if marker is not None:
+        lines, first = inspect.getsourcelines(where or fn)
+        (k,) = [n for n, text in enumerate(lines) if "# ERR" in text]
+        assert err.loc is not None, f"no location for: {err.message}"
+        assert os.path.samefile(err.loc.filename, __file__)
+        assert err.loc.line == first + k
+        assert err.loc.col == lines[k].index(marker)
+        assert str(err).startswith(f"{err.loc.filename}:{err.loc.line}:{err.loc.col}: ")
+    return err
+
+
+# --- unsupported calls and attributes -----------------------------------------------------------
+
+
+def unsupported_np(x):
+    return np.cumsum(x)  # ERR
+
+
+def unsupported_submodule(A):
+    return np.linalg.inv(A)  # ERR
+
+
+def unknown_method(x):
+    return x.argsort()  # ERR
+
+
+def unknown_attribute(x):
+    return x.flags  # ERR
+
+
+def global_object(x):
+    return x * CONFIG["scale"]  # ERR
+
+
+def unknown_module(x):
+    return x * os.sep  # ERR
+
+
+def global_array(x):
+    return W_GLOBAL @ x  # ERR
+
+
+def undefined_name(x):
+    return x + undefined_thing  # ERR  # noqa: F821
+
+
+def test_unsupported_numpy_function():
+    expect(unsupported_np, {"x": (3,)}, "np.cumsum is not supported", "np.cumsum")
+    expect(unsupported_submodule, {"A": (3, 3)}, "np.linalg is not supported", "np.linalg")
+
+
+def test_attributes_on_unknown_objects():
+    expect(unknown_method, {"x": (3,)}, ".argsort is not supported", "x.argsort")
+    expect(unknown_attribute, {"x": (3,)}, ".flags is not supported", "x.flags")
+    expect(global_object, {"x": (3,)}, "global name 'CONFIG' (dict) is not supported", "CONFIG")
+    expect(unknown_module, {"x": (3,)}, "module 'os' is not supported", "os.sep")
+    expect(global_array, {"x": (3,)}, "pass it as a parameter", "W_GLOBAL")
+    expect(undefined_name, {"x": (3,)}, "name 'undefined_thing' is not defined", "undefined")
+
+
+# --- data-dependent control flow ----------------------------------------------------------------
+
+
+def data_if(x):
+    if np.sum(x) > 0:  # ERR
+        return x
+    return -x
+
+
+def data_ternary(x):
+    return x if x[0] > 0 else -x  # ERR
+
+
+def data_and(x):
+    return (x > 0) and (x < 1)  # ERR
+
+
+def test_data_dependent_if():
+    err = expect(data_if, {"x": (3,)}, "data-dependent 'if'", "np.sum(x) > 0")
+    assert "np.where" in err.message
+    expect(data_ternary, {"x": (3,)}, "data-dependent 'conditional expression'", "x[0] > 0")
+    expect(data_and, {"x": (3,)}, "use & (or np.logical_and)", "x > 0")
+
+
+def symbolic_if(x):
+    if x.shape[0] > 2:  # ERR
+        return x
+    return -x
+
+
+def test_if_on_a_symbolic_size():
+    expect(symbolic_if, {"x": ("N",)}, "depends on a symbolic size", "x.shape[0] > 2")
+
+
+# --- loops --------------------------------------------------------------------------------------
+
+
+def while_loop(x):
+    while np.sum(x) > 1:  # ERR
+        x = x / 2
+    return x
+
+
+def data_bound(x):
+    s = 0.0
+    for i in range(x[0]):  # ERR
+        s += i
+    return s
+
+
+def data_bound_int(x):
+    s = 0.0
+    for i in range(int(x[0])):  # ERR
+        s += i
+    return s
+
+
+def long_recurrence(x):
+    p = 1.0
+    for i in range(x.shape[0]):  # ERR
+        p = p * x[i]
+    return p
+
+
+def symbolic_recurrence(x):
+    h = 0.0
+    for i in range(x.shape[0]):  # ERR
+        h = np.tanh(h + x[i])
+    return h
+
+
+def breaks(x):
+    s = 0.0
+    for i in range(3):
+        if i == 2:
+            break  # ERR
+        s += x[i]
+    return s
+
+
+def test_loop_with_unknown_bound():
+    err = expect(while_loop, {"x": (3,)}, "'while' loop", "while")
+    assert "for i in range(n)" in err.message
+    expect(data_bound, {"x": (3,)}, "loop with an unknown bound", "x[0]")
+    expect(data_bound_int, {"x": (3,)}, "int() of an array value", "int(x[0])")
+
+
+def test_unroll_limit_and_symbolic_recurrence():
+    n = MAX_UNROLL + 1
+    err = expect(long_recurrence, {"x": (n,)}, f"loop of {n} iterations", "for")
+    assert f"limited to {MAX_UNROLL}" in err.message and "'p' carries a value" in err.message
+    expect(symbolic_recurrence, {"x": ("N",)}, "loop with a symbolic bound", "for")
+
+
+def test_break_is_refused():
+    expect(breaks, {"x": (3,)}, "'break' is not supported", "break")
+
+
+# --- mutation -----------------------------------------------------------------------------------
+
+
+def item_assign(x):
+    x[0] = 1.0  # ERR
+    return x
+
+
+def inplace_param(x):
+    x += 1.0  # ERR
+    return x
+
+
+def inplace_view(x):
+    y = x.T
+    y *= 2.0  # ERR
+    return y
+
+
+def inplace_alias(x):
+    a = x * 2.0
+    b = a
+    b += 1.0  # ERR
+    return a
+
+
+def local_item_assign(x):
+    y = x * 2.0
+    y[1:] = 0.0  # ERR
+    return y
+
+
+def test_mutation_of_inputs():
+    expect(item_assign, {"x": (3,)}, "mutates the input array 'x'", "x[0] = 1.0")
+    expect(inplace_param, {"x": (3,)}, "mutates the input array 'x'", "x += 1.0")
+    expect(inplace_view, {"x": (3, 2)}, "mutates the input array 'x'", "y *= 2.0")
+    expect(inplace_alias, {"x": (3,)}, "would also change 'a'", "b += 1.0")
+    expect(local_item_assign, {"x": (3,)}, "item assignment y[1:] = ... is not supported",
+           "y[1:] = 0.0")
+
+
+def scalar_rebinding(x, w):
+    w += 1.0  # a float is rebound, not mutated: allowed
+    s = x[0]
+    s += 2.0
+    return w * s
+
+
+def test_rebinding_scalars_is_not_mutation():
+    prog = translate(scalar_rebinding, {"x": (3,), "w": ()})
+    assert ea.evaluate(prog, np.array([1.0, 2.0, 3.0]), 0.5) == pytest.approx(4.5)
+
+
+# --- shapes and indices -------------------------------------------------------------------------
+
+
+def bad_broadcast(x, y):
+    return x + y  # ERR
+
+
+def bad_matmul(A, B):
+    return A @ B  # ERR
+
+
+def out_of_bounds(x):
+    return x[5]  # ERR
+
+
+def symbolic_slice(x):
+    return x[1:]  # ERR
+
+
+def fancy(x):
+    return x[x > 0]  # ERR
+
+
+def fancy_list(x):
+    return x[[0, 1]]  # ERR
+
+
+def symbolic_max(x):
+    return np.max(x)  # ERR
+
+
+def array_power(x, y):
+    return x**y  # ERR
+
+
+def too_many_indices(x):
+    return x[0, 1]  # ERR
+
+
+def test_shape_and_index_errors():
+    expect(bad_broadcast, {"x": (3,), "y": (4,)}, "could not be broadcast", "x + y")
+    expect(bad_broadcast, {"x": ("N",), "y": ("M",)}, "symbolic sizes broadcast only", "x + y")
+    expect(bad_matmul, {"A": (3, 4), "B": (3, 4)}, "not aligned: 4 != 3", "A @ B")
+    expect(out_of_bounds, {"x": (3,)}, "index 5 is out of bounds", "x[5]")
+    expect(symbolic_slice, {"x": ("N",)}, "slice 1: of an axis of symbolic size N", "x[1:]")
+    expect(fancy, {"x": (3,)}, "boolean mask", "x[x > 0]")
+    expect(fancy_list, {"x": (3,)}, "fancy indexing", "x[[0, 1]]")
+    expect(symbolic_max, {"x": ("N",)}, "no max-reduction", "np.max(x)")
+    expect(array_power, {"x": (3,), "y": (3,)}, "np.exp(y * np.log(x))", "x**y")
+    expect(too_many_indices, {"x": (3,)}, "too many indices", "x[0, 1]")
+
+
+# --- functions, parameters, helpers -------------------------------------------------------------
+
+
+def no_return(x):
+    y = x * 2  # noqa: F841
+    return
+
+
+def nested_def(x):
+    def g(y):  # ERR
+        return y
+
+    return g(x)
+
+
+def _bad_helper(v):
+    return np.cumsum(v)  # ERR
+
+
+def calls_bad_helper(x):
+    return _bad_helper(x) + 1.0
+
+
+def test_function_level_errors():
+    expect(no_return, {"x": (3,)}, "'return' without a value", None)
+    expect(nested_def, {"x": (3,)}, "nested function", "def g")
+    # An error inside an inlined helper points into the helper's source.
+    expect(calls_bad_helper, {"x": (3,)}, "np.cumsum is not supported", "np.cumsum",
+           where=_bad_helper)
+
+
+def two_params(x, y):
+    return x + y
+
+
+def test_parameter_errors():
+    with pytest.raises(ProgramError, match="no shape given for parameter 'y'") as info:
+        translate(two_params, {"x": (3,)})
+    assert info.value.loc is not None and info.value.loc.line == two_params.__code__.co_firstlineno
+    with pytest.raises(ProgramError, match="'z' is not a parameter"):
+        translate(two_params, {"x": (3,), "y": (3,), "z": ()})
+    with pytest.raises(ProgramError, match="must be a tuple"):
+        translate(two_params, {"x": 3, "y": (3,)})
+    with pytest.raises(ProgramError, match="not supported"):
+        translate(two_params, {"x": (3,), "y": (3,)}, dtypes={"x": "complex128"})
+    with pytest.raises(ProgramError, match="also a parameter name"):
+        translate(two_params, {"x": ("y",), "y": (3,)})
+
+
+def test_functions_without_source():
+    with pytest.raises(ProgramError, match="defined with 'def'"):
+        translate(lambda x: x, {"x": (3,)})
+    with pytest.raises(ProgramError, match="expects a Python function"):
+        translate(len, {"a": (3,)})
+    with pytest.raises(ProgramError, match="expects a Python function"):
+        translate(np.sum, {"a": (3,)})
+    namespace: dict = {}
+    exec("def f(x):\n    return x\n", namespace)  # noqa: S102 - a function with no file
+    with pytest.raises(ProgramError, match="cannot read the source"):
+        translate(namespace["f"], {"x": (3,)})
+
+
+def test_every_error_is_an_eqsat_error():
+    # ProgramError is what every failure above raises; it is an EqsatError for callers.
+    assert issubclass(ProgramError, EqsatError)
