@@ -29,6 +29,7 @@ from eqsat_ad.ir import (
     Call,
     Const,
     Expr,
+    Param,
     Program,
     Sum,
     children,
@@ -519,6 +520,15 @@ def test_hessian_needs_one_scalar_output_and_one_input() -> None:
         hessian_program(parse(SIMPLE), ("x", "s"))
     with pytest.raises(DifferentiationError, match="expects a Program"):
         vjp(SIMPLE, "x")  # type: ignore[arg-type]
+
+
+def test_too_deeply_nested_program_is_a_clear_error() -> None:
+    body: Expr = Access("x")
+    for _ in range(5000):
+        body = Binary("+", body, Access("x"))
+    prog = Program((Param("x"),), (), (body,))
+    with pytest.raises(DifferentiationError, match="nested too deeply"):
+        vjp(prog, "x")
 
 
 def test_errors_are_eqsat_errors() -> None:

@@ -5,9 +5,16 @@ the translated programs (reverse mode) are compared with finite differences of t
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 import sympy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import eqsat_ad as ea
 from eqsat_ad.frontend.numpy_subset import translate
@@ -685,3 +692,75 @@ def test_parameters_follow_the_function_and_defaults_are_constants():
     prog = translate(f, {"a": (2,), "b": ()})
     assert prog.param_names == ("b", "a") and prog.name == "f"
     np.testing.assert_allclose(evaluate(prog, 1.0, np.array([1.0, 2.0])), [4.0, 7.0])
+
+
+def test_wrapping_negative_loop_index_is_unrolled_exactly():
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i] * x[i - 1]  # x[-1] at i = 0, as in NumPy
+        return s
+
+    prog = check(f, {"x": (5,)})
+    assert count_sums(prog) == 0  # may wrap: not summed over, unrolled
+
+
+# ================================================================================================
+# Random NumPy expressions (hypothesis): translation == NumPy
+# ================================================================================================
+
+_GEN_SHAPES = {"a": (3, 4), "b": (4,), "c": ()}
+
+
+def _expr(data, shape: str, depth: int) -> str:
+    """A random NumPy expression of the given shape ('34', '43', '4', '3' or '0')."""
+    d = depth - 1
+    leaf = depth <= 0
+    opts = {
+        "34": ["a"] if leaf else [
+            "a", "({x} {op} {y})", "({x} {op} {v})", "({x} {op} {s})", "np.tanh({x})",
+            "np.maximum({x}, {s})", "np.where({x} > {v}, {x}, {s})", "{t}.T", "{x}[::-1]",
+            "np.outer({w}, {v})", "np.exp(-np.abs({x}))", "({x} ** 2)",
+        ],
+        "43": ["a.T"] if leaf else ["{x}.T", "np.transpose({x})", "np.einsum('ij->ji', {x})"],
+        "4": ["b"] if leaf else [
+            "b", "({v} {op} {v2})", "np.sum({x}, axis=0)", "{x}[1]", "{v}[::-1]",
+            "({w} @ {x})", "np.min({x}, axis=0)", "np.dot({t}, {w})",
+        ],
+        "3": ["a[:, 0]"] if leaf else [
+            "np.sum({x}, axis=1)", "({x} @ {v})", "{x}[:, 2]", "np.max({x}, axis=1)",
+            "np.mean({x}, axis=-1)",
+        ],
+        "0": ["c", "1.5"] if leaf else [
+            "c", "np.sum({v})", "np.mean({x})", "{v}[0]", "np.trace({x}[:, :3])", "2.0",
+            "({s} {op} {s2})",
+        ],
+    }[shape]
+    template = data.draw(st.sampled_from(opts))
+    parts = {
+        "x": lambda: _expr(data, "34", d), "y": lambda: _expr(data, "34", d),
+        "t": lambda: _expr(data, "43", d), "v": lambda: _expr(data, "4", d),
+        "v2": lambda: _expr(data, "4", d), "w": lambda: _expr(data, "3", d),
+        "s": lambda: _expr(data, "0", d), "s2": lambda: _expr(data, "0", d),
+        "op": lambda: data.draw(st.sampled_from(["+", "-", "*"])),
+    }
+    return template.format(**{k: f() for k, f in parts.items() if "{" + k + "}" in template})
+
+
+_GENERATED = iter(range(10**9))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_numpy_expressions_translate_exactly(data):
+    body = _expr(data, data.draw(st.sampled_from(["34", "4", "0"])), 3)
+    src = f"import numpy as np\n\n\ndef f(a, b, c):\n    return {body}\n"
+    with tempfile.NamedTemporaryFile("w", suffix=f"_np{next(_GENERATED)}.py", delete=False) as fh:
+        fh.write(src)
+    try:
+        spec = importlib.util.spec_from_file_location(Path(fh.name).stem, fh.name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        check(module.f, _GEN_SHAPES)
+    finally:
+        os.unlink(fh.name)

@@ -188,7 +188,13 @@ def test_the_strategy_reaches_each_shape(feature: str) -> None:
     found = find(
         programs(),
         FEATURES[feature],
-        settings=settings(max_examples=400, deadline=None, database=None, phases=[Phase.generate]),
+        settings=settings(
+            max_examples=1000,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            phases=[Phase.generate],
+        ),
     )
     check_program(found)
 

@@ -7,7 +7,8 @@ algebraic simplification beyond that belongs to the optimizer. ``0*e -> 0`` is s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 
 from ..ir.errors import ProgramError
 from ..ir.expr import (
@@ -35,6 +36,22 @@ from ..ir.program import Param, Program, Statement
 
 class DifferentiationError(ProgramError):
     """A program, ``wrt`` or derivative rule that automatic differentiation cannot handle."""
+
+
+def transformation[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
+    """Report a too deeply nested program as our error, not as a RecursionError traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise DifferentiationError(
+                f"{fn.__name__}: the program is nested too deeply for Python's recursion "
+                "limit; split long expressions into several statements"
+            ) from None
+
+    return wrapper
 
 
 # ================================================================================================

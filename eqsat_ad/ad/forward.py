@@ -45,6 +45,7 @@ from .common import (
     is_zero,
     normalize_wrt,
     prune,
+    transformation,
 )
 from .derivatives import call_partials
 
@@ -185,6 +186,7 @@ def output_tangents(
     return new, tuple(outs)
 
 
+@transformation
 def jvp(prog: Program, wrt: str | Sequence[str]) -> Program:
     """The tangent program of ``prog``: its parameters plus ``<x>_dot`` for each ``x`` in ``wrt``.
 

@@ -23,11 +23,13 @@ from .common import (
     is_tensor_output,
     normalize_wrt,
     prune,
+    transformation,
 )
 from .forward import forward_statements, output_tangents
 from .reverse import gradient_statements
 
 
+@transformation
 def hessian_program(prog: Program, wrt: str | Sequence[str]) -> Program:
     """The Hessian of the scalar output of ``prog`` with respect to one input ``wrt``.
 

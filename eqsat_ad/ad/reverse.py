@@ -61,6 +61,7 @@ from .common import (
     is_zero,
     normalize_wrt,
     prune,
+    transformation,
 )
 from .derivatives import call_partials
 
@@ -293,6 +294,7 @@ def _output_shape(prog: Program, o: Expr) -> tuple:
     return ()
 
 
+@transformation
 def vjp(prog: Program, wrt: str | Sequence[str]) -> Program:
     """The adjoint program of ``prog``.
 

@@ -350,12 +350,14 @@ class Value:
 class Decision:
     """One choice the lowering made, for people and for tests that check structure.
 
-    ``kind``: ``assign`` (whole output in one expression), ``slice-write`` (a term written into a
-    sub-range), ``scatter`` (points of the output given by solved equalities: diagonals),
-    ``point-write`` (every output index fixed), ``einsum``, ``reduce`` (broadcast product and
-    ``np.sum``), ``mask`` (a boolean array over ``axes``; ``in_sum`` when it is inside a sum),
-    ``gather`` / ``window`` (general zero-padded reads), ``eliminated`` (a sum removed by an
-    equality), ``interpreter`` (statement too large for einsum letters, evaluated generically).
+    ``kind``: ``assign`` (the terms over the whole output, in one expression), ``add`` /
+    ``slice-write`` (a term added to the whole output / to a sub-range), ``scatter`` (a term
+    written at the points given by solved equalities: diagonals), ``point-write`` (every output
+    index fixed), ``einsum`` (``detail`` holds the spec and the path), ``reduce`` (``np.sum``,
+    of a broadcast product when ``in_sum``), ``mask`` (a boolean array over ``axes``; ``in_sum``
+    when it is inside a sum), ``diagonal-view`` (``np.einsum('ii->i')``), ``gather`` /
+    ``window`` (general zero-padded reads), ``eliminated`` (a sum removed by an equality).
+    ``axes``: the index names the step works over (its size is their product).
     """
 
     statement: str
@@ -418,6 +420,8 @@ class _Codegen:
         self.tmp = 0
         self.aranges: dict[tuple, str] = {}
         self.facts: list[Affine] = []  # index-free a >= 0 known to hold (guarded by an if)
+        # Statements returned whole: they must be fresh arrays (others may be read-only views).
+        self.returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
 
     @staticmethod
     def _pyname(name: str, taken: set[str]) -> str:
@@ -502,9 +506,6 @@ class _Codegen:
             )
             self.aranges[key] = self.temp(code, f"_{ax.name}_")
         return Value(self.aranges[key], (ax.name,))
-
-    def value_of(self, e: Expr, grid: dict[str, Axis]) -> Value:
-        return self.ev(e, grid)
 
     # --- alignment -----------------------------------------------------------------------------
     @staticmethod
@@ -762,8 +763,7 @@ class _Codegen:
                 return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
             case Call(fn, args):
                 return self.call(e, fn, args, grid)
-        terms = expand(e, self.names)
-        return self.sum_terms(terms, grid)
+        return self.combine(expand(e, self.names), grid)
 
     def call(self, e: Call, fn: str, args: tuple[Expr, ...], grid: dict[str, Axis]) -> Value:
         f = lookup(fn)
@@ -783,9 +783,6 @@ class _Codegen:
             head = f"_fn_{fn}"
             self.extras[head] = f.numpy
         return Value(f"{head}({codes})", target, risky=risky)
-
-    def sum_terms(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
-        return self.combine(terms, grid)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
         """The sum of terms on one grid, as one expression (negative terms subtracted)."""
@@ -1031,10 +1028,16 @@ class _Codegen:
             # Terms over the whole output: one expression, assigned (not added to zeros).
             v = self.combine([t for t, _, _ in dense], full)
             self.decide("assign", "dense", tuple(gens))
-            if v.axes == tuple(gens) and v.fresh and not v.mask:
+            v = self.to_num(v)
+            final = not rest and s.name not in self.returned
+            if v.axes == tuple(gens) and (v.fresh or final):
+                # A fresh array, or a view read only by later statements (never mutated).
                 self.assign(py, v.code)
+            elif final:
+                self.emit(f"{py} = np.broadcast_to({self.align(v, gens, False)}, {shape})")
+            elif v.axes == tuple(gens):
+                self.emit(f"{py} = np.array({v.code}, dtype=_dt)")
             else:
-                v = self.to_num(v)
                 self.emit(
                     f"{py} = np.broadcast_to({self.align(v, gens, False)}, {shape}).astype(_dt)"
                 )
@@ -1336,6 +1339,10 @@ class CompiledProgram:
         self._by_signature: dict[tuple, Any] = {}
         self._lock = threading.Lock()
         self._param_index = {n: k for k, n in enumerate(prog.param_names)}
+        self._param_names = prog.param_names
+        # Each parameter's dimensions: ints, or size names.
+        self._dims = [tuple(d if isinstance(d, int) else d.name for d in p.shape)
+                      for p in prog.params]
 
     @property
     def source(self) -> str:
@@ -1358,7 +1365,7 @@ class CompiledProgram:
         try:
             if len(args) > len(params):
                 raise _Slow
-            given = dict(zip(self.program.param_names, args, strict=False))
+            given = dict(zip(self._param_names, args, strict=False))
             for k, v in kwargs.items():
                 if k in given or k not in self._param_index:
                     raise _Slow
@@ -1376,16 +1383,16 @@ class CompiledProgram:
         raw: list[np.ndarray] = []
         strong: list[np.dtype] = []  # dtypes of real arrays (Python numbers are weak)
         sizes: dict[str, int] = {}
-        for p in self.program.params:
+        for p, dims in zip(self.program.params, self._dims, strict=True):
             v = given[p.name]
-            a = np.asarray(v)
-            if a.ndim != p.rank:
+            a = v if type(v) is np.ndarray else np.asarray(v)
+            if a.ndim != len(dims):
                 raise _Slow
-            for d, n in zip(p.shape, a.shape, strict=True):
-                if isinstance(d, int):
+            for d, n in zip(dims, a.shape, strict=True):
+                if type(d) is int:
                     if d != n:
                         raise _Slow
-                elif sizes.setdefault(d.name, n) != n:
+                elif sizes.setdefault(d, n) != n:
                     raise _Slow
             if p.kind == "relation":
                 if a.dtype != bool:
@@ -1408,7 +1415,7 @@ class CompiledProgram:
     def function_for(
         self, arrays: Sequence[np.ndarray], sizes: Mapping[str, int], strict: bool = False
     ) -> Any:
-        key = (strict, tuple(sorted(sizes.items())), tuple(a.dtype.str for a in arrays))
+        key = (strict, tuple(sizes.items()), tuple(a.dtype.char for a in arrays))
         fn = self._by_signature.get(key)
         if fn is None:
             with self._lock:

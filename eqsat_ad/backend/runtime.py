@@ -18,12 +18,13 @@ Spec = int | tuple[int, int, int]
 
 def float_type(*arrays: object) -> type[np.floating]:
     """The float scalar type the generated code computes in (float32 inputs stay float32)."""
-    floats = [np.asarray(a).dtype for a in arrays]
-    floats = [d for d in floats if d.kind != "b"]
-    if not floats:
-        return np.float64
-    dt = np.result_type(*floats)
-    return dt.type if dt.kind == "f" else np.float64
+    common = None
+    for a in arrays:
+        d = getattr(a, "dtype", None)
+        if d is None or d.kind == "b":  # Python numbers are weak; relations are not values
+            continue
+        common = d if common is None or common == d else np.result_type(common, d)
+    return common.type if common is not None and common.kind == "f" else np.float64
 
 
 def smul(a: object, b: object) -> object:

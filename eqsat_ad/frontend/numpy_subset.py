@@ -521,7 +521,7 @@ class _Translator(ArrayOps):
                 Affine.var(a) for a in tv.axes
             ) and body.name not in {p.name for p in self.params}
             if not ident:
-                tv = self.materialize(tv, hint, node)
+                tv = self.materialize(tv, hint, node, keep_unit_axes=True)
             outs.append(Access(tv.body.name) if tv.ndim else tv.body)
         return tuple(outs), isinstance(value, tuple | list)
 
@@ -574,20 +574,26 @@ class _Translator(ArrayOps):
     def _pretty_expr(self, e: Expr) -> Expr:
         return self._rename(e, {}, set())
 
-    def materialize(self, tv: TVal, hint: str, node: ast.AST) -> TVal:
+    def materialize(self, tv: TVal, hint: str, node: ast.AST, keep_unit_axes: bool = False
+                    ) -> TVal:
         """Emit ``name[gens] = body`` and return the value as an access to it.
 
         Inside a summed loop the loop binders the body depends on become leading generators, so
-        a loop-local array is computed once for all iterations (vectorized).
+        a loop-local array is computed once for all iterations (vectorized). Size-1 axes the
+        body does not depend on (``keepdims``, ``x[:, None]``) are not stored.
         """
         free = free_indices(tv.body)
         loops = [v for v in self.loop_vars if v in free]
         stray = free - set(tv.axes) - set(loops)
         if stray:  # pragma: no cover - internal invariant
             raise AssertionError(f"unbound indices {sorted(stray)}")
-        gens = [(v, self.loop_vars[v].extent) for v in loops] + list(
-            zip(tv.axes, tv.shape, strict=True)
-        )
+        stored = [
+            k for k, (a, d) in enumerate(zip(tv.axes, tv.shape, strict=True))
+            if keep_unit_axes or d != 1 or a in free
+        ]
+        gens = [(v, self.loop_vars[v].extent) for v in loops] + [
+            (tv.axes[k], tv.shape[k]) for k in stored
+        ]
         name = self.new_name(hint)
         mapping: dict[str, str] = {}
         used: set[str] = set()
@@ -601,7 +607,7 @@ class _Translator(ArrayOps):
         body = self._rename(tv.body, mapping, used)
         self.statements.append(Statement(name, tuple(ivs), body, self.loc(node)))
         axes = tuple(self.fresh() for _ in tv.shape)
-        idx = tuple(Affine.var(v) for v in loops) + tuple(Affine.var(a) for a in axes)
+        idx = tuple(Affine.var(v) for v in loops) + tuple(Affine.var(axes[k]) for k in stored)
         return TVal(tv.shape, axes, Access(name, idx), name, tv.boolean)
 
     # --- conversions ---------------------------------------------------------------------------
@@ -1344,6 +1350,11 @@ class _Translator(ArrayOps):
             except AttributeError:
                 raise self.error(f"module {name!r} has no attribute {attr!r}", node) from None
             return self.global_value(f"{name}.{attr}", obj, node)
+        obj = getattr(mod, attr, None)
+        if isinstance(obj, types.FunctionType) or _eqsat_function(obj) is not None or (
+            _is_static_number(obj)
+        ):
+            return self.global_value(f"{name}.{attr}", obj, node)  # e.g. a user helper module
         raise self.error(f"module {name!r} is not supported by the NumPy translator "
                          f"(attribute {attr!r})", node)
 

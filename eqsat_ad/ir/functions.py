@@ -43,6 +43,15 @@ def _pmin(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.minimum(x, y)
 
 
+def _step(x: np.ndarray) -> np.ndarray:
+    return np.heaviside(x, 0.5)
+
+
+def _gt0(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    return (x > 0).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+
+
 _REGISTRY: dict[str, Function] = {}
 
 
@@ -61,6 +70,11 @@ _builtin("sigmoid", 1, _sigmoid, 1 / (1 + sympy.exp(-X)), None)
 _builtin("max", 2, _pmax, sympy.Max(X, Y), "np.maximum")
 _builtin("min", 2, _pmin, sympy.Min(X, Y), "np.minimum")
 _builtin("stop_gradient", 1, lambda x: x, None, None)
+# Data comparisons: derivatives of abs/max/min use step and sign; np.where(x > y, ...) uses gt0
+# (strict, 0 at ties, as NumPy's comparison).
+_builtin("step", 1, _step, sympy.Heaviside(X), None)
+_builtin("sign", 1, np.sign, sympy.sign(X), "np.sign")
+_builtin("gt0", 1, _gt0, sympy.Piecewise((1, X > 0), (0, True)), None)
 
 BUILTINS = frozenset(_REGISTRY)
 

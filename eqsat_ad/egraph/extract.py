@@ -1,0 +1,474 @@
+"""Cost-based extraction of a whole program from an e-graph snapshot, and decoding to Tensor SSA.
+
+Costs follow the shared cost contract (DESIGN.md section 8): a node is computed once as a tensor
+over its own free indices, so it costs the product of their extents (a sum: the extents of its
+body's free indices), except that an equality bracket ``[u == t]`` pins ``u``: a product or a sum
+of terms each pinned on ``u`` is a scatter, and costs nothing along ``u`` (diagonals, point
+writes). A materialized statement pays what it writes once; reading it is free. Within one
+statement, shared subterms are counted once (DAG cost).
+
+A cost is compared asymptotically: it is the pair (value with every size at 2**20, value at the
+caller's sizes), so a higher total degree loses, then the leading coefficients, then the concrete
+sizes. Which statements stay materialized is chosen by a local search over the set, each set
+priced by a full extraction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Pred,
+    Rel,
+    Sum,
+    conj,
+)
+from ..ir.index import Affine, IndexVar
+from ..ir.program import Program, Statement
+from .encode import Encoded
+from .saturate import Snapshot
+
+HUGE = float(2**20)
+DEFAULT_SIZE = 1000
+INF = float("inf")
+Cost = tuple[float, float]
+LinVal = tuple[tuple[tuple[int, Fraction], ...], Fraction]
+
+_UNEXTRACTABLE = frozenset({"Subst", "LVar", "LAdd", "LScale", "LSubst", "ILSubst", "PSubst"})
+_NAME_POOL = ("k", "l", "m", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "d", "e")
+
+
+class ExtractionError(Exception):
+    """No program could be read back (an internal failure: the caller falls back to the input)."""
+
+
+@dataclass(frozen=True)
+class Extraction:
+    program: Program
+    cost: Cost
+    materialized: tuple[str, ...]
+
+
+class Extractor:
+    def __init__(self, snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None) -> None:
+        self.snap = snap
+        self.enc = enc
+        self.stmts = {s.name: s for s in enc.program.statements}
+        self.order = {s.name: k for k, s in enumerate(enc.program.statements)}
+        sizes = dict(sizes or {})
+        names = enc.ids.size_names
+        self.size_name = names
+        self.ext_hi: dict[int, float] = {}
+        self.ext_lo: dict[int, float] = {}
+        for i, d in enc.ids.extent.items():
+            if isinstance(d, int):
+                self.ext_hi[i] = self.ext_lo[i] = float(d)
+            else:
+                self.ext_hi[i] = HUGE
+                self.ext_lo[i] = float(sizes.get(d.name, DEFAULT_SIZE))
+        self.nodes_of: dict[int, list[int]] = {}
+        for k, (_, c, _) in enumerate(snap.nodes):
+            self.nodes_of.setdefault(c, []).append(k)
+        self.lin: dict[int, LinVal] = {}
+        self.il: dict[int, tuple[LinVal, ...]] = {}
+        self.pred: dict[int, tuple] = {}
+        self._decode_index_classes()
+        self.e_nodes = [
+            k for k, (op, c, _) in enumerate(snap.nodes)
+            if snap.sort[c] == "E" and op not in _UNEXTRACTABLE and self._usable(k)
+        ]
+        self.free: dict[int, frozenset[int]] = {}
+        self._free_sets()
+        self.pinned: dict[int, frozenset[int]] = {}
+        self._pinned_sets()
+        self.local: dict[int, Cost] = {k: self._local_cost(k) for k in self.e_nodes}
+
+    # --- index-level classes (canonical, one value per class) ----------------------------------
+    def _decode_index_classes(self) -> None:
+        nodes = self.snap.nodes
+        changed = True
+        while changed:
+            changed = False
+            for op, c, args in nodes:
+                if op == "LNil" and c not in self.lin:
+                    self.lin[c] = ((), args[0])
+                    changed = True
+                elif op == "LTerm" and c not in self.lin and args[2] in self.lin:
+                    rest = self.lin[args[2]]
+                    self.lin[c] = (((args[0], args[1]),) + rest[0], rest[1])
+                    changed = True
+                elif op == "INil" and c not in self.il:
+                    self.il[c] = ()
+                    changed = True
+                elif op == "ICons" and c not in self.il and args[0] in self.lin and (
+                    args[1] in self.il
+                ):
+                    self.il[c] = (self.lin[args[0]],) + self.il[args[1]]
+                    changed = True
+                elif op in ("Eq", "Ne", "Ge", "Gt") and args[0] in self.lin:
+                    val = (op, self.lin[args[0]])
+                    old = self.pred.get(c)
+                    # prefer the equality with a positive leading coefficient (reads naturally)
+                    if old is None or (op in ("Eq", "Ne") and _leading_negative(old[1])
+                                       and not _leading_negative(val[1])):
+                        self.pred[c] = val
+                        changed = changed or old is None
+                elif op == "Rel" and c not in self.pred and args[1] in self.il:
+                    self.pred[c] = ("Rel", args[0], self.il[args[1]])
+                    changed = True
+
+    def _usable(self, k: int) -> bool:
+        op, _, args = self.snap.nodes[k]
+        if op == "Acc":
+            return args[1] in self.il
+        if op == "Br":
+            return args[0] in self.pred
+        if op == "Sum":
+            return args[1] in self.lin
+        return True
+
+    def _children(self, k: int) -> tuple[int, ...]:
+        op, _, args = self.snap.nodes[k]
+        if op in ("Add", "Mul", "Div"):
+            return (args[0], args[1])
+        if op == "Pow":
+            return (args[0],)
+        if op == "Call1":
+            return (args[1],)
+        if op == "Call2":
+            return (args[1], args[2])
+        if op == "Sum":
+            return (args[2],)
+        return ()
+
+    # --- analyses -------------------------------------------------------------------------------
+    def _leaf_free(self, k: int) -> frozenset[int]:
+        op, _, args = self.snap.nodes[k]
+        if op == "Acc":
+            return frozenset(i for lv in self.il[args[1]] for i, _ in lv[0] if i >= 0)
+        if op == "Br":
+            return _pred_ids(self.pred[args[0]])
+        return frozenset()
+
+    def _free_sets(self) -> None:
+        changed = True
+        rounds = 0
+        while changed and rounds < 200:
+            changed = False
+            rounds += 1
+            for k in self.e_nodes:
+                op, c, args = self.snap.nodes[k]
+                ch = self._children(k)
+                if any(x not in self.free for x in ch):
+                    continue
+                f = self._leaf_free(k)
+                for x in ch:
+                    f = f | self.free[x]
+                if op == "Sum":
+                    f = f - {args[0]}
+                old = self.free.get(c)
+                new = f if old is None else old & f
+                if new != old:
+                    self.free[c] = new
+                    changed = True
+
+    def _node_pinned(self, k: int) -> frozenset[int]:
+        op, c, args = self.snap.nodes[k]
+        free = self.free.get(c, frozenset())
+        if op == "Br":
+            p = self.pred[args[0]]
+            if p[0] == "Eq":
+                units = [i for i, a in p[1][0] if i >= 0 and abs(a) == 1]
+                if units:
+                    return frozenset({max(units, key=lambda i: self.ext_hi[i])})
+            return frozenset()
+        if op == "Mul":
+            return (self.pinned.get(args[0], frozenset()) | self.pinned.get(args[1], frozenset())
+                    ) & free
+        if op == "Add":
+            return self.pinned.get(args[0], frozenset()) & self.pinned.get(args[1], frozenset())
+        return frozenset()
+
+    def _pinned_sets(self) -> None:
+        for _ in range(30):
+            changed = False
+            for k in self.e_nodes:
+                c = self.snap.nodes[k][1]
+                if c not in self.free:
+                    continue
+                p = self._node_pinned(k)
+                if len(p) > len(self.pinned.get(c, frozenset())):
+                    self.pinned[c] = p
+                    changed = True
+            if not changed:
+                break
+
+    def _space(self, ids: Iterable[int]) -> Cost:
+        hi = lo = 1.0
+        for i in ids:
+            hi *= self.ext_hi[i]
+            lo *= self.ext_lo[i]
+        return (hi, lo)
+
+    def _local_cost(self, k: int) -> Cost:
+        op, c, args = self.snap.nodes[k]
+        if c not in self.free:
+            return (INF, INF)
+        if op in ("Num", "Acc", "Br"):
+            return (0.0, 0.0)
+        if op in ("Add", "Mul"):
+            return self._space(self.free[c] - self._node_pinned(k))
+        if op == "Sum":
+            body = args[2]
+            return self._space(self.free.get(body, frozenset()) | self.free[c])
+        return self._space(self.free[c])
+
+    # --- choosing ----------------------------------------------------------------------------
+    def _relax(self, best: dict[int, Cost], choice: dict[int, int], allowed: set[str]) -> None:
+        nodes = self.snap.nodes
+        changed = True
+        while changed:
+            changed = False
+            for k in self.e_nodes:
+                op, c, args = nodes[k]
+                if op == "Acc" and args[0] in self.stmts and args[0] not in allowed:
+                    continue
+                hi, lo = self.local[k]
+                ok = True
+                for x in self._children(k):
+                    b = best.get(x)
+                    if b is None:
+                        ok = False
+                        break
+                    hi += b[0]
+                    lo += b[1]
+                if not ok or hi == INF:
+                    continue
+                old = best.get(c)
+                if old is None or (hi, lo) < old:
+                    best[c] = (hi, lo)
+                    choice[c] = k
+                    changed = True
+
+    def _dag(self, root: int, choice: dict[int, int]) -> tuple[Cost, set[str]]:
+        """DAG cost of the chosen term under ``root`` and the statements it reads."""
+        seen: set[int] = set()
+        reads: set[str] = set()
+        hi = lo = 0.0
+        stack = [root]
+        while stack:
+            c = stack.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            k = choice[c]
+            op, _, args = self.snap.nodes[k]
+            if op == "Acc" and args[0] in self.stmts:
+                reads.add(args[0])
+            h, lw = self.local[k]
+            hi += h
+            lo += lw
+            stack.extend(self._children(k))
+        return (hi, lo), reads
+
+    def extract(self, materialized: set[str]) -> tuple[Cost, Program] | None:
+        """Price and decode the program that keeps exactly ``materialized`` as statements."""
+        lets = self.snap.lets
+        best: dict[int, Cost] = {}
+        choice: dict[int, int] = {}
+        allowed: set[str] = set()
+        bodies: dict[str, tuple[int, dict[int, int], Cost, set[str]]] = {}
+        for s in self.enc.program.statements:
+            if s.name not in materialized:
+                continue
+            self._relax(best, choice, allowed)
+            root = lets.get(self.enc.body_let[s.name])
+            if root is None or root not in best:
+                return None
+            cost, reads = self._dag(root, choice)
+            bodies[s.name] = (root, dict(choice), cost, reads)
+            allowed.add(s.name)
+        self._relax(best, choice, allowed)
+        outputs: list[tuple[int | None, Cost, set[str]]] = []
+        for o, let in zip(self.enc.program.outputs, self.enc.output_let, strict=True):
+            if let is None:
+                name = o.name  # type: ignore[union-attr]
+                if name not in materialized:
+                    return None
+                outputs.append((None, (0.0, 0.0), {name}))
+                continue
+            root = lets.get(let)
+            if root is None or root not in best:
+                return None
+            cost, reads = self._dag(root, choice)
+            outputs.append((root, cost, reads))
+        # statements reached from the outputs
+        needed: set[str] = set()
+        stack = [r for _, _, reads in outputs for r in reads]
+        while stack:
+            y = stack.pop()
+            if y in needed:
+                continue
+            needed.add(y)
+            stack.extend(bodies[y][3])
+        hi = lo = 0.0
+        for y in needed:
+            w = self._space(self.enc.gen_ids[y])
+            hi += bodies[y][2][0] + w[0]
+            lo += bodies[y][2][1] + w[1]
+        for _, cost, _ in outputs:
+            hi += cost[0]
+            lo += cost[1]
+        prog = self._decode_program(needed, bodies, outputs, choice)
+        return (hi, lo), prog
+
+    def best_program(self) -> Extraction:
+        stmts = [s.name for s in self.enc.program.statements]
+        required = {
+            o.name for o, let in zip(self.enc.program.outputs, self.enc.output_let, strict=True)
+            if let is None and isinstance(o, Access)
+        }
+        current = set(stmts)
+        found = self.extract(current)
+        if found is None:
+            raise ExtractionError("the input program itself could not be read back")
+        for _ in range(2):
+            improved = False
+            for y in reversed(stmts):
+                if y not in current or y in required:
+                    continue
+                trial = self.extract(current - {y})
+                if trial is not None and trial[0] < found[0]:
+                    current, found, improved = current - {y}, trial, True
+            if not improved:
+                break
+        used = tuple(s.name for s in found[1].statements)
+        return Extraction(found[1], found[0], used)
+
+    # --- decoding -----------------------------------------------------------------------------
+    def _decode_program(self, needed, bodies, outputs, final_choice) -> Program:
+        prog = self.enc.program
+        taken = set(prog.param_names) | {s.name for s in prog.statements}
+        taken |= {d.name for p in prog.params for d in p.shape if not isinstance(d, int)}
+        statements = []
+        for s in prog.statements:
+            if s.name not in needed:
+                continue
+            root, choice, _, _ = bodies[s.name]
+            names = {g: iv.name for g, iv in zip(self.enc.gen_ids[s.name], s.indices, strict=True)}
+            dec = _Decoder(self, choice, names, taken | {iv.name for iv in s.indices})
+            statements.append(Statement(s.name, s.indices, dec.expr(root), s.loc))
+        outs: list[Expr] = []
+        for (root, _, _), o in zip(outputs, prog.outputs, strict=True):
+            if root is None:
+                outs.append(o)
+            else:
+                outs.append(_Decoder(self, final_choice, {}, set(taken)).expr(root))
+        return Program(prog.params, tuple(statements), tuple(outs), prog.returns_tuple, prog.name)
+
+
+def _leading_negative(lv: LinVal) -> bool:
+    return bool(lv[0]) and lv[0][0][1] < 0
+
+
+def _pred_ids(p: tuple) -> frozenset[int]:
+    if p[0] == "Rel":
+        return frozenset(i for lv in p[2] for i, _ in lv[0] if i >= 0)
+    return frozenset(i for i, _ in p[1][0] if i >= 0)
+
+
+class _Decoder:
+    def __init__(self, ex: Extractor, choice: dict[int, int], names: dict[int, str],
+                 taken: set[str]) -> None:
+        self.ex = ex
+        self.choice = choice
+        self.names = dict(names)
+        self.taken = set(taken) | set(names.values())
+
+    def name(self, i: int) -> str:
+        if i not in self.names:
+            for cand in _NAME_POOL:
+                if cand not in self.taken:
+                    break
+            else:
+                k = 1
+                while f"k{k}" in self.taken:
+                    k += 1
+                cand = f"k{k}"
+            self.names[i] = cand
+            self.taken.add(cand)
+        return self.names[i]
+
+    def affine(self, lv: LinVal) -> Affine:
+        index: dict[str, Fraction] = {}
+        sizes: dict[str, Fraction] = {}
+        for i, c in lv[0]:
+            if i < 0:
+                sizes[self.ex.size_name[i]] = c
+            else:
+                index[self.name(i)] = c
+        return Affine.make(index, sizes, lv[1])
+
+    def pred(self, p: tuple) -> Pred:
+        if p[0] == "Rel":
+            return Rel(p[1], tuple(self.affine(lv) for lv in p[2]))
+        op, (terms, const) = p
+        pos = tuple((i, c) for i, c in terms if c > 0)
+        neg = tuple((i, -c) for i, c in terms if c < 0)
+        lhs = self.affine((pos, const if const > 0 else Fraction(0)))
+        rhs = self.affine((neg, -const if const < 0 else Fraction(0)))
+        return Cmp({"Eq": "==", "Ne": "!=", "Ge": ">=", "Gt": ">"}[op], lhs, rhs)
+
+    def expr(self, c: int) -> Expr:
+        k = self.choice[c]
+        op, _, args = self.ex.snap.nodes[k]
+        if op == "Num":
+            return Const(args[0])
+        if op == "Acc":
+            return Access(args[0], tuple(self.affine(lv) for lv in self.ex.il[args[1]]))
+        if op == "Br":
+            return Bracket(self.pred(self.ex.pred[args[0]]))
+        if op == "Add":
+            a, b = self.expr(args[0]), self.expr(args[1])
+            if isinstance(b, Neg):
+                return Binary("-", a, b.arg)
+            return Binary("+", a, b)
+        if op == "Mul":
+            a, b = self.expr(args[0]), self.expr(args[1])
+            if isinstance(a, Const) and a.value == -1.0:
+                return Neg(b)
+            if isinstance(a, Bracket) and isinstance(b, Bracket):
+                return Bracket(conj(a.pred, b.pred))
+            if isinstance(a, Bracket) and isinstance(b, Binary) and b.op == "*" and isinstance(
+                b.lhs, Bracket
+            ):
+                return Binary("*", Bracket(conj(a.pred, b.lhs.pred)), b.rhs)
+            return Binary("*", a, b)
+        if op == "Div":
+            return Binary("/", self.expr(args[0]), self.expr(args[1]))
+        if op == "Pow":
+            return Pow(self.expr(args[0]), args[1])
+        if op == "Call1":
+            return Call(args[0], (self.expr(args[1]),))
+        if op == "Call2":
+            return Call(args[0], (self.expr(args[1]), self.expr(args[2])))
+        if op == "Sum":
+            j, n, b = args
+            iv = IndexVar(self.name(j), self.ex.enc.ids.extent[j])
+            body = self.expr(b)
+            if isinstance(body, Sum) and iv.name not in {x.name for x in body.indices}:
+                return Sum((iv,) + body.indices, body.body)
+            return Sum((iv,), body)
+        raise ExtractionError(f"cannot decode {op}")
+

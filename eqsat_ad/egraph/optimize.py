@@ -1,0 +1,115 @@
+"""``optimize``: the asymptotically cheapest equivalent program the rule sets can reach.
+
+encode (whole program, canonical binders) -> bounded saturation in a worker process ->
+extraction under the cost contract (materialize or inline each statement) -> decode, then a
+safety net: the result is priced by the cost module and never returned if it costs more than the
+input.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..ir.errors import EqsatError
+from ..ir.program import Program
+from .encode import encode_program
+from .extract import Extractor, ExtractionError
+from .rules import load_rules
+from .saturate import SaturationError, saturate
+
+HUGE_SIZE = 2**20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on equality saturation; hitting one is not an error (the report names it).
+
+    ``iterations``: exploratory steps (each followed by simplification to a fixpoint);
+    ``nodes``: e-graph size at which growth stops; ``seconds``: wall time of the whole saturation
+    (the worker is killed mid-iteration if need be).
+    """
+
+    iterations: int = 8
+    nodes: int = 6000
+    seconds: float = 4.0
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "nodes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise EqsatError(f"Limits.{name} must be a non-negative integer, got {v!r}")
+        s = self.seconds
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0:
+            raise EqsatError(f"Limits.seconds must be a positive number, got {s!r}")
+
+
+@dataclass(frozen=True)
+class Optimized:
+    """The optimized program and the report that says why it is cheaper."""
+
+    program: Program
+    report: object  # eqsat_ad.cost.report.CostReport
+
+    def __iter__(self):
+        return iter((self.program, self.report))
+
+
+def _cost_key(prog: Program, sizes: Mapping[str, int] | None) -> tuple:
+    from ..cost.model import program_cost
+
+    names = prog.size_names()
+    big = {n: HUGE_SIZE for n in names}
+    concrete = {n: int((sizes or {}).get(n, 1000)) for n in names}
+    cost = program_cost(prog, concrete)
+    return (cost.value(big), cost.value(concrete))
+
+
+def optimize(
+    prog: Program,
+    rules: Sequence[str | Path] | str | Path | None = None,
+    limits: Limits | None = None,
+    sizes: Mapping[str, int] | None = None,
+) -> Optimized:
+    """Optimize ``prog`` with the rule sets ``rules`` (shipped names or paths to ``.egg`` files;
+    default: all shipped sets) under ``limits``; ``sizes`` breaks asymptotic ties."""
+    from ..cost.report import CostReport, SaturationStats
+
+    if not isinstance(prog, Program):
+        raise EqsatError(f"optimize expects a Program, got {type(prog).__name__}")
+    limits = Limits() if limits is None else limits
+    if not isinstance(limits, Limits):
+        raise EqsatError(f"limits must be eqsat_ad.Limits, got {type(limits).__name__}")
+    if sizes is not None:
+        for k, v in sizes.items():
+            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise EqsatError(f"sizes must map size names to non-negative ints, got {k!r}: {v!r}")
+    files = load_rules(rules)
+    start = time.perf_counter()
+    enc = encode_program(prog)
+    try:
+        run = saturate(enc.text, files, limits.iterations, limits.nodes, limits.seconds)
+    except SaturationError as exc:
+        if "produced no e-graph" in str(exc):
+            stats = SaturationStats(0, 0, 0, time.perf_counter() - start, "time limit", {})
+            return Optimized(prog, CostReport.build(prog, prog, sizes, stats))
+        raise
+    result = prog
+    try:
+        extraction = Extractor(run.snapshot, enc, sizes).best_program()
+        result = extraction.program
+    except ExtractionError:
+        result = prog
+    if result is not prog and _cost_key(result, sizes) > _cost_key(prog, sizes):
+        result = prog
+    stats = SaturationStats(
+        iterations=run.iterations,
+        nodes=run.snapshot.n_nodes,
+        classes=run.snapshot.n_classes,
+        seconds=time.perf_counter() - start,
+        stop_reason=run.stop_reason,
+        rule_counts=dict(sorted(run.rule_counts.items())),
+    )
+    return Optimized(result, CostReport.build(prog, result, sizes, stats))

@@ -1,0 +1,99 @@
+"""Rule files: egglog text, one named ruleset per file, loaded at run time.
+
+A shipped rule set is named by its file stem (``"indicator"`` is ``rules/indicator.egg``); any
+other entry is a path to a researcher's own ``.egg`` file. A file whose text contains the line
+``; schedule: saturate`` is a terminating simplification set, run to saturation before every
+exploratory step; the others are run one iteration at a time under the limits.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..ir.errors import EqsatError
+
+SHIPPED = ("indicator", "arith", "sumprod", "reindex")
+DEFAULT_RULES = SHIPPED
+
+_RULESET = re.compile(r"^\s*\(ruleset\s+([A-Za-z_][\w\-]*)\s*\)", re.MULTILINE)
+_SATURATE = re.compile(r"^\s*;\s*schedule:\s*saturate\s*$", re.MULTILINE)
+
+
+class RuleError(EqsatError):
+    """A rule file that cannot be found or read."""
+
+
+@dataclass(frozen=True)
+class RuleFile:
+    name: str
+    """the ruleset the file declares"""
+    path: str
+    text: str
+    saturate: bool
+    """a terminating set, run to saturation before each exploratory step"""
+
+
+def rules_dir() -> Path:
+    return Path(str(importlib.resources.files("eqsat_ad") / "rules"))
+
+
+def prelude_text() -> str:
+    return (Path(__file__).parent / "prelude.egg").read_text()
+
+
+def load_rule_file(spec: str | Path) -> RuleFile:
+    """A shipped name (``"indicator"``) or a path to an ``.egg`` file."""
+    spec_s = str(spec)
+    if isinstance(spec, str) and spec in SHIPPED:
+        path = rules_dir() / f"{spec}.egg"
+    else:
+        path = Path(spec_s)
+        if not path.exists() and not spec_s.endswith(".egg") and "/" not in spec_s:
+            raise RuleError(
+                f"unknown rule set {spec_s!r}: shipped ones are {', '.join(SHIPPED)}, "
+                "anything else must be a path to an .egg file"
+            )
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise RuleError(f"cannot read rule file {spec_s!r}: {exc.strerror or exc}") from None
+    names = _RULESET.findall(text)
+    if len(names) != 1:
+        raise RuleError(
+            f"{path}: a rule file declares exactly one (ruleset NAME); found {len(names)}"
+        )
+    name = names[0]
+    if name == "prelude":
+        raise RuleError(f"{path}: the ruleset name 'prelude' is reserved")
+    return RuleFile(name, str(path), text, bool(_SATURATE.search(text)))
+
+
+def load_rules(rules: Sequence[str | Path] | str | Path | None) -> tuple[RuleFile, ...]:
+    if rules is None:
+        rules = DEFAULT_RULES
+    if isinstance(rules, (str, Path)):
+        rules = [rules]
+    files = tuple(load_rule_file(r) for r in rules)
+    seen: set[str] = set()
+    for f in files:
+        if f.name in seen:
+            raise RuleError(f"two rule files declare the ruleset {f.name!r}")
+        seen.add(f.name)
+    return files
+
+
+def schedule_text(files: Sequence[RuleFile], explore: bool) -> str:
+    """One step: the terminating sets to saturation, then (if ``explore``) one exploratory pass,
+    then the terminating sets again."""
+    simplify = " ".join(f"(run {f.name})" for f in files if f.saturate)
+    fixpoint = f"(saturate (seq (saturate (run prelude)) {simplify}))"
+    steps = [fixpoint]
+    exploratory = [f for f in files if not f.saturate]
+    if explore and exploratory:
+        steps.append("(seq " + " ".join(f"(run {f.name})" for f in exploratory) + ")")
+        steps.append(fixpoint)
+    return f"(run-schedule {' '.join(steps)})"

@@ -1,0 +1,309 @@
+"""eqsat_ad's gradients next to other AD systems, as ratios to hand-written NumPy gradients.
+
+Workloads (RESEARCH.md section 4): k traces of A; a Python loop of scalar reads
+``s += x[i] * x[i]`` (translated loop-free: one Σ); diag (E3); a strided gather (E9); a tanh
+MLP; the matrix chain Σ(A@B@C) with tall/flat shapes. Systems: hand-written NumPy, eqsat_ad
+(optimized gradient), autograd, JAX (eager and jit) and PyTorch eager, each only when importable
+(nothing is installed by this script). Every process is pinned to one core.
+
+Writes experiments/out/peers.md and prints it.
+
+    python experiments/peers.py            # full sizes (minutes)
+    python experiments/peers.py --quick    # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import eqsat_ad as ea  # noqa: E402
+from eqsat_ad.examples import example, k_traces  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out"
+SLOW = 2.0  # seconds: a system slower than this per call is timed once
+
+
+def pin_one_core() -> None:
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+def timeit(fn: Callable[[], Any], budget: float) -> float:
+    t0 = time.perf_counter()
+    fn()  # warm-up: compilation, caches
+    first = time.perf_counter() - t0
+    if first > SLOW:
+        return first
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < 3 or (time.perf_counter() - start < budget and len(times) < 100):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def optional(name: str) -> Any | None:
+    try:
+        return importlib.import_module(name)
+    except Exception:  # not installed, or broken install: skip that system
+        return None
+
+
+# ================================================================================================
+# Workloads: f(xp, *arrays) written once for NumPy-like modules
+# ================================================================================================
+
+
+@dataclass
+class Workload:
+    name: str
+    arrays: dict[str, np.ndarray]
+    f: Callable[..., Any]  # f(xp, *arrays) -> scalar
+    hand: Callable[..., Any]  # hand-written gradient w.r.t. the first array
+    eqsat: Callable[[], Callable[..., Any]]  # builds the eqsat_ad gradient (first array)
+    loop: bool = False  # f is a Python loop (skip JAX jit, which unrolls it)
+
+
+def _k_traces(quick: bool, k: int) -> Workload:
+    n = 256 if quick else 2048
+    a = np.random.default_rng(0).normal(size=(n, n))
+
+    def f(xp, A):
+        total = 0.0
+        for _ in range(k):
+            total = total + xp.trace(A)
+        return total
+
+    return Workload(
+        f"{k} traces of A, N={n}", {"A": a}, f, lambda A: k * np.eye(A.shape[0]),
+        lambda: ea.grad(k_traces(k).program(), wrt="A"),
+    )
+
+
+def _scalar_reads(quick: bool) -> Workload:
+    n = 1000 if quick else 16000
+    x = np.random.default_rng(1).normal(size=n)
+
+    def f(xp, x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = s + x[i] * x[i]
+        return s
+
+    def build():
+        return ea.grad(loop_sum_of_squares, wrt="x")
+
+    return Workload(f"Python loop s += x[i]*x[i], n={n}", {"x": x}, f, lambda x: 2 * x, build,
+                    loop=True)
+
+
+def loop_sum_of_squares(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return s
+
+
+def _diag(quick: bool) -> Workload:
+    n = 256 if quick else 2048
+    rng = np.random.default_rng(2)
+    x, b = rng.normal(size=n), rng.normal(size=(n, n))
+    ex = example("E3")
+
+    def f(xp, x, B):
+        return xp.sum(xp.diag(x) * B)
+
+    return Workload(f"diag: Σ diag(x)∘B, N={n}", {"x": x, "B": b}, f,
+                    lambda x, B: np.diag(B).copy(), lambda: ea.grad(ex.program(), wrt="x"))
+
+
+def _gather(quick: bool) -> Workload:
+    n = 4096 if quick else 1 << 20
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=n), rng.normal(size=n)
+    ex = example("E9")
+    half = (n + 1) // 2
+
+    def f(xp, x, w):
+        return xp.sum(w[:half] * x[::2])
+
+    def hand(x, w):
+        g = np.zeros_like(x)
+        g[::2] = w[:half]
+        return g
+
+    return Workload(f"strided gather y = x[::2], N={n}", {"x": x, "w": w}, f, hand,
+                    lambda: ea.grad(ex.program(), wrt="x"))
+
+
+def _mlp(quick: bool) -> Workload:
+    b, width, k = (16, 64, 10) if quick else (128, 1024, 10)
+    rng = np.random.default_rng(4)
+    ex = example("mlp")
+    inputs = ex.inputs({"B": b, "D": width, "H": width, "K": k}, seed=4)
+    names = ("W1", "X", "b1", "W2", "b2", "Y")
+    arrays = {n: inputs[n] for n in names}
+    del rng
+
+    def f(xp, W1, X, b1, W2, b2, Y):
+        h = xp.tanh(X @ W1.T + b1)
+        z = h @ W2.T + b2
+        lse = xp.log(xp.sum(xp.exp(z), 1))
+        return xp.sum(lse) - xp.sum(Y * z)
+
+    def hand(W1, X, b1, W2, b2, Y):
+        h = np.tanh(X @ W1.T + b1)
+        z = h @ W2.T + b2
+        p = np.exp(z)
+        p /= p.sum(1, keepdims=True)
+        dh = (p * Y.sum(1, keepdims=True) - Y) @ W2
+        return (dh * (1 - h**2)).T @ X
+
+    def build():
+        g = ea.grad(ex.program(), wrt="W1")
+        return lambda W1, X, b1, W2, b2, Y: g(X=X, W1=W1, b1=b1, W2=W2, b2=b2, Y=Y)
+
+    return Workload(f"tanh MLP, B={b}, width {width}", arrays, f, hand, build)
+
+
+def _chain(quick: bool) -> Workload:
+    n, r = (400, 10) if quick else (4000, 10)
+    ex = example("chain")
+    inputs = ex.inputs({"N": n, "R": r}, seed=5)
+
+    def f(xp, A, B, C):
+        return xp.sum(A @ B @ C)
+
+    def hand(A, B, C):
+        return np.outer(np.ones(A.shape[0]), B @ C.sum(1))
+
+    return Workload(f"Σ(A@B@C), A {n}×{r}, B {r}×{n}, C {n}×{r}", dict(inputs), f, hand,
+                    lambda: ea.grad(ex.program(), wrt="A"))
+
+
+WORKLOADS = (
+    lambda q: _k_traces(q, 1),
+    lambda q: _k_traces(q, 32),
+    _scalar_reads,
+    _diag,
+    _gather,
+    _mlp,
+    _chain,
+)
+
+
+# ================================================================================================
+# Systems
+# ================================================================================================
+
+
+def systems(w: Workload, quick: bool) -> dict[str, Callable[[], Any] | str]:
+    """name -> zero-argument gradient call (or a string saying why it is skipped)."""
+    args = list(w.arrays.values())
+    out: dict[str, Callable[[], Any] | str] = {"hand-written NumPy": lambda: w.hand(*args)}
+    g = w.eqsat()
+    out["eqsat_ad"] = lambda: g(*args)
+
+    ag = optional("autograd")
+    if ag is not None:
+        anp = importlib.import_module("autograd.numpy")
+        agrad = ag.grad(lambda *a: w.f(anp, *a))
+        out["autograd"] = lambda: agrad(*args)
+    else:
+        out["autograd"] = "not installed"
+
+    jax = optional("jax")
+    if jax is not None:
+        jnp = importlib.import_module("jax.numpy")
+        jargs = [jnp.asarray(a) for a in args]
+        jgrad = jax.grad(lambda *a: w.f(jnp, *a))
+        if w.loop and len(args[0]) > (1000 if quick else 2000):
+            out["JAX eager"] = "skipped (op-by-op loop too slow)"
+        else:
+            out["JAX eager"] = lambda: jgrad(*jargs).block_until_ready()
+        if w.loop:
+            out["JAX jit"] = "skipped (jit unrolls the Python loop)"
+        else:
+            jit = jax.jit(jgrad)
+            out["JAX jit"] = lambda: jit(*jargs).block_until_ready()
+    else:
+        out["JAX eager"] = out["JAX jit"] = "not installed"
+
+    torch = optional("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+        def torch_grad():
+            ts = [torch.tensor(a, requires_grad=(k == 0)) for k, a in enumerate(args)]
+            w.f(torch, *ts).backward()
+            return ts[0].grad
+
+        out["PyTorch eager"] = torch_grad
+    else:
+        out["PyTorch eager"] = "not installed"
+    return out
+
+
+def check(w: Workload, fn: Callable[[], Any]) -> None:
+    got = np.asarray(fn())
+    want = w.hand(*w.arrays.values())
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    args = ap.parse_args(argv)
+    pin_one_core()
+    budget = 0.05 if args.quick else 0.5
+    lines = [
+        "# eqsat_ad vs peers: gradient time, and ratio to hand-written NumPy",
+        "",
+        "Medians on one pinned core, float64. Ratio = system / hand-written.",
+        "",
+        "| workload | system | time ms | ratio |",
+        "|---|---|---|---|",
+    ]
+    for make in WORKLOADS:
+        w = make(args.quick)
+        print(f"{w.name}", flush=True)
+        hand_t: float | None = None
+        for name, fn in systems(w, args.quick).items():
+            if isinstance(fn, str):
+                lines.append(f"| {w.name} | {name} | {fn} | – |")
+                continue
+            try:
+                check(w, fn)
+                t = timeit(fn, budget)
+            except Exception as exc:  # a peer failing is a result, not a crash
+                lines.append(f"| {w.name} | {name} | failed: {type(exc).__name__} | – |")
+                continue
+            if hand_t is None:
+                hand_t = t
+            lines.append(f"| {w.name} | {name} | {t * 1e3:.3g} | {t / hand_t:.3g} |")
+            print(f"  {name}: {t * 1e3:.3g} ms", flush=True)
+    md = "\n".join(lines) + "\n"
+    OUT.mkdir(exist_ok=True)
+    (OUT / "peers.md").write_text(md)
+    print(md)
+    print(f"wrote {OUT / 'peers.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
