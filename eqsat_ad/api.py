@@ -154,11 +154,11 @@ def _optimize(
                 kwargs["limits"] = limits
             result = run_optimizer(naive, **kwargs)
             return result.program, result.report
-    return naive, _plain_report(naive, sizes, "not run" if not optimize else "not available")
+    return naive, _plain_report(naive, sizes)
 
 
-def _plain_report(prog: Program, sizes: Mapping[str, int] | None, why: str) -> Any:
-    """A cost report for an unoptimized program (None when the cost module is missing)."""
+def _plain_report(prog: Program, sizes: Mapping[str, int] | None) -> Any:
+    """The cost report of a program that was not optimized (saturation "not run")."""
     try:
         from .cost.report import CostReport, SaturationStats
     except ImportError:

@@ -208,6 +208,19 @@ def f(x: [N], w: [M], A: [N, M]):
         assert_same(got, want)
 
 
+def test_ranges_narrowed_past_the_end_are_empty():
+    prog = ea.parse(
+        """
+def f(x: [N]):
+    y[i: N] = (i >= 1 and i < N - 5) * x[i] + (i > N - 3) * x[N - 1 - i]
+    return y
+"""
+    )
+    for n in range(1, 9):
+        got, want = run_both(prog, {"x": np.arange(1.0, n + 1)})
+        assert_same(got, want)
+
+
 def test_strong_zero_guards_and_empty_sums():
     prog = ea.parse(
         """

@@ -3,6 +3,7 @@ located at the real file, line and column (the line marked ``# ERR`` below)."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 
@@ -352,3 +353,79 @@ def test_functions_without_source():
 def test_every_error_is_an_eqsat_error():
     # ProgramError is what every failure above raises; it is an EqsatError for callers.
     assert issubclass(ProgramError, EqsatError)
+
+
+# --- many invalid programs: always a located ProgramError, never an internal exception ----------
+
+_INVALID_BODIES = [
+    "return np.sum(x, axis=(0, 0))",
+    "return np.sum(x, axis=3)",
+    "return np.einsum('ij,jk->ik', x, x)",
+    "return np.einsum('i->j', x)",
+    "return np.einsum('i...->i', x)",
+    "return np.zeros(-1)",
+    "return x.reshape(2, 2)",
+    "return x[..., ...]",
+    "return x[::0]",
+    "return x[1.5]",
+    "return np.transpose(x, (1, 0))",
+    "return x @ 2.0",
+    "return np.where(x)",
+    "return 1 / 0",
+    "return np.concatenate([x, x[None]])",
+    "return np.diag(np.ones((2, 2, 2)))",
+    "return np.trace(x)",
+    "return x.shape[5]",
+    "return np.eye(3, k=1.5)",
+    "return (lambda y: y)(x)",
+    "return [y for y in x]",
+    "return f'{x}'",
+    "import os\n    return x",
+    "global g\n    return x",
+    "try:\n        return x\n    except Exception:\n        return x",
+    "with open('f') as fh:\n        return x",
+    "(y,) = x\n    return y",
+    "del x\n    return 1.0",
+    "return np.max(np.ones(5000))",
+    "return x**x",
+    "return np.inf * x",
+    "return x // 2",
+    "return ~x",
+    "return np.outer(np.ones((2, 2)), x)",
+    "return np.dot(np.ones((2, 3, 4)), np.ones((5, 6)))",
+    "return np.stack([x, x[:2]])",
+    "return np.ones((2, 3)) @ np.ones((2, 3))",
+    "for i in range(10**7):\n        x = x * 2\n    return x",
+    "for i in range(200):\n        for j in range(200):\n            x = x.T\n    return x",
+    "return np.sum(x, keepdims=1)",
+    "return np.sum(x, out=x)",
+    "return x.sum(axis=x)",
+    "return np.exp(x, x)",
+    "return range(3)",
+    "return x[x]",
+    "return undefined_helper(x)",
+    "return print(x)",
+    "return np.clip(x, x > 0, 1.0) + x[None][None][0, 0, 0, 0]",
+    "return x.T.T.T[3]",
+    "return np.float64(x) ** np.zeros(3)",
+    "return max(x)",
+    "return len(3)",
+    "return x + None",
+    "return x + 'a'",
+    "return np.concatenate(x)",
+    "if x[0] > 0 or x.shape[0] > 1:\n        return x\n    return x",
+]
+
+
+@pytest.mark.parametrize("body", _INVALID_BODIES)
+def test_invalid_programs_give_located_program_errors(body, tmp_path):
+    path = tmp_path / "bad_fn.py"
+    path.write_text(f"import numpy as np\n\n\ndef f(x):\n    {body}\n")
+    spec = importlib.util.spec_from_file_location(f"bad_{abs(hash(body))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ProgramError) as info:
+        translate(module.f, {"x": (3,)})
+    err = info.value
+    assert err.loc is not None, err.message
+    assert err.loc.filename == str(path) and err.loc.line >= 4

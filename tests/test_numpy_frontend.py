@@ -37,6 +37,7 @@ def check(fn, shapes, *, symbolic=None, dtypes=None, positive=False, inputs=None
     """Translate ``fn`` and compare the interpreter with NumPy on random inputs."""
     prog = translate(fn, symbolic or shapes, dtypes)
     check_program(prog)
+    assert ea.parse(str(prog)) == prog  # prints as index language and parses back
     args = inputs if inputs is not None else _inputs(shapes, positive)
     got = evaluate(prog, **args)
     want = fn(**args)
@@ -480,7 +481,7 @@ def loop_over_rows(A):
         s = s + np.sum(row * row)
     for k, row in enumerate(A):
         s = s + k * row[0]
-    return s
+    return s + sum(A) @ A[0] + sum([A[0, 0], A[1, 1]], 2.0)
 
 
 def test_scalar_loop_is_one_sum_statement():
@@ -669,6 +670,17 @@ def test_gradient_of_products_and_einsum():
     check_grad(f, {"A": (3, 3), "B": (3, 3), "v": (3,)}, ("A", "B", "v"))
 
 
+def test_gradient_through_indexing_and_structure():
+    def f(A, v):
+        B = np.concatenate([A[::2, 1:], A[1:2, ::-1][:, :3]], axis=0)
+        C = np.stack([v, v[::-1] * 2.0], axis=1).reshape(3, 2, 2)
+        return np.sum(B**2 * np.diag(v)[:B.shape[0], :3]) + np.sum(C[:, 0, :] @ A[:2, :3]) \
+            + np.trace(A, offset=1) * v[-1]
+
+    check(f, {"A": (4, 4), "v": (6,)})
+    check_grad(f, {"A": (4, 4), "v": (6,)}, ("A", "v"))
+
+
 # ================================================================================================
 # Program shape
 # ================================================================================================
@@ -756,6 +768,63 @@ def test_random_numpy_expressions_translate_exactly(data):
     body = _expr(data, data.draw(st.sampled_from(["34", "4", "0"])), 3)
     src = f"import numpy as np\n\n\ndef f(a, b, c):\n    return {body}\n"
     with tempfile.NamedTemporaryFile("w", suffix=f"_np{next(_GENERATED)}.py", delete=False) as fh:
+        fh.write(src)
+    try:
+        spec = importlib.util.spec_from_file_location(Path(fh.name).stem, fh.name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        check(module.f, _GEN_SHAPES)
+    finally:
+        os.unlink(fh.name)
+
+
+def test_integer_counters_stay_integers():
+    def f(x):
+        k = 0
+        tri = 0
+        for i in range(x.shape[0]):
+            k += 1
+            tri += i
+        return x[k - 1] * tri + x[tri - 2 * k + 1]
+
+    prog = check(f, {"x": (4,)})
+    assert len(prog.statements) == 0  # indices resolved at translation: x[3] * 6 + x[-1]
+
+    def count(x):
+        k = 0
+        for _i in range(len(x)):
+            k += 1
+        return x[k - 1]
+
+    check(count, {"x": (5,)}, symbolic={"x": ("N",)})
+
+
+_LOOP_TERMS = [
+    "b[i]", "a[1, i]", "b[3 - i]", "b[i - 1]", "b[(2 * i) % 4]", "np.sum(a[:, i] * b[i])",
+    "np.max(a[:, i])", "c * i", "np.tanh(b[i]) * b[3 - i]", "a[i % 3, i]", "t",
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_loops_translate_exactly(data):
+    """Accumulation loops with locals, index guards and wrapping indices: summed or unrolled,
+    always equal to running the loop."""
+    lines = ["s = 0.0", "v = np.zeros(3)", "for i in range(4):", "    t = a[0, i] * 2.0"]
+    for _ in range(data.draw(st.integers(1, 3))):
+        term = data.draw(st.sampled_from(_LOOP_TERMS))
+        other = data.draw(st.sampled_from(_LOOP_TERMS))
+        target = data.draw(st.sampled_from(["s", "v"]))
+        guard = data.draw(st.sampled_from(["", "i > 1", "i != 2", "i <= 2 and i >= 1"]))
+        op = data.draw(st.sampled_from(["+=", "-="]))
+        stmt = f"{target} {op} {term} * {other}"
+        if guard:
+            lines += [f"    if {guard}:", f"        {stmt}"]
+        else:
+            lines.append(f"    {stmt}")
+    lines.append("return s + np.sum(v * v) + t")
+    src = "import numpy as np\n\n\ndef f(a, b, c):\n" + "".join(f"    {x}\n" for x in lines)
+    with tempfile.NamedTemporaryFile("w", suffix=f"_lp{next(_GENERATED)}.py", delete=False) as fh:
         fh.write(src)
     try:
         spec = importlib.util.spec_from_file_location(Path(fh.name).stem, fh.name)

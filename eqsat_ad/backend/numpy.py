@@ -272,7 +272,13 @@ def expand(e: Expr, names: _Names) -> list[Term]:
                 return []
             if len(left) == 1 and len(right) == 1:
                 return [_merge(left[0], right[0])]
-            if len(left) * len(right) <= 16 and (_cheap(left) or _cheap(right)):
+            # Distribute only to bring brackets to the top of terms (where they become writes
+            # into parts of the output); otherwise a product of sums stays one factor.
+            if (
+                len(left) * len(right) <= 16
+                and (_cheap(left) or _cheap(right))
+                and any(t.conds for t in left + right)
+            ):
                 return [_merge(a, b) for a in left for b in right]
             lt = left[0] if len(left) == 1 else Term(1.0, [], [lhs], [])
             rt = right[0] if len(right) == 1 else Term(1.0, [], [rhs], [])
@@ -419,6 +425,7 @@ class _Codegen:
         self.stmt = ""
         self.tmp = 0
         self.aranges: dict[tuple, str] = {}
+        self.memo: dict[str, str] = {}  # code -> temporary already holding it
         self.facts: list[Affine] = []  # index-free a >= 0 known to hold (guarded by an if)
         # Statements returned whole: they must be fresh arrays (others may be read-only views).
         self.returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
@@ -453,9 +460,14 @@ class _Codegen:
         self.emit(f"{name} = {code}")
 
     def temp(self, code: str, base: str = "_t") -> str:
+        """A temporary holding ``code``; the same code computed before is reused (values are
+        immutable, so this is common-subexpression elimination across statements)."""
+        if code in self.memo:
+            return self.memo[code]
         self.tmp += 1
         name = f"{base}{self.tmp}"
         self.emit(f"{name} = {code}")
+        self.memo[code] = name
         return name
 
     def dim_code(self, d: Dim) -> str:
@@ -491,13 +503,14 @@ class _Codegen:
             return self.dim_code(ax.extent)
         if len(ax.lo) == 1 and len(ax.hi) == 1:
             diff = ax.hi[0] - ax.lo[0]
-            if _sign_known(diff) == 1:
+            if self.nonneg(diff):
                 return self.aff_code(diff)
+            return f"max({self.aff_code(diff)}, 0)"
         lo, hi = self.bound_code(ax.lo, True), self.bound_code(ax.hi, False)
         return f"max({hi} - ({lo}), 0)" if " " in lo else f"max({hi} - {lo}, 0)"
 
     def arange(self, ax: Axis) -> Value:
-        key = (ax.name, ax.lo, ax.hi)
+        key = (ax.lo, ax.hi, ax.extent if ax.is_full() else None)
         if key not in self.aranges:
             code = (
                 f"np.arange({self.dim_code(ax.extent)})"
@@ -642,7 +655,8 @@ class _Codegen:
             for n in a.free_indices():
                 if n not in grid:
                     raise ProgramError(f"index {n!r} in {name}[...] is not bound")
-        simple = all(len(a.index) <= 1 and _denominator(a) == 1 for a in idx)
+        # One index per dimension (fractions only next to an index: w[k/2]).
+        simple = all(len(a.index) == 1 or (not a.index and _denominator(a) == 1) for a in idx)
         vars_ = [a.index[0][0] for a in idx if a.index]
         if simple and len(set(vars_)) == len(vars_):
             return self.window(name, py, idx, shape, grid, relation, risky)
@@ -683,23 +697,24 @@ class _Codegen:
                 specs.append(self.aff_code(a))
                 provable &= self.nonneg(a) and self.nonneg(nd - a - 1)
                 continue
-            v, c = a.index[0][0], int(a.index[0][1])
+            q = _denominator(a)
+            scaled = a.scale(q) if q != 1 else a  # index = scaled / q
+            v, c = scaled.index[0][0], int(scaled.index[0][1])
             ax = grid[v]
-            off = Affine((), a.sizes, a.const)
+            off = Affine((), scaled.sizes, scaled.const)
             axes.append(v)
             lo = ax.lo[0] if len(ax.lo) == 1 else None
             hi = ax.hi[0] if len(ax.hi) == 1 else None
+            den = f", {q}" if q != 1 else ""
             if lo is not None:
                 start = lo.scale(c) + off
-                specs.append(
-                    f"({self.aff_code(start)}, {c}, {self.count_code(ax)})"
-                )
+                specs.append(f"({self.aff_code(start)}, {c}, {self.count_code(ax)}{den})")
             else:
                 lo_c = self.bound_code(ax.lo, True)
                 specs.append(
-                    f"({c} * {lo_c} + {self.aff_code(off)}, {c}, {self.count_code(ax)})"
+                    f"({c} * {lo_c} + {self.aff_code(off)}, {c}, {self.count_code(ax)}{den})"
                 )
-            if lo is None or hi is None:
+            if lo is None or hi is None or q != 1:
                 provable = False
                 continue
             if c < 0:
@@ -926,10 +941,7 @@ class _Codegen:
         summed = [a for a in inner if a in used]
         mult = " * ".join(self.count_code(inner[a]) for a in absent)
         if not summed:
-            base = self.product(1.0, vals, g2)
-            res = base if not mult else Value(f"{mult} * {base.paren(_MUL)}", base.axes,
-                                              prec=_MUL, risky=base.risky)
-            return res
+            return self.scale_by_count(mult, self.product(1.0, vals, g2))
         vals_axes = set().union(*(set(v.axes) for v in vals)) if vals else set()
         if not masks and len(vals) == 1:
             v = vals[0]
@@ -963,9 +975,18 @@ class _Codegen:
             code = f"np.sum({prod.code}, axis={pos if len(pos) > 1 else pos[0]})"
             name = self.temp(code)
             res = Value(name, tuple(a for a in axes if a not in summed), risky=prod.risky)
-        if mult:
-            res = Value(f"{mult} * {res.paren(_MUL)}", res.axes, risky=res.risky, prec=_MUL)
-        return res
+        return self.scale_by_count(mult, res)
+
+    @staticmethod
+    def scale_by_count(mult: str, v: Value) -> Value:
+        """``v`` times the number of points of the summed indices it does not depend on."""
+        if not mult:
+            return v
+        if v.code == "1" and not v.axes:
+            return Value(mult, (), prec=_MUL if "*" in mult else _ATOM)
+        if v.risky:  # an empty range times inf is 0 (strong zero)
+            return Value(f"_rt.smul({mult}, {v.code})", v.axes, risky=True)
+        return Value(f"{mult} * {v.paren(_MUL)}", v.axes, prec=_MUL)
 
     def _shape_code(self, axes: Sequence[Axis]) -> str:
         codes = [self.count_code(a) for a in axes]
@@ -999,7 +1020,6 @@ class _Codegen:
     # --- statements ----------------------------------------------------------------------------
     def statement(self, s: Statement) -> None:
         self.stmt = s.name
-        self.aranges = {}
         self.emit(f"# {print_statement(s)}")
         gens = [iv.name for iv in s.indices]
         py = self.py[s.name]
@@ -1034,7 +1054,8 @@ class _Codegen:
                 # A fresh array, or a view read only by later statements (never mutated).
                 self.assign(py, v.code)
             elif final:
-                self.emit(f"{py} = np.broadcast_to({self.align(v, gens, False)}, {shape})")
+                code = self.align(v, gens, False) if v.axes else f"_dt({v.code})"
+                self.emit(f"{py} = np.broadcast_to({code}, {shape})")
             elif v.axes == tuple(gens):
                 self.emit(f"{py} = np.array({v.code}, dtype=_dt)")
             else:
@@ -1133,9 +1154,10 @@ class _Codegen:
                 if ax.is_full():
                     region.append(":")
                 else:
-                    region.append(
-                        f"{self.bound_code(ax.lo, True)}:{self.bound_code(ax.hi, False)}"
-                    )
+                    lo, hi = self.bound_code(ax.lo, True), self.bound_code(ax.hi, False)
+                    if not all(self.nonneg(h) for h in ax.hi):
+                        hi = f"max({hi}, 0)"  # a negative stop would count from the end
+                    region.append(f"{'' if lo == '0' else lo}:{hi}")
             target = rem
             val = v if m is None else self.where(m, v, grid)
             lhs = py if all(r == ":" for r in region) else f"{py}[{', '.join(region)}]"
@@ -1160,7 +1182,8 @@ class _Codegen:
             if m is None:
                 self.emit(f"{py}[{', '.join(coords)}] {op} {v.code}")
             else:
-                self.emit(f"if {m.code}:")
+                cond = m.code[1:-1] if m.prec == _ATOM and m.code.startswith("(") else m.code
+                self.emit(f"if {cond}:")
                 self.emit(f"    {py}[{', '.join(coords)}] {op} {v.code}")
             return v.risky
         self.decide("scatter", f"{py}[{', '.join(coords)}]", tuple(rem))
@@ -1414,16 +1437,22 @@ class CompiledProgram:
 
     def function_for(
         self, arrays: Sequence[np.ndarray], sizes: Mapping[str, int], strict: bool = False
-    ) -> Any:
+    ) -> tuple[Any, bool]:
+        """The generated function for this signature, and whether its result needs the NaN
+        check (False when the strict lowering is the same code: nothing trusts finiteness)."""
         key = (strict, tuple(sizes.items()), tuple(a.dtype.char for a in arrays))
-        fn = self._by_signature.get(key)
-        if fn is None:
+        hit = self._by_signature.get(key)
+        if hit is None:
             with self._lock:
-                fn = self._by_signature.get(key)
-                if fn is None:
-                    fn = _load(lower_program(self.program, sizes, strict=strict))
-                    self._by_signature[key] = fn
-        return fn
+                hit = self._by_signature.get(key)
+                if hit is None:
+                    lowered = lower_program(self.program, sizes, strict=strict)
+                    check = not strict and (
+                        lower_program(self.program, sizes, strict=True).source != lowered.source
+                    )
+                    hit = (_load(lowered), check)
+                    self._by_signature[key] = hit
+        return hit
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         arrays, sizes = self.bind(*args, **kwargs)
@@ -1432,12 +1461,13 @@ class CompiledProgram:
             from ..ir.interpreter import evaluate
 
             return evaluate(self.program, *args, **kwargs)
+        fn, check = self.function_for(arrays, sizes)
         with np.errstate(all="ignore"):
-            result = self.function_for(arrays, sizes)(*arrays)
-            if _has_nan(result):
+            result = fn(*arrays)
+            if check and _has_nan(result):
                 # A NaN may come from 0 * inf on data the fast code multiplied without
                 # guarding (it trusts inputs to be finite): redo it with strong-zero products.
-                result = self.function_for(arrays, sizes, strict=True)(*arrays)
+                result = self.function_for(arrays, sizes, strict=True)[0](*arrays)
         return _finish(result, self.program)
 
 

@@ -8,12 +8,14 @@ that they mean the same thing, so these helpers only appear where that proof is 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-Spec = int | tuple[int, int, int]
-"""A dimension of a window: a point index, or ``(start, step, count)`` for an axis."""
+Spec = int | tuple[int, int, int] | tuple[int, int, int, int]
+"""A dimension of a window: a point index, ``(start, step, count)`` or ``(start, step, count,
+denominator)`` for an axis."""
 
 
 def float_type(*arrays: object) -> type[np.floating]:
@@ -51,8 +53,11 @@ def _t_range(start: int, step: int, count: int, n: int) -> tuple[int, int]:
 def window(x: np.ndarray, specs: Sequence[Spec]) -> np.ndarray:
     """``x`` read at a point or an arithmetic progression per dimension, zero padded.
 
-    The result has one axis per ``(start, step, count)`` spec, in order; reads outside ``x`` give
-    0 (False for a relation). A window entirely inside ``x`` is returned as a view.
+    A spec is a point index, ``(start, step, count)`` for an axis reading ``start + step*t``
+    (t = 0 .. count-1), or ``(start, step, count, q)`` reading ``(start + step*t) / q``, which is
+    fractional (so 0) except on a sub-progression of t (strides inverted: ``w[k/2]``). The
+    result has one axis per tuple spec, in order; reads outside ``x`` give 0 (False for a
+    relation). A window entirely inside ``x`` (no fractions) is returned as a view.
     """
     shape = tuple(max(s[2], 0) for s in specs if isinstance(s, tuple))
     src: list[object] = []
@@ -63,15 +68,25 @@ def window(x: np.ndarray, specs: Sequence[Spec]) -> np.ndarray:
                 return np.zeros(shape, dtype=x.dtype)
             src.append(s)
             continue
-        start, step, count = s
-        t0, t1 = _t_range(start, step, max(count, 0), n)
-        if t1 <= t0:
+        start, step, count = s[0], s[1], max(s[2], 0)
+        # t = first + stride*k reads the integer start + step*k (k = 0 .. kcount-1).
+        first, stride = 0, 1
+        if len(s) == 4 and s[3] != 1:
+            q = s[3]
+            stride = q // math.gcd(step, q)
+            hits = [t for t in range(min(stride, count)) if (start + step * t) % q == 0]
+            if not hits:
+                return np.zeros(shape, dtype=x.dtype)
+            first = hits[0]
+            start, step = (start + step * first) // q, step * stride // q
+            count = len(range(first, count, stride))
+        k0, k1 = _t_range(start, step, count, n)
+        if k1 <= k0:
             return np.zeros(shape, dtype=x.dtype)
-        first = start + step * t0
-        last = start + step * (t1 - 1)
-        stop = last + (1 if step > 0 else -1)
-        src.append(slice(first, stop if stop >= 0 else None, step))
-        dst.append(slice(t0, t1))
+        lo = start + step * k0
+        stop = start + step * (k1 - 1) + (1 if step > 0 else -1)
+        src.append(slice(lo, stop if stop >= 0 else None, step))
+        dst.append(slice(first + stride * k0, first + stride * (k1 - 1) + 1, stride))
     part = x[tuple(src)]
     if part.shape == shape:
         return part

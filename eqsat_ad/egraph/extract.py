@@ -15,6 +15,7 @@ priced by a full extraction.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -80,10 +81,7 @@ class Extractor:
         self.nodes_of: dict[int, list[int]] = {}
         for k, (_, c, _) in enumerate(snap.nodes):
             self.nodes_of.setdefault(c, []).append(k)
-        self.lin: dict[int, LinVal] = {}
-        self.il: dict[int, tuple[LinVal, ...]] = {}
-        self.pred: dict[int, tuple] = {}
-        self._decode_index_classes()
+        self.lin, self.il, self.pred = decode_index_classes(snap)
         self.e_nodes = [
             k for k, (op, c, _) in enumerate(snap.nodes)
             if snap.sort[c] == "E" and op not in _UNEXTRACTABLE and self._usable(k)
@@ -93,40 +91,16 @@ class Extractor:
         self.pinned: dict[int, frozenset[int]] = {}
         self._pinned_sets()
         self.local: dict[int, Cost] = {k: self._local_cost(k) for k in self.e_nodes}
-
-    # --- index-level classes (canonical, one value per class) ----------------------------------
-    def _decode_index_classes(self) -> None:
-        nodes = self.snap.nodes
-        changed = True
-        while changed:
-            changed = False
-            for op, c, args in nodes:
-                if op == "LNil" and c not in self.lin:
-                    self.lin[c] = ((), args[0])
-                    changed = True
-                elif op == "LTerm" and c not in self.lin and args[2] in self.lin:
-                    rest = self.lin[args[2]]
-                    self.lin[c] = (((args[0], args[1]),) + rest[0], rest[1])
-                    changed = True
-                elif op == "INil" and c not in self.il:
-                    self.il[c] = ()
-                    changed = True
-                elif op == "ICons" and c not in self.il and args[0] in self.lin and (
-                    args[1] in self.il
-                ):
-                    self.il[c] = (self.lin[args[0]],) + self.il[args[1]]
-                    changed = True
-                elif op in ("Eq", "Ne", "Ge", "Gt") and args[0] in self.lin:
-                    val = (op, self.lin[args[0]])
-                    old = self.pred.get(c)
-                    # prefer the equality with a positive leading coefficient (reads naturally)
-                    if old is None or (op in ("Eq", "Ne") and _leading_negative(old[1])
-                                       and not _leading_negative(val[1])):
-                        self.pred[c] = val
-                        changed = changed or old is None
-                elif op == "Rel" and c not in self.pred and args[1] in self.il:
-                    self.pred[c] = ("Rel", args[0], self.il[args[1]])
-                    changed = True
+        self.kids: dict[int, tuple[int, ...]] = {k: self._children(k) for k in self.e_nodes}
+        self.parents: dict[int, list[int]] = {}
+        self.reads: dict[str, list[int]] = {}
+        self._base_cache: tuple[dict[int, Cost], dict[int, int]] | None = None
+        for k in self.e_nodes:
+            for x in self.kids[k]:
+                self.parents.setdefault(x, []).append(k)
+            op, _, args = snap.nodes[k]
+            if op == "Acc" and args[0] in self.stmts:
+                self.reads.setdefault(args[0], []).append(k)
 
     def _usable(self, k: int) -> bool:
         op, _, args = self.snap.nodes[k]
@@ -227,6 +201,8 @@ class Extractor:
             return (INF, INF)
         if op in ("Num", "Acc", "Br"):
             return (0.0, 0.0)
+        if op == "Mul" and any(self.snap.nodes[j][0] == "Num" for j in self.nodes_of[args[0]]):
+            return (0.0, 0.0)  # a constant coefficient folds into the consumer
         if op in ("Add", "Mul"):
             return self._space(self.free[c] - self._node_pinned(k))
         if op == "Sum":
@@ -235,31 +211,84 @@ class Extractor:
         return self._space(self.free[c])
 
     # --- choosing ----------------------------------------------------------------------------
-    def _relax(self, best: dict[int, Cost], choice: dict[int, int], allowed: set[str]) -> None:
+    def _relax(
+        self, best: dict[int, Cost], choice: dict[int, int], allowed: set[str], queue: list[int]
+    ) -> None:
+        """Lower ``best`` from the nodes in ``queue`` (newly allowed reads), cheapest first, so
+        each class is usually improved once (Dijkstra from the changed nodes)."""
         nodes = self.snap.nodes
-        changed = True
-        while changed:
-            changed = False
-            for k in self.e_nodes:
-                op, c, args = nodes[k]
-                if op == "Acc" and args[0] in self.stmts and args[0] not in allowed:
+        stmts = self.stmts
+        local = self.local
+        kids = self.kids
+        parents = self.parents
+        heap: list[tuple[float, float, int, int]] = []
+
+        def candidate(k: int) -> None:
+            op, c, args = nodes[k]
+            if op == "Acc" and args[0] in stmts and args[0] not in allowed:
+                return
+            hi, lo = local[k]
+            for x in kids[k]:
+                b = best.get(x)
+                if b is None:
+                    return
+                hi += b[0]
+                lo += b[1]
+            if hi == INF:
+                return
+            old = best.get(c)
+            if old is None or (hi, lo) < old:
+                heapq.heappush(heap, (hi, lo, c, k))
+
+        for k in queue:
+            candidate(k)
+        while heap:
+            hi, lo, c, k = heapq.heappop(heap)
+            old = best.get(c)
+            if old is not None and old <= (hi, lo):
+                continue
+            best[c] = (hi, lo)
+            choice[c] = k
+            for parent in parents.get(c, ()):
+                candidate(parent)
+
+    def _base(self) -> tuple[dict[int, Cost], dict[int, int]]:
+        """Best costs with no statement materialized, by Knuth's generalization of Dijkstra
+        (a node's cost is at least each child's, so classes finalize in order of cost)."""
+        if self._base_cache is not None:
+            return self._base_cache
+        nodes = self.snap.nodes
+        best: dict[int, Cost] = {}
+        choice: dict[int, int] = {}
+        waiting: dict[int, int] = {}
+        heap: list[tuple[float, float, int, int]] = []
+        for k in self.e_nodes:
+            op, c, args = nodes[k]
+            if op == "Acc" and args[0] in self.stmts:
+                continue
+            kids = set(self.kids[k])
+            waiting[k] = len(kids)
+            if not kids and self.local[k][0] < INF:
+                heapq.heappush(heap, (*self.local[k], c, k))
+        while heap:
+            hi, lo, c, k = heapq.heappop(heap)
+            if c in best:
+                continue
+            best[c] = (hi, lo)
+            choice[c] = k
+            for parent in set(self.parents.get(c, ())):
+                if parent not in waiting:
                     continue
-                hi, lo = self.local[k]
-                ok = True
-                for x in self._children(k):
-                    b = best.get(x)
-                    if b is None:
-                        ok = False
-                        break
-                    hi += b[0]
-                    lo += b[1]
-                if not ok or hi == INF:
-                    continue
-                old = best.get(c)
-                if old is None or (hi, lo) < old:
-                    best[c] = (hi, lo)
-                    choice[c] = k
-                    changed = True
+                waiting[parent] -= 1
+                if waiting[parent] == 0:
+                    phi, plo = self.local[parent]
+                    for x in self.kids[parent]:
+                        phi += best[x][0]
+                        plo += best[x][1]
+                    if phi < INF:
+                        heapq.heappush(heap, (phi, plo, nodes[parent][1], parent))
+        self._base_cache = (best, choice)
+        return self._base_cache
 
     def _dag(self, root: int, choice: dict[int, int]) -> tuple[Cost, set[str]]:
         """DAG cost of the chosen term under ``root`` and the statements it reads."""
@@ -285,21 +314,24 @@ class Extractor:
     def extract(self, materialized: set[str]) -> tuple[Cost, Program] | None:
         """Price and decode the program that keeps exactly ``materialized`` as statements."""
         lets = self.snap.lets
-        best: dict[int, Cost] = {}
-        choice: dict[int, int] = {}
+        base_best, base_choice = self._base()
+        best = dict(base_best)
+        choice = dict(base_choice)
         allowed: set[str] = set()
         bodies: dict[str, tuple[int, dict[int, int], Cost, set[str]]] = {}
+        queue: list[int] = []
         for s in self.enc.program.statements:
             if s.name not in materialized:
                 continue
-            self._relax(best, choice, allowed)
+            self._relax(best, choice, allowed, queue)
             root = lets.get(self.enc.body_let[s.name])
             if root is None or root not in best:
                 return None
             cost, reads = self._dag(root, choice)
             bodies[s.name] = (root, dict(choice), cost, reads)
             allowed.add(s.name)
-        self._relax(best, choice, allowed)
+            queue = list(self.reads.get(s.name, ()))
+        self._relax(best, choice, allowed, queue)
         outputs: list[tuple[int | None, Cost, set[str]]] = []
         for o, let in zip(self.enc.program.outputs, self.enc.output_let, strict=True):
             if let is None:
@@ -334,6 +366,8 @@ class Extractor:
         return (hi, lo), prog
 
     def best_program(self) -> Extraction:
+        """Local search over the set of materialized statements: start from the better of
+        "all" and "only the required ones", then toggle one statement at a time."""
         stmts = [s.name for s in self.enc.program.statements]
         required = {
             o.name for o, let in zip(self.enc.program.outputs, self.enc.output_let, strict=True)
@@ -343,14 +377,18 @@ class Extractor:
         found = self.extract(current)
         if found is None:
             raise ExtractionError("the input program itself could not be read back")
+        minimal = self.extract(set(required))
+        if minimal is not None and minimal[0] < found[0]:
+            current, found = set(required), minimal
         for _ in range(2):
             improved = False
             for y in reversed(stmts):
-                if y not in current or y in required:
+                if y in required:
                     continue
-                trial = self.extract(current - {y})
+                trial_set = current - {y} if y in current else current | {y}
+                trial = self.extract(trial_set)
                 if trial is not None and trial[0] < found[0]:
-                    current, found, improved = current - {y}, trial, True
+                    current, found, improved = trial_set, trial, True
             if not improved:
                 break
         used = tuple(s.name for s in found[1].statements)
@@ -376,6 +414,44 @@ class Extractor:
             else:
                 outs.append(_Decoder(self, final_choice, {}, set(taken)).expr(root))
         return Program(prog.params, tuple(statements), tuple(outs), prog.returns_tuple, prog.name)
+
+
+def decode_index_classes(
+    snap: Snapshot,
+) -> tuple[dict[int, LinVal], dict[int, tuple[LinVal, ...]], dict[int, tuple]]:
+    """The canonical value of every affine, index-list and predicate class that has one."""
+    lin: dict[int, LinVal] = {}
+    il: dict[int, tuple[LinVal, ...]] = {}
+    pred: dict[int, tuple] = {}
+    changed = True
+    while changed:
+        changed = False
+        for op, c, args in snap.nodes:
+            if op == "LNil" and c not in lin:
+                lin[c] = ((), args[0])
+                changed = True
+            elif op == "LTerm" and c not in lin and args[2] in lin:
+                rest = lin[args[2]]
+                lin[c] = (((args[0], args[1]),) + rest[0], rest[1])
+                changed = True
+            elif op == "INil" and c not in il:
+                il[c] = ()
+                changed = True
+            elif op == "ICons" and c not in il and args[0] in lin and args[1] in il:
+                il[c] = (lin[args[0]],) + il[args[1]]
+                changed = True
+            elif op in ("Eq", "Ne", "Ge", "Gt") and args[0] in lin:
+                val = (op, lin[args[0]])
+                old = pred.get(c)
+                # prefer the equality with a positive leading coefficient (reads naturally)
+                if old is None or (op in ("Eq", "Ne") and _leading_negative(old[1])
+                                   and not _leading_negative(val[1])):
+                    pred[c] = val
+                    changed = changed or old is None
+            elif op == "Rel" and c not in pred and args[1] in il:
+                pred[c] = ("Rel", args[0], il[args[1]])
+                changed = True
+    return lin, il, pred
 
 
 def _leading_negative(lv: LinVal) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..ir.errors import EqsatError
 from ..ir.program import Program
 from .encode import encode_program
-from .extract import Extractor, ExtractionError
+from .extract import ExtractionError, Extractor
 from .rules import load_rules
 from .saturate import SaturationError, saturate
 
@@ -33,8 +33,8 @@ class Limits:
     """
 
     iterations: int = 8
-    nodes: int = 6000
-    seconds: float = 4.0
+    nodes: int = 5000
+    seconds: float = 2.0
 
     def __post_init__(self) -> None:
         for name in ("iterations", "nodes"):
@@ -85,7 +85,9 @@ def optimize(
     if sizes is not None:
         for k, v in sizes.items():
             if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise EqsatError(f"sizes must map size names to non-negative ints, got {k!r}: {v!r}")
+                raise EqsatError(
+                    f"sizes must map size names to non-negative ints, got {k!r}: {v!r}"
+                )
     files = load_rules(rules)
     start = time.perf_counter()
     enc = encode_program(prog)

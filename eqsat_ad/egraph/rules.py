@@ -18,6 +18,7 @@ from ..ir.errors import EqsatError
 
 SHIPPED = ("indicator", "arith", "sumprod", "reindex")
 DEFAULT_RULES = SHIPPED
+MATCH_LIMIT = 1500
 
 _RULESET = re.compile(r"^\s*\(ruleset\s+([A-Za-z_][\w\-]*)\s*\)", re.MULTILINE)
 _SATURATE = re.compile(r"^\s*;\s*schedule:\s*saturate\s*$", re.MULTILINE)
@@ -94,6 +95,9 @@ def schedule_text(files: Sequence[RuleFile], explore: bool) -> str:
     steps = [fixpoint]
     exploratory = [f for f in files if not f.saturate]
     if explore and exploratory:
-        steps.append("(seq " + " ".join(f"(run {f.name})" for f in exploratory) + ")")
+        # a back-off scheduler skips, for this step, any rule matching more than MATCH_LIMIT
+        # times, so one step cannot multiply the e-graph (associativity, commutativity)
+        steps.append(f"(let-scheduler bo (back-off :match-limit {MATCH_LIMIT}))")
+        steps.append("(seq " + " ".join(f"(run-with bo {f.name})" for f in exploratory) + ")")
         steps.append(fixpoint)
     return f"(run-schedule {' '.join(steps)})"

@@ -30,6 +30,7 @@ from .numpy_values import (
     neg,
     power,
     scalar,
+    shape_str,
     sub,
 )
 
@@ -64,11 +65,6 @@ def summation(binders: tuple[IndexVar, ...], body: Expr) -> Expr:
     if isinstance(body, Const) and body.value == 0.0:
         return body
     return Sum(binders, body)
-
-
-def shape_str(shape: Sequence[Dim]) -> str:
-    inner = ", ".join(dim_str(d) for d in shape)
-    return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
 class ArrayOps:

@@ -8,8 +8,8 @@ its syntax tree over symbolic arrays; the function is never run. What it underst
   ``min`` with ``axis`` and ``keepdims`` (max/min over a concrete axis become a tree of binary
   ``max``), elementwise ``np.exp log tanh sin cos sqrt abs square``, ``x ** c``,
   ``np.maximum``/``np.minimum``, ``np.where`` with data comparisons (written with the registered
-  Heaviside ``step``), indexing with ints, slices, ``None``, ``...`` and loop indices, ``x.shape``,
-  ``len(x)``;
+  strict step ``gt0(x) = [x > 0]``), indexing with ints, slices, ``None``, ``...`` and loop
+  indices, ``x.shape``, ``len(x)``, ``reshape`` (splitting axes), ``np.concatenate``/``stack``;
 * ``for i in range(...)`` whose body accumulates (``s += e(i)``, ``s = s + e(i)``) becomes ONE
   ``Sum`` over ``i``: loop-local arrays become statements with ``i`` as a generator, so a loop of
   scalar reads is O(n), not O(n²); an ``if`` on ``i`` inside such a loop becomes a bracket. Other
@@ -20,6 +20,10 @@ its syntax tree over symbolic arrays; the function is never run. What it underst
   ``Call``s; other plain Python helpers are inlined from their source.
 
 Errors are :class:`~eqsat_ad.ir.errors.ProgramError` with the real file, line and column.
+
+Layout: this module holds the statements, loops, naming and materialization of statements;
+:mod:`.numpy_exprs` the expressions, :mod:`.numpy_calls` NumPy functions, methods and built-ins,
+:mod:`.numpy_ops` the array operations, :mod:`.numpy_values` the symbolic values.
 """
 
 from __future__ import annotations
@@ -56,32 +60,37 @@ from ..ir.expr import (
     Sum,
     conj,
     free_indices,
-    fresh_name,
-    substitute,
     substitute_pred,
 )
 from ..ir.functions import BUILTINS, lookup
 from ..ir.index import Affine, Dim, IndexVar, as_dim, dim_str
 from ..ir.program import Param, Program, Statement
-from .numpy_ops import ArrayOps, shape_str
+from .numpy_calls import BUILTIN_NAMES, NP_BY_ID
+from .numpy_exprs import NEGATED, ExprOps, eqsat_function
 from .numpy_values import (
     Builtin,
     EqsatFunc,
     Method,
+    NotSummable,
     NpFunc,
     PredVal,
     TVal,
     add,
     affine_as_dim,
+    as_int_if_const,
     bracket,
     call,
     const,
-    dim_as_affine,
+    describe,
     has_sum,
+    is_static_number,
     mul,
     provably_nonneg,
     scalar,
+    shape_str,
     sub,
+    subst,
+    subst_affine,
 )
 
 __all__ = ["translate", "MAX_UNROLL"]
@@ -94,49 +103,8 @@ MAX_TOTAL_UNROLL = 20000
 
 _MAX_INLINE_DEPTH = 32
 
-# Elementwise NumPy functions → built-in scalar function of the IR.
-_UNARY = {
-    "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos", "sqrt": "sqrt",
-    "abs": "abs", "absolute": "abs",
-}
-_BINARY_ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/"}
-_NP_NAMES = (
-    set(_UNARY) | set(_BINARY_ARITH) | {
-        "square", "power", "negative", "maximum", "minimum", "where", "sum", "mean", "max",
-        "min", "amax", "amin", "dot", "matmul", "einsum", "outer", "trace", "diag", "transpose",
-        "swapaxes", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "eye",
-        "identity", "reshape", "concatenate", "stack", "clip", "sign", "float32", "float64",
-        "asarray", "array", "copy", "greater", "less", "greater_equal", "less_equal", "equal",
-        "not_equal", "logical_and", "logical_or", "logical_not", "shape", "ndim", "size",
-    }
-)
-# NumPy functions imported by name (``from numpy import exp``) are recognized by identity.
-_NP_BY_ID: dict[int, str] = {
-    id(getattr(np, _n)): _n for _n in sorted(_NP_NAMES) if hasattr(np, _n)
-}
-_NP_CONST = {"pi": math.pi, "e": math.e, "newaxis": None}
-_MATH_FUNCS = {"exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos",
-               "sqrt": "sqrt", "fabs": "abs"}
-_METHODS = {"sum", "mean", "max", "min", "dot", "transpose", "reshape", "copy", "astype",
-            "swapaxes", "trace", "diagonal", "clip"}
-_BUILTIN_NAMES = {"range", "len", "abs", "min", "max", "float", "int", "enumerate", "zip",
-                  "reversed", "tuple", "list", "isinstance", "bool"}
-_CMP_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
-               ast.NotEq: "!="}
-_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-_BINOP_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-                 ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&",
-                 ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _INDEX_POOL = ("i", "j", "k", "l", "m", "n", "p", "q", "r", "s", "u", "v", "w", "a", "b", "c",
                "d", "e", "f", "g", "h")
-
-
-class _NotSummable(Exception):
-    """A loop cannot become a sum; the translator unrolls it instead (``reason`` says why)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass
@@ -158,7 +126,8 @@ class _Frame:
     var: str
     assigned: frozenset[str]
     defined: set[str] = field(default_factory=set)
-    acc: dict[str, list[TVal]] = field(default_factory=dict)
+    acc: dict[str, list[Any]] = field(default_factory=dict)
+    """Contributions per accumulated name: arrays, or integers (counters) summed exactly."""
     guards: list[Expr] = field(default_factory=list)
     """0/1 factors of the enclosing ifs on the loop index (brackets)."""
 
@@ -219,7 +188,7 @@ def translate(
         return tr.run(fn, shapes, dtypes)
     except EqsatError:
         raise
-    except _NotSummable as e:  # pragma: no cover - every loop falls back before this
+    except NotSummable as e:  # pragma: no cover - every loop falls back before this
         raise ProgramError(f"cannot translate a loop: {e.reason}", tr.last_loc()) from None
     except RecursionError:
         raise ProgramError(
@@ -296,30 +265,10 @@ def _names_in(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _describe(v: Any) -> str:
-    if isinstance(v, TVal):
-        return f"an array of shape {shape_str(v.shape)}" if v.ndim else "a scalar"
-    if isinstance(v, Affine):
-        return "a loop index" if v.index else "a symbolic size"
-    if isinstance(v, PredVal):
-        return "an index comparison"
-    if isinstance(v, NpFunc):
-        return f"np.{v.name}"
-    if isinstance(v, types.ModuleType):
-        return f"module {v.__name__}"
-    if isinstance(v, types.FunctionType):
-        return f"function {v.__name__}"
-    return type(v).__name__
-
-
-def _is_static_number(v: Any) -> bool:
-    return isinstance(v, int | float | bool | np.integer | np.floating | np.bool_)
-
-
 def _subst_loop(v: Any, var: str, value: Affine) -> Any:
     """Replace the loop binder ``var`` by ``value`` inside a translator value."""
     if isinstance(v, TVal):
-        return TVal(v.shape, v.axes, substitute(v.body, {var: value}), v.base, v.boolean)
+        return TVal(v.shape, v.axes, subst(v.body, {var: value}), v.base, v.boolean)
     if isinstance(v, Affine):
         return v.substitute({var: value})
     if isinstance(v, PredVal):
@@ -331,13 +280,14 @@ def _subst_loop(v: Any, var: str, value: Affine) -> Any:
     return v
 
 
-class _Translator(ArrayOps):
+class _Translator(ExprOps):
     def __init__(self) -> None:
         self.statements: list[Statement] = []
         self.params: list[Param] = []
         self.taken: set[str] = set(BUILTINS) | {"Sum", "rel"} | set(keyword.kwlist)
         self.index_used: set[str] = set()
         self.index_avoid: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
         self.loop_vars: dict[str, _LoopVar] = {}
         self.counter = 0
         self.unrolled = 0
@@ -364,12 +314,21 @@ class _Translator(ArrayOps):
     def symbolic(self, v: Any, message: str, node: ast.AST) -> Exception:
         """A failure caused by a symbolic integer: inside a summed loop, unroll instead."""
         if isinstance(v, Affine) and v.index:
-            return _NotSummable(f"{message} (at {self.loc(node)})")
+            return NotSummable(f"{message} (at {self.loc(node)})")
         return self.error(message, node)
 
     def new_name(self, hint: str) -> str:
+        """A fresh statement name: ``hint``, else ``hint1``, ``hint2``, ... (like fresh_name,
+        without rescanning the numbers already given out: unrolled loops make thousands)."""
         base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "t"
-        name = fresh_name(base, self.taken | self.index_used)
+        name = base
+        if name in self.taken or name in self.index_used:
+            stem = base.rstrip("0123456789") or base
+            k = self.next_suffix.get(stem, 1)
+            while f"{stem}{k}" in self.taken or f"{stem}{k}" in self.index_used:
+                k += 1
+            self.next_suffix[stem] = k + 1
+            name = f"{stem}{k}"
         self.taken.add(name)
         return name
 
@@ -493,10 +452,10 @@ class _Translator(ArrayOps):
         raise ProgramError(f"dtype {np.dtype(dtype)} of {name!r} is not supported (float or bool)")
 
     def _static_default(self, v: Any, name: str, node: ast.AST) -> Any:
-        if v is None or isinstance(v, str) or _is_static_number(v):
+        if v is None or isinstance(v, str) or is_static_number(v):
             return v.item() if isinstance(v, np.generic) else v
         if isinstance(v, tuple) and all(
-            x is None or _is_static_number(x) or isinstance(x, str) for x in v
+            x is None or is_static_number(x) or isinstance(x, str) for x in v
         ):
             return v
         raise self.error(
@@ -537,9 +496,6 @@ class _Translator(ArrayOps):
                     return name
             k += 1
 
-    def _rename_pred(self, p: Pred, m: Mapping[str, str]) -> Pred:
-        return substitute_pred(p, {k: Affine.var(v) for k, v in m.items()})
-
     def _rename(self, e: Expr, m: dict[str, str], used: set[str]) -> Expr:
         """Rename every index (free ones by ``m``, bound ones to fresh readable names)."""
         amap = {k: Affine.var(v) for k, v in m.items()}
@@ -547,7 +503,7 @@ class _Translator(ArrayOps):
             case Const():
                 return e
             case Access(name, idx):
-                return Access(name, tuple(a.substitute(amap) for a in idx), e.loc)
+                return Access(name, tuple(subst_affine(a, amap) for a in idx), e.loc)
             case Bracket(p):
                 return Bracket(substitute_pred(p, amap), e.loc)
             case Binary(op, lhs, rhs):
@@ -652,7 +608,7 @@ class _Translator(ArrayOps):
                 f"a Python {type(v).__name__} used as an array; build arrays from parameters "
                 "(np.stack/np.concatenate of arrays are supported)", node,
             )
-        raise self.error(f"{_describe(v)} cannot be used as an array value", node)
+        raise self.error(f"{describe(v)} cannot be used as an array value", node)
 
     def operand(self, v: Any, node: ast.AST, materialize: bool = True) -> TVal:
         tv = self.to_data(v, node)
@@ -669,7 +625,7 @@ class _Translator(ArrayOps):
             if v.is_constant() and v.const.denominator == 1:
                 return int(v.const)
             raise self.symbolic(v, f"{what} must be a constant integer, got {v}", node)
-        raise self.error(f"{what} must be a constant integer, got {_describe(v)}", node)
+        raise self.error(f"{what} must be a constant integer, got {describe(v)}", node)
 
     def to_dim(self, v: Any, what: str, node: ast.AST) -> Dim:
         if isinstance(v, np.integer):
@@ -683,7 +639,7 @@ class _Translator(ArrayOps):
             if d is None:
                 raise self.symbolic(v, f"{what}: {v} is not a size (an int or a size name)", node)
             return d
-        raise self.error(f"{what} must be an int or a size, got {_describe(v)}", node)
+        raise self.error(f"{what} must be an int or a size, got {describe(v)}", node)
 
     def shape_arg(self, v: Any, what: str, node: ast.AST) -> tuple[Dim, ...]:
         items = v if isinstance(v, tuple | list) else (v,)
@@ -693,12 +649,12 @@ class _Translator(ArrayOps):
     def check_read(self, name: str, node: ast.AST) -> None:
         for fr in self.scope.frames:
             if name in fr.acc:
-                raise _NotSummable(
+                raise NotSummable(
                     f"{name!r} is read inside the loop that accumulates into it "
                     f"(at {self.loc(node)})"
                 )
             if name in fr.assigned and name not in fr.defined:
-                raise _NotSummable(
+                raise NotSummable(
                     f"{name!r} carries a value from one iteration to the next "
                     f"(at {self.loc(node)})"
                 )
@@ -710,7 +666,7 @@ class _Translator(ArrayOps):
             v = sc.env[name]
             if isinstance(v, _Poisoned):
                 if sc.frames:
-                    raise _NotSummable(v.why)
+                    raise NotSummable(v.why)
                 raise self.error(
                     f"{v.why[:v.why.rindex(' (at')]}: its value is unknown; assign it after "
                     "the loop", node,
@@ -720,7 +676,7 @@ class _Translator(ArrayOps):
             return self.global_value(name, sc.closure[name], node)
         if name in sc.globals:
             return self.global_value(name, sc.globals[name], node)
-        if name in _BUILTIN_NAMES:
+        if name in BUILTIN_NAMES:
             return Builtin(name)
         if hasattr(builtins, name):
             raise self.error(f"the built-in {name!r} is not supported by the NumPy translator",
@@ -730,10 +686,10 @@ class _Translator(ArrayOps):
     def global_value(self, name: str, obj: Any, node: ast.AST) -> Any:
         if isinstance(obj, types.ModuleType):
             return obj
-        if obj is None or isinstance(obj, str) or _is_static_number(obj):
+        if obj is None or isinstance(obj, str) or is_static_number(obj):
             return obj.item() if isinstance(obj, np.generic) else obj
         if isinstance(obj, tuple) and all(
-            x is None or _is_static_number(x) or isinstance(x, str) for x in obj
+            x is None or is_static_number(x) or isinstance(x, str) for x in obj
         ):
             return obj
         if isinstance(obj, np.ndarray):
@@ -741,14 +697,14 @@ class _Translator(ArrayOps):
                 f"global array {name!r} is a constant the translator cannot embed in the "
                 "program; pass it as a parameter", node,
             )
-        special = _eqsat_function(obj)
+        special = eqsat_function(obj)
         if special is not None:
             return special
-        if id(obj) in _NP_BY_ID:
-            return NpFunc(_NP_BY_ID[id(obj)])
+        if id(obj) in NP_BY_ID:
+            return NpFunc(NP_BY_ID[id(obj)])
         if isinstance(obj, types.FunctionType):
             return obj
-        if obj in (range, len, abs, min, max, float, int):
+        if obj in (range, len, abs, min, max, float, int, sum):
             return Builtin(obj.__name__)
         raise self.error(
             f"global name {name!r} ({type(obj).__name__}) is not supported by the NumPy "
@@ -768,7 +724,7 @@ class _Translator(ArrayOps):
         match s:
             case ast.Return(value):
                 if self.scope.frames:
-                    raise _NotSummable(f"'return' inside the loop (at {self.loc(s)})")
+                    raise NotSummable(f"'return' inside the loop (at {self.loc(s)})")
                 if value is None:
                     raise self.error("'return' without a value: return the result", s)
                 return _Returned(self.eval(value))
@@ -858,7 +814,10 @@ class _Translator(ArrayOps):
 
     def exec_augassign(self, s: ast.AugAssign) -> None:
         target = s.target
-        if isinstance(target, ast.Subscript | ast.Attribute):
+        if isinstance(target, ast.Subscript):
+            self.item_assign(target, self.eval(s.value), s, type(s.op))
+            return
+        if isinstance(target, ast.Attribute):
             self._mutation(target, s)
         assert isinstance(target, ast.Name)
         name = target.id
@@ -895,6 +854,7 @@ class _Translator(ArrayOps):
             )
 
     def _mutation(self, target: ast.expr, s: ast.AST) -> None:
+        """Refuse an assignment into an input array (or an attribute, or a chained subscript)."""
         root = target
         while isinstance(root, ast.Subscript | ast.Attribute):
             root = root.value
@@ -905,13 +865,87 @@ class _Translator(ArrayOps):
             raise self.error(f"assignment to the attribute {what} is not supported", s)
         if isinstance(v, TVal) and v.base in {p.name for p in self.params}:
             raise self.error(
-                f"assignment to {what} mutates the input array {v.base!r}; build a new array "
-                "instead (e.g. with np.where on an index comparison, or np.concatenate)", s,
+                f"assignment to {what} mutates the input array {v.base!r}; copy it first "
+                f"({name} = {name}.copy()) or build a new array (np.where on an index "
+                "comparison, np.concatenate)", s,
             )
         raise self.error(
-            f"item assignment {what} = ... is not supported (arrays are immutable values in "
-            "Tensor SSA); build the array with np.where, np.concatenate or arithmetic", s,
+            f"item assignment {what} = ...: only 'name[index] = value' on a local array is "
+            "supported", s,
         )
+
+    def item_assign(self, target: ast.Subscript, value: Any, s: ast.AST,
+                    op: type | None = None) -> None:
+        """``y[idx] = value`` on a local array: ``y`` becomes a new array (functional update)."""
+        if not isinstance(target.value, ast.Name):
+            self._mutation(target, s)
+        name = target.value.id
+        y = self.load(name, target.value)
+        if not isinstance(y, TVal) or y.ndim == 0:
+            raise self.error(f"item assignment into {describe(y)} {name!r}", s)
+        if y.base in {p.name for p in self.params}:
+            self._mutation(target, s)
+        self._check_inplace(name, s)
+        idx = self.eval_index(target.slice)
+        if op is not None:
+            value = self.binop(op, self.index(y, idx, target), value, s)
+        self.assign_name(name, self._updated(y, idx, value, s), s)
+
+    def _updated(self, y: TVal, idx: Any, value: Any, node: ast.AST) -> TVal:
+        items = list(idx) if isinstance(idx, tuple) else [idx]
+        if any(it is None or isinstance(it, TVal | list | tuple | float) for it in items):
+            raise self.error("item assignment supports int, slice and ... indices only", node)
+        if items.count(Ellipsis) > 1:
+            raise self.error("an index can only have a single ellipsis ('...')", node)
+        real = len(items) - items.count(Ellipsis)
+        if real > y.ndim:
+            raise self.error(f"too many indices for array: array is {y.ndim}-dimensional, but "
+                             f"{real} were indexed", node)
+        fill = [slice(None)] * (y.ndim - real)
+        if Ellipsis in items:
+            k = items.index(Ellipsis)
+            items = items[:k] + fill + items[k + 1:]
+        else:
+            items += fill
+        axes = tuple(self.fresh() for _ in y.shape)
+        conds: list[Pred] = []
+        sel_shape: list[Dim] = []
+        sel_pos: list[Affine] = []  # position inside the selection, per selected axis
+        for ax, d, it in zip(axes, y.shape, items, strict=True):
+            v = Affine.var(ax)
+            if isinstance(it, slice):
+                first, step, count = self._slice(it, d, node)
+                if it == slice(None):
+                    sel_pos.append(v)
+                elif step == 1:
+                    conds += [Cmp(">=", v, first), Cmp("<", v, first + dim_as_affine_(count))]
+                    sel_pos.append(v - first)
+                elif step == -1:
+                    conds += [Cmp("<=", v, first), Cmp(">", v, first - dim_as_affine_(count))]
+                    sel_pos.append(first - v)
+                else:
+                    raise self.error("assignment to a strided slice (step other than 1 or -1) "
+                                     "is not supported", node)
+                sel_shape.append(count)
+            else:
+                conds.append(Cmp("==", v, self._index_value(it, d, node)))
+        tv = self.operand(value, node)
+        if self.broadcast_shapes([tv.shape, tuple(sel_shape)], node) != tuple(sel_shape):
+            raise self.error(
+                f"could not broadcast a value of shape {shape_str(tv.shape)} into the selection "
+                f"of shape {shape_str(tuple(sel_shape))}", node,
+            )
+        off = len(sel_shape) - tv.ndim
+        new = tv.at([
+            Affine.constant(0) if e == 1 and sel_shape[off + k] != 1 else sel_pos[off + k]
+            for k, e in enumerate(tv.shape)
+        ])
+        old = y.at([Affine.var(a) for a in axes])
+        if not conds:
+            return TVal(y.shape, axes, new)
+        mask = bracket(conj(*conds))
+        # Strong zero: where the mask is false the new value is not looked at (and vice versa).
+        return TVal(y.shape, axes, add(mul(mask, new), mul(sub(const(1), mask), old)))
 
     def bind(self, target: ast.expr, value: Any, s: ast.AST) -> None:
         match target:
@@ -923,7 +957,9 @@ class _Translator(ArrayOps):
                 items = self._unpack(value, len(elts), target)
                 for t, v in zip(elts, items, strict=True):
                     self.bind(t, v, s)
-            case ast.Subscript() | ast.Attribute():
+            case ast.Subscript():
+                self.item_assign(target, value, s)
+            case ast.Attribute():
                 self._mutation(target, s)
             case _:
                 raise self.error(f"cannot assign to {ast.unparse(target)}", target)
@@ -931,10 +967,10 @@ class _Translator(ArrayOps):
     def _unpack(self, value: Any, n: int, node: ast.AST) -> list[Any]:
         if isinstance(value, TVal):
             if value.ndim == 0 or not isinstance(value.shape[0], int):
-                raise self.error(f"cannot unpack {_describe(value)}", node)
+                raise self.error(f"cannot unpack {describe(value)}", node)
             value = [self.index(value, k, node) for k in range(value.shape[0])]
         if not isinstance(value, tuple | list | range):
-            raise self.error(f"cannot unpack {_describe(value)}", node)
+            raise self.error(f"cannot unpack {describe(value)}", node)
         if len(value) != n:
             raise self.error(f"cannot unpack {len(value)} values into {n} names", node)
         return list(value)
@@ -944,12 +980,12 @@ class _Translator(ArrayOps):
         if frames:
             fr = frames[-1]
             if name in fr.acc:
-                raise _NotSummable(
+                raise NotSummable(
                     f"{name!r} is both accumulated into and assigned in the loop "
                     f"(at {self.loc(s)})"
                 )
             if fr.guards:
-                raise _NotSummable(
+                raise NotSummable(
                     f"assignment to {name!r} under an 'if' on the loop index (at {self.loc(s)})"
                 )
             for f in frames:
@@ -969,7 +1005,7 @@ class _Translator(ArrayOps):
         fr = frames[-1] if frames else None
         if fr is None or name in fr.defined:
             if fr is not None and fr.guards:
-                raise _NotSummable(
+                raise NotSummable(
                     f"update of the loop-local {name!r} under an 'if' (at {self.loc(s)})"
                 )
             old = self.load(name, s)
@@ -981,6 +1017,10 @@ class _Translator(ArrayOps):
             return
         if name not in self.scope.env and name not in self.scope.globals:
             raise self.error(f"name {name!r} is not defined before the loop", s)
+        if _is_integer(value) and not fr.guards:
+            # An integer counter (k += 1, k += i) stays an integer: summed in closed form.
+            fr.acc.setdefault(name, []).append(value if sign > 0 else -value)
+            return
         contrib = self.to_data(value, s)
         if sign < 0:
             contrib = self.negate(contrib, s)
@@ -1007,7 +1047,7 @@ class _Translator(ArrayOps):
                 f"data-dependent '{what}': the condition depends on array values; use "
                 "np.where(cond, a, b) (or np.maximum/np.minimum) to choose between values", node,
             )
-        raise self.error(f"cannot use {_describe(v)} as a condition", node)
+        raise self.error(f"cannot use {describe(v)} as a condition", node)
 
     def exec_if(self, s: ast.If) -> _Returned | None:
         t = self.truth(self.eval(s.test), s.test)
@@ -1015,18 +1055,18 @@ class _Translator(ArrayOps):
             return self.exec_block(s.body if t else s.orelse)
         frames = self.scope.frames
         if not frames:
-            raise _NotSummable(f"'if' on a loop index of an outer function (at {self.loc(s)})")
+            raise NotSummable(f"'if' on a loop index of an outer function (at {self.loc(s)})")
         fr = frames[-1]
         fr.guards.append(bracket(t.pred))
         try:
             if self.exec_block(s.body) is not None:  # pragma: no cover - return raises
-                raise _NotSummable("return in a guarded branch")
+                raise NotSummable("return in a guarded branch")
         finally:
             fr.guards.pop()
         if s.orelse:
             p = t.pred
             fr.guards.append(
-                bracket(Cmp(_NEGATED[p.op], p.lhs, p.rhs)) if isinstance(p, Cmp)
+                bracket(Cmp(NEGATED[p.op], p.lhs, p.rhs)) if isinstance(p, Cmp)
                 else sub(const(1), bracket(p))
             )
             try:
@@ -1041,7 +1081,7 @@ class _Translator(ArrayOps):
             raise self.error("'for ... else' is not supported", s)
         frames = self.scope.frames
         if frames and frames[-1].guards:
-            raise _NotSummable(f"loop under an 'if' on the loop index (at {self.loc(s)})")
+            raise NotSummable(f"loop under an 'if' on the loop index (at {self.loc(s)})")
         it = s.iter
         rng = None
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name):
@@ -1059,16 +1099,16 @@ class _Translator(ArrayOps):
         snap = self._snapshot()
         try:
             if not isinstance(s.target, ast.Name):
-                raise _NotSummable("the loop target is not a single name")
+                raise NotSummable("the loop target is not a single name")
             self._sum_loop(s, start, stop, step)
             return None
-        except _NotSummable as why:
+        except NotSummable as why:
             self._restore(snap)
             reason = why.reason
         if not all(isinstance(x, int) for x in (start, stop)):
             for x in (start, stop):
                 if isinstance(x, Affine) and x.index:
-                    raise _NotSummable(f"the loop bound depends on an outer loop index ({reason})")
+                    raise NotSummable(f"the loop bound depends on an outer loop index ({reason})")
             raise self.error(
                 "loop with a symbolic bound: it is not an accumulation that can become a sum "
                 f"({reason}), and it cannot be unrolled without concrete sizes; call with "
@@ -1096,7 +1136,7 @@ class _Translator(ArrayOps):
                 )
             if not (isinstance(v, Affine) or (isinstance(v, int | np.integer)
                                               and not isinstance(v, bool))):
-                raise self.error(f"range() argument must be an int, got {_describe(v)}", a)
+                raise self.error(f"range() argument must be an int, got {describe(v)}", a)
         vals = [int(v) if isinstance(v, np.integer) else v for v in vals]
         if len(vals) == 1:
             vals = [0, vals[0], 1]
@@ -1107,7 +1147,7 @@ class _Translator(ArrayOps):
             raise self.error("range() step must be a constant int", call_node.args[2])
         if step == 0:
             raise self.error("range() arg 3 must not be zero", call_node.args[2])
-        a, b = (_as_int_if_const(v) for v in vals[:2])
+        a, b = (as_int_if_const(v) for v in vals[:2])
         return a, b, step
 
     def _snapshot(self) -> tuple[Any, ...]:
@@ -1174,6 +1214,11 @@ class _Translator(ArrayOps):
             self.scope.frames.pop()
         # Accumulators: s_final = s_init + Σ_t (contributions).
         for acc, contribs in frame.acc.items():
+            closed = _closed_form_sum(contribs, t, extent) if guard is None else None
+            if closed is not None:
+                self.accumulate(acc, closed, 1, s)
+                continue
+            contribs = [self.to_data(c, s) for c in contribs]
             total = contribs[0]
             for c in contribs[1:]:
                 total = self.elementwise((total, c), add, s)
@@ -1205,7 +1250,7 @@ class _Translator(ArrayOps):
                     "'for i in range(x.shape[0])' with an accumulation, or concrete shapes", node,
                 )
             return [self.index(v, k, node) for k in range(n)]
-        raise self.error(f"cannot iterate over {_describe(v)}", node)
+        raise self.error(f"cannot iterate over {describe(v)}", node)
 
     def _unroll(self, s: ast.For, items: list[Any], what: str) -> _Returned | None:
         if len(items) > MAX_UNROLL:
@@ -1223,467 +1268,6 @@ class _Translator(ArrayOps):
             if ret is not None:
                 return ret
         return None
-
-    # --- expressions ---------------------------------------------------------------------------
-    def eval(self, e: ast.expr) -> Any:
-        self.node = e
-        match e:
-            case ast.Constant(value):
-                if value is Ellipsis or value is None or isinstance(
-                    value, bool | int | float | str
-                ):
-                    return value
-                raise self.error(f"constant {value!r} is not supported", e)
-            case ast.Name(name):
-                return self.load(name, e)
-            case ast.Attribute(obj, attr):
-                return self.attribute(self.eval(obj), attr, e)
-            case ast.Subscript(obj, sl):
-                return self.subscript(self.eval(obj), self.eval_index(sl), e)
-            case ast.BinOp(lhs, op, rhs):
-                return self.binop(type(op), self.eval(lhs), self.eval(rhs), e)
-            case ast.UnaryOp(op, arg):
-                return self.unaryop(op, self.eval(arg), e)
-            case ast.Compare():
-                return self.compare_chain(e)
-            case ast.BoolOp(op, values):
-                return self.boolop(op, values, e)
-            case ast.IfExp(test, body, orelse):
-                t = self.truth(self.eval(test), test, "conditional expression")
-                if isinstance(t, bool):
-                    return self.eval(body if t else orelse)
-                b = bracket(t.pred)
-
-                def pick(x: Expr, y: Expr) -> Expr:
-                    return add(mul(b, x), mul(sub(const(1), b), y))
-
-                return self.elementwise((self.eval(body), self.eval(orelse)), pick, e)
-            case ast.Call():
-                return self.call(e)
-            case ast.Tuple(elts) | ast.List(elts):
-                out: list[Any] = []
-                for x in elts:
-                    if isinstance(x, ast.Starred):
-                        v = self.eval(x.value)
-                        if not isinstance(v, tuple | list):
-                            raise self.error("only tuples can be unpacked with *", x)
-                        out.extend(v)
-                    else:
-                        out.append(self.eval(x))
-                return tuple(out) if isinstance(e, ast.Tuple) else out
-            case ast.Lambda():
-                raise self.error("lambda expressions are not supported", e)
-            case ast.JoinedStr():
-                raise self.error("f-strings are not supported", e)
-            case ast.ListComp() | ast.GeneratorExp() | ast.SetComp() | ast.DictComp():
-                raise self.error(
-                    "comprehensions are not supported; use a for loop or array operations", e
-                )
-        raise self.error(f"the expression '{type(e).__name__}' is not supported", e)
-
-    def eval_index(self, sl: ast.expr) -> Any:
-        if isinstance(sl, ast.Slice):
-            parts = [None if p is None else self.eval(p) for p in (sl.lower, sl.upper, sl.step)]
-            return slice(*parts)
-        if isinstance(sl, ast.Tuple):
-            return tuple(self.eval_index(x) for x in sl.elts)
-        return self.eval(sl)
-
-    # attributes ---------------------------------------------------------------------------------
-    def attribute(self, obj: Any, attr: str, node: ast.Attribute) -> Any:
-        if isinstance(obj, types.ModuleType):
-            return self.module_attribute(obj, attr, node)
-        if isinstance(obj, TVal):
-            match attr:
-                case "shape":
-                    return tuple(dim_as_affine(d) for d in obj.shape)
-                case "ndim":
-                    return obj.ndim
-                case "size":
-                    n: int | Affine = 1
-                    for d in obj.shape:
-                        if not isinstance(d, int):
-                            if n != 1:
-                                raise self.error("x.size of a multi-dimensional symbolic shape "
-                                                 "is not affine", node)
-                            n = Affine.of_dim(d)
-                        elif isinstance(n, int):
-                            n *= d
-                        else:
-                            n = n.scale(d)
-                    return n
-                case "T":
-                    return self.transpose(obj, None, node)
-            if attr in _METHODS:
-                return Method(obj, attr)
-            raise self.error(
-                f"array attribute or method .{attr} is not supported by the NumPy translator",
-                node,
-            )
-        raise self.error(
-            f"attribute access .{attr} on {_describe(obj)} is not supported (only numpy, "
-            "eqsat_ad, math and array attributes such as x.shape, x.T, x.sum)", node,
-        )
-
-    def module_attribute(self, mod: types.ModuleType, attr: str, node: ast.AST) -> Any:
-        name = mod.__name__
-        if mod is np:
-            if attr in _NP_CONST:
-                return _NP_CONST[attr]
-            if attr in _NP_NAMES:
-                return NpFunc(attr)
-            raise self.error(
-                f"np.{attr} is not supported by the NumPy translator; supported: "
-                + ", ".join(sorted(_NP_NAMES)), node,
-            )
-        if name == "math":
-            if attr in ("pi", "e", "tau"):
-                return getattr(math, attr)
-            if attr in _MATH_FUNCS:
-                return NpFunc(_MATH_FUNCS[attr])
-            raise self.error(f"math.{attr} is not supported", node)
-        if name == "eqsat_ad" or name.startswith("eqsat_ad."):
-            if attr == "stop_gradient":
-                return EqsatFunc("stop_gradient")
-            try:
-                obj = getattr(mod, attr)
-            except AttributeError:
-                raise self.error(f"module {name!r} has no attribute {attr!r}", node) from None
-            return self.global_value(f"{name}.{attr}", obj, node)
-        obj = getattr(mod, attr, None)
-        if isinstance(obj, types.FunctionType) or _eqsat_function(obj) is not None or (
-            _is_static_number(obj)
-        ):
-            return self.global_value(f"{name}.{attr}", obj, node)  # e.g. a user helper module
-        raise self.error(f"module {name!r} is not supported by the NumPy translator "
-                         f"(attribute {attr!r})", node)
-
-    # subscripts ---------------------------------------------------------------------------------
-    def subscript(self, obj: Any, idx: Any, node: ast.AST) -> Any:
-        if isinstance(obj, tuple | list | range):
-            if isinstance(idx, slice):
-                try:
-                    return obj[slice(*(None if x is None else self.static_int(x, "slice", node)
-                                       for x in (idx.start, idx.stop, idx.step)))]
-                except ValueError as e:
-                    raise self.error(str(e), node) from None
-            k = self.static_int(idx, "tuple index", node)
-            if not -len(obj) <= k < len(obj):
-                raise self.error(f"tuple index {k} out of range (length {len(obj)})", node)
-            return obj[k]
-        if isinstance(obj, TVal):
-            return self.index(obj, idx, node)
-        raise self.error(f"cannot index {_describe(obj)}", node)
-
-    def index(self, v: TVal, idx: Any, node: ast.AST) -> TVal:
-        items = list(idx) if isinstance(idx, tuple) else [idx]
-        for it in items:
-            if isinstance(it, TVal):
-                kind = "boolean mask" if it.boolean else "an array"
-                raise self.error(
-                    f"indexing with {kind} (fancy indexing) is not supported; use np.where for "
-                    "masks and integer/slice indices otherwise", node,
-                )
-            if isinstance(it, float):
-                raise self.error("only integers, slices, None and ... are valid indices", node)
-            if isinstance(it, list | tuple):
-                raise self.error("indexing with a list (fancy indexing) is not supported", node)
-            if isinstance(it, PredVal):
-                raise self.error("an index comparison cannot be used as an index", node)
-        if sum(1 for it in items if it is Ellipsis) > 1:
-            raise self.error("an index can only have a single ellipsis ('...')", node)
-        tv = self.operand(v, node)
-        real = sum(1 for it in items if it is not None and it is not Ellipsis)
-        if real > tv.ndim:
-            raise self.error(
-                f"too many indices for array: array is {tv.ndim}-dimensional, but {real} were "
-                "indexed", node,
-            )
-        fill = [slice(None)] * (tv.ndim - real)
-        if Ellipsis in items:
-            k = items.index(Ellipsis)
-            items = items[:k] + fill + items[k + 1:]
-        else:
-            items = items + fill
-        shape: list[Dim] = []
-        axes: list[str] = []
-        pos: list[Affine] = []
-        k = 0
-        for it in items:
-            if it is None:
-                shape.append(1)
-                axes.append(self.fresh())
-                continue
-            d = tv.shape[k]
-            k += 1
-            if isinstance(it, slice):
-                first, step, count = self._slice(it, d, node)
-                a = self.fresh()
-                pos.append(first + Affine.var(a).scale(step))
-                shape.append(count)
-                axes.append(a)
-            else:
-                pos.append(self._index_value(it, d, node))
-        base = tv.base if shape else None
-        return TVal(tuple(shape), tuple(axes), tv.at(pos), base, tv.boolean)
-
-    def _bounds(self, a: Affine) -> tuple[Affine, Affine]:
-        lo = Affine((), a.sizes, a.const)
-        hi = lo
-        for n, c in a.index:
-            last = self.loop_vars[n].last
-            if c > 0:
-                hi = hi + last.scale(c)
-            else:
-                lo = lo + last.scale(c)
-        return lo, hi
-
-    def _index_value(self, it: Any, d: Dim, node: ast.AST) -> Affine:
-        if isinstance(it, bool | np.bool_):
-            raise self.error("a boolean is not a valid index", node)
-        if isinstance(it, np.integer):
-            it = int(it)
-        if isinstance(it, int):
-            if isinstance(d, int):
-                if not -d <= it < d:
-                    raise self.error(f"index {it} is out of bounds for an axis of size {d}", node)
-                return Affine.constant(it % d)
-            return Affine.of_dim(d) + it if it < 0 else Affine.constant(it)
-        if not isinstance(it, Affine):
-            raise self.error(f"{_describe(it)} is not a valid index", node)
-        lo, hi = self._bounds(it)
-        top = Affine.of_dim(d) - 1
-        if provably_nonneg(lo) and provably_nonneg(top - hi):
-            return it
-        if it.index:
-            raise _NotSummable(
-                f"index {it} may fall outside 0..{dim_str(d)}-1 for some loop index (NumPy "
-                f"would wrap or fail) (at {self.loc(node)})"
-            )
-        if provably_nonneg(-hi - 1) and provably_nonneg(Affine.of_dim(d) + lo):
-            return it + Affine.of_dim(d)  # negative: counts from the end, as in NumPy
-        raise self.error(
-            f"cannot tell whether index {it} is inside an axis of size {dim_str(d)}; use "
-            "concrete shapes", node,
-        )
-
-    def _slice(self, sl: slice, d: Dim, node: ast.AST) -> tuple[Affine, int, Dim]:
-        step = 1 if sl.step is None else self.static_int(sl.step, "slice step", node)
-        if step == 0:
-            raise self.error("slice step cannot be zero", node)
-        bounds = [_as_int_if_const(x) for x in (sl.start, sl.stop)]
-        for b in bounds:
-            if isinstance(b, Affine) and b.index:
-                raise _NotSummable(f"slice bound depends on the loop index (at {self.loc(node)})")
-            if b is not None and not isinstance(b, int | Affine):
-                raise self.error(f"slice bound must be an int, got {_describe(b)}", node)
-        start, stop = bounds
-        if isinstance(d, int) and all(b is None or isinstance(b, int) for b in bounds):
-            r = range(*slice(start, stop, step).indices(d))
-            return Affine.constant(r.start if len(r) else 0), step, len(r)
-        # Symbolic sizes: whole axis, its reverse, or a window whose length is a size.
-        D = Affine.of_dim(d)  # noqa: N806
-
-        def norm(b: int | Affine | None, default: Affine) -> Affine:
-            if b is None:
-                return default
-            if isinstance(b, int):
-                return D + b if b < 0 else Affine.constant(b)
-            return b
-
-        if step == 1:
-            a, z = norm(start, Affine.constant(0)), norm(stop, D)
-            n = affine_as_dim(z - a)
-            if (n is not None and provably_nonneg(a) and provably_nonneg(D - z)):
-                return a, 1, n
-        if step == -1 and start is None and stop is None:
-            return D - 1, -1, d
-        raise self.error(
-            f"slice {_slice_str(sl)} of an axis of symbolic size {dim_str(d)}: its length is not "
-            "a size; use concrete shapes", node,
-        )
-
-    # operators ----------------------------------------------------------------------------------
-    def binop(self, op: type, a: Any, b: Any, node: ast.AST) -> Any:
-        sym = _BINOP_SYMBOL.get(op, "?")
-        a = a.item() if isinstance(a, np.generic) else a
-        b = b.item() if isinstance(b, np.generic) else b
-        if _is_static_number(a) and _is_static_number(b) or (
-            isinstance(a, tuple) and isinstance(b, tuple) and sym in "+*"
-        ) or (isinstance(a, tuple) and isinstance(b, int) and sym == "*"):
-            try:
-                return _PY_OPS[sym](a, b)
-            except (ZeroDivisionError, OverflowError, TypeError) as e:
-                raise self.error(f"{e} in a constant expression", node) from None
-        data = any(isinstance(x, TVal | PredVal) or isinstance(x, float) for x in (a, b))
-        if not data and any(isinstance(x, Affine) for x in (a, b)):
-            ia = Affine.constant(a) if isinstance(a, int) else a
-            ib = Affine.constant(b) if isinstance(b, int) else b
-            if isinstance(ia, Affine) and isinstance(ib, Affine):
-                if sym == "+":
-                    return _as_int_if_const(ia + ib)
-                if sym == "-":
-                    return _as_int_if_const(ia - ib)
-                if sym == "*" and (ia.is_constant() or ib.is_constant()):
-                    k, x = (ia, ib) if ia.is_constant() else (ib, ia)
-                    return _as_int_if_const(x.scale(k.const))
-                if sym in ("//", "%"):
-                    x = ia if not ia.is_constant() else ib
-                    raise self.symbolic(x, f"'{sym}' of a symbolic integer is not affine", node)
-                if sym == "/":
-                    data = True
-        if not data and not any(isinstance(x, Affine) for x in (a, b)):
-            raise self.error(
-                f"unsupported operand types for {sym}: {_describe(a)} and {_describe(b)}", node
-            )
-        match sym:
-            case "+" | "-" | "*" | "/":
-                return self.arith(sym, a, b, node)
-            case "@":
-                return self.matmul(a, b, node)
-            case "**":
-                return self.power_op(a, b, node)
-            case "&":
-                return self.logical("and", (a, b), node)
-            case "|":
-                return self.logical("or", (a, b), node)
-        raise self.error(
-            f"the operator {sym} on arrays is not supported by the NumPy translator", node
-        )
-
-    def power_op(self, a: Any, b: Any, node: ast.AST) -> TVal:
-        b = _as_int_if_const(b)
-        if _is_static_number(b):
-            return self.pow_(a, float(b), node)
-        if _is_static_number(a) and isinstance(b, TVal | Affine):
-            if float(a) <= 0:
-                raise self.error("a constant base with an array exponent must be positive", node)
-            log_a = const(math.log(float(a)))
-            return self.elementwise((b,), lambda x: call("exp", mul(log_a, x)), node)
-        raise self.error(
-            "x ** y needs a constant exponent; for an array exponent write "
-            "np.exp(y * np.log(x))", node,
-        )
-
-    def unaryop(self, op: ast.unaryop, v: Any, node: ast.AST) -> Any:
-        v = v.item() if isinstance(v, np.generic) else v
-        if isinstance(op, ast.Not):
-            t = self.truth(v, node, "not")
-            if isinstance(t, bool):
-                return not t
-            if isinstance(t.pred, Cmp):
-                return PredVal(Cmp(_NEGATED[t.pred.op], t.pred.lhs, t.pred.rhs))
-            raise _NotSummable(f"'not' of a compound index condition (at {self.loc(node)})")
-        if _is_static_number(v):
-            return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Invert: lambda x: ~x}[
-                type(op)](v)
-        if isinstance(v, Affine):
-            if isinstance(op, ast.USub):
-                return -v
-            if isinstance(op, ast.UAdd):
-                return v
-        if isinstance(op, ast.UAdd):
-            return self.to_data(v, node)
-        if isinstance(op, ast.USub):
-            return self.negate(v, node)
-        return self.logical("not", (v,), node)
-
-    def compare_chain(self, e: ast.Compare) -> Any:
-        left = self.eval(e.left)
-        results: list[Any] = []
-        for op, rnode in zip(e.ops, e.comparators, strict=True):
-            right = self.eval(rnode)
-            results.append(self.compare_pair(op, left, right, e))
-            left = right
-        out = results[0]
-        for r in results[1:]:
-            out = self._and(out, r, e)
-        return out
-
-    def _and(self, a: Any, b: Any, node: ast.AST) -> Any:
-        if isinstance(a, bool) and isinstance(b, bool):
-            return a and b
-        if isinstance(a, bool):
-            return b if a else False
-        if isinstance(b, bool):
-            return a if b else False
-        if isinstance(a, PredVal) and isinstance(b, PredVal):
-            return PredVal(conj(a.pred, b.pred))
-        return self.logical("and", (a, b), node)
-
-    def compare_pair(self, op: ast.cmpop, a: Any, b: Any, node: ast.AST) -> Any:
-        a = a.item() if isinstance(a, np.generic) else a
-        b = b.item() if isinstance(b, np.generic) else b
-        if isinstance(op, ast.Is | ast.IsNot):
-            res = (a is None and b is None) if a is None or b is None else a is b
-            return res if isinstance(op, ast.Is) else not res
-        if isinstance(op, ast.In | ast.NotIn):
-            if not isinstance(b, tuple | list | str | range):
-                raise self.error("'in' needs a constant tuple, list or string", node)
-            res = a in b
-            return res if isinstance(op, ast.In) else not res
-        sym = _CMP_SYMBOL[type(op)]
-        if isinstance(a, TVal) or isinstance(b, TVal) or isinstance(a, float) and isinstance(
-            b, Affine
-        ) or isinstance(b, float) and isinstance(a, Affine):
-            return self.compare(sym, a, b, node)
-        if (a is None or isinstance(a, str | tuple)) or (b is None or isinstance(b, str | tuple)):
-            if sym == "==":
-                return a == b
-            if sym == "!=":
-                return a != b
-            raise self.error(f"cannot compare {_describe(a)} and {_describe(b)} with {sym}", node)
-        if _is_static_number(a) and _is_static_number(b):
-            return _PY_CMP[sym](a, b)
-        ia = Affine.constant(a) if _is_static_number(a) else a
-        ib = Affine.constant(b) if _is_static_number(b) else b
-        if not (isinstance(ia, Affine) and isinstance(ib, Affine)):
-            raise self.error(f"cannot compare {_describe(a)} and {_describe(b)}", node)
-        diff = ia - ib
-        if diff.is_constant():
-            return _PY_CMP[sym](diff.const, 0)
-        if diff.index:
-            return PredVal(Cmp(sym, ia, ib))
-        # Sizes only: decide when the sign is forced for all positive sizes.
-        if sym in (">=", "<=", ">", "<", "==", "!="):
-            pos = provably_nonneg(diff - (1 if sym in (">", "!=") else 0))
-            neg = provably_nonneg(-diff - (1 if sym in ("<", "!=") else 0))
-            if sym in (">=", ">") and pos or sym in ("<=", "<") and neg:
-                return True
-            if sym == ">=" and provably_nonneg(-diff - 1) or sym == ">" and provably_nonneg(
-                -diff
-            ) or sym == "<=" and provably_nonneg(diff - 1) or sym == "<" and provably_nonneg(diff):
-                return False
-            if sym == "!=" and (provably_nonneg(diff - 1) or provably_nonneg(-diff - 1)):
-                return True
-            if sym == "==" and (provably_nonneg(diff - 1) or provably_nonneg(-diff - 1)):
-                return False
-        raise self.error(
-            f"the condition {ia} {sym} {ib} depends on a symbolic size; call with concrete "
-            "shapes to decide it", node,
-        )
-
-    def boolop(self, op: ast.boolop, values: Sequence[ast.expr], node: ast.AST) -> Any:
-        is_and = isinstance(op, ast.And)
-        acc: Any = None
-        for k, vnode in enumerate(values):
-            v = self.eval(vnode)
-            if isinstance(v, TVal):
-                raise self.error(
-                    f"'{'and' if is_and else 'or'}' on arrays is ambiguous; use "
-                    f"{'&' if is_and else '|'} (or np.logical_{'and' if is_and else 'or'})", vnode
-                )
-            t = self.truth(v, vnode)
-            if isinstance(t, bool):
-                if is_and and not t or not is_and and t:
-                    return v if acc is None else (False if is_and else True)
-                if k == len(values) - 1 and acc is None:
-                    return v
-                continue
-            if not is_and:
-                raise _NotSummable(f"'or' of index conditions (at {self.loc(vnode)})")
-            acc = t if acc is None else PredVal(conj(acc.pred, t.pred))
-        return acc if acc is not None else (True if is_and else False)
 
     # calls --------------------------------------------------------------------------------------
     def call(self, e: ast.Call) -> Any:
@@ -1713,7 +1297,7 @@ class _Translator(ArrayOps):
             return self.eqsat_call(f.name, args, kwargs, e)
         if isinstance(f, types.FunctionType):
             return self.inline(f, args, kwargs, e)
-        raise self.error(f"calling {_describe(f)} is not supported", e)
+        raise self.error(f"calling {describe(f)} is not supported", e)
 
     def eqsat_call(self, name: str, args: list[Any], kwargs: dict[str, Any], e: ast.AST) -> Any:
         fn = lookup(name)
@@ -1757,340 +1341,6 @@ class _Translator(ArrayOps):
         self.node = e
         return value
 
-    def builtin_call(self, name: str, args: list[Any], kwargs: dict[str, Any],
-                     e: ast.AST) -> Any:
-        if kwargs:
-            raise self.error(f"{name}() with keyword arguments is not supported", e)
-        match name:
-            case "range":
-                ints = [self.static_int(a, "range() argument", e) for a in args]
-                if not 1 <= len(ints) <= 3:
-                    raise self.error("range() takes 1 to 3 arguments", e)
-                return range(*ints)
-            case "len":
-                (x,) = self._nargs(name, args, 1, e)
-                if isinstance(x, tuple | list | range | str):
-                    return len(x)
-                if isinstance(x, TVal):
-                    if x.ndim == 0:
-                        raise self.error("len() of a 0-d array", e)
-                    return dim_as_affine(x.shape[0])
-                raise self.error(f"len() of {_describe(x)}", e)
-            case "abs":
-                (x,) = self._nargs(name, args, 1, e)
-                if _is_static_number(x):
-                    return abs(x)
-                return self.unary_call("abs", x, e)
-            case "min" | "max":
-                if len(args) == 1 and isinstance(args[0], tuple | list):
-                    args = list(args[0])
-                if len(args) < 2:
-                    raise self.error(f"{name}() of one array: use np.{name}(x)", e)
-                if all(_is_static_number(a) for a in args):
-                    return (min if name == "min" else max)(args)
-                out = args[0]
-                for a in args[1:]:
-                    out = self.elementwise((out, a), lambda x, y: call(name, x, y), e)
-                return out
-            case "float" | "int" | "bool":
-                (x,) = self._nargs(name, args, 1, e)
-                if _is_static_number(x):
-                    return {"float": float, "int": int, "bool": bool}[name](x)
-                if name == "float" and isinstance(x, TVal) and x.ndim == 0:
-                    return x
-                if isinstance(x, TVal):
-                    raise self.error(
-                        f"{name}() of an array value: array values are not known when "
-                        "translating; loop bounds and indices must come from shapes or constants",
-                        e,
-                    )
-                raise self.error(f"{name}() of {_describe(x)} is not supported", e)
-            case "enumerate":
-                (x,) = self._nargs(name, args, 1, e)
-                return list(enumerate(self._iterable(x, e)))
-            case "zip":
-                return list(zip(*(self._iterable(x, e) for x in args), strict=False))
-            case "reversed":
-                (x,) = self._nargs(name, args, 1, e)
-                return list(reversed(self._iterable(x, e)))
-            case "tuple" | "list":
-                (x,) = self._nargs(name, args, 1, e)
-                items = self._iterable(x, e)
-                return tuple(items) if name == "tuple" else items
-            case "isinstance":
-                raise self.error("isinstance() is not supported", e)
-        raise self.error(f"built-in {name}() is not supported", e)  # pragma: no cover
-
-    def _nargs(self, name: str, args: list[Any], n: int, e: ast.AST) -> list[Any]:
-        if len(args) != n:
-            raise self.error(f"{name}() takes {n} argument(s), got {len(args)}", e)
-        return args
-
-    def method_call(self, m: Method, args: list[Any], kwargs: dict[str, Any],
-                    e: ast.AST) -> Any:
-        x = m.obj
-        match m.name:
-            case "sum" | "mean" | "max" | "min":
-                return self.np_call(m.name, [x, *args], kwargs, e)
-            case "dot":
-                return self.np_call("dot", [x, *args], kwargs, e)
-            case "transpose":
-                if kwargs:
-                    raise self.error("transpose() takes no keyword arguments", e)
-                perm = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else args
-                return self.transpose(x, tuple(perm) if perm else None, e)
-            case "swapaxes":
-                return self.np_call("swapaxes", [x, *args], kwargs, e)
-            case "reshape":
-                shape = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else args
-                return self.np_call("reshape", [x, tuple(shape)], kwargs, e)
-            case "copy":
-                tv = self.operand(x, e)
-                return TVal(tv.shape, tv.axes, tv.body, None, tv.boolean)
-            case "astype":
-                return x
-            case "trace":
-                return self.np_call("trace", [x, *args], kwargs, e)
-            case "diagonal":
-                k = kwargs.pop("offset", args[0] if args else 0)
-                if kwargs or len(args) > 1 or x.ndim != 2:
-                    raise self.error("x.diagonal(): only the offset argument of a 2-D array is "
-                                     "supported", e)
-                return self.diag(x, k, e)
-            case "clip":
-                return self.np_call("clip", [x, *args], kwargs, e)
-        raise self.error(f"method .{m.name}() is not supported", e)  # pragma: no cover
-
-    def np_call(self, name: str, args: list[Any], kwargs: dict[str, Any], e: ast.AST) -> Any:
-        what = f"np.{name}"
-        kw = _Kwargs(self, what, kwargs, e)
-        if name in _UNARY:
-            (x,) = kw.positional(args, 1)
-            kw.done()
-            if _is_static_number(x):
-                return float(getattr(np, name)(x))
-            return self.unary_call(_UNARY[name], x, e)
-        if name in _BINARY_ARITH:
-            a, b = kw.positional(args, 2)
-            kw.done()
-            return self.binop(_OP_CLASS[_BINARY_ARITH[name]], a, b, e)
-        match name:
-            case "square":
-                (x,) = kw.positional(args, 1)
-                kw.done()
-                return self.pow_(x, 2.0, e)
-            case "power":
-                a, b = kw.positional(args, 2)
-                kw.done()
-                return self.power_op(a, b, e)
-            case "negative":
-                (x,) = kw.positional(args, 1)
-                kw.done()
-                return self.negate(x, e)
-            case "maximum" | "minimum":
-                a, b = kw.positional(args, 2)
-                kw.done()
-                fn = "max" if name == "maximum" else "min"
-                return self.elementwise((a, b), lambda x, y: call(fn, x, y), e)
-            case "clip":
-                x, lo, hi = kw.positional(args, 3, ("a", "a_min", "a_max"))
-                kw.done()
-                out = x
-                if lo is not None:
-                    out = self.elementwise((out, lo), lambda p, q: call("max", p, q), e)
-                if hi is not None:
-                    out = self.elementwise((out, hi), lambda p, q: call("min", p, q), e)
-                return out
-            case "sign":
-                (x,) = kw.positional(args, 1)
-                kw.done()
-                return self.arith("-", self.compare(">", x, 0, e), self.compare("<", x, 0, e), e)
-            case "where":
-                if len(args) == 1:
-                    raise self.error("np.where(cond) with one argument (indices) is not "
-                                     "supported; use np.where(cond, a, b)", e)
-                c, a, b = kw.positional(args, 3, ("condition", "x", "y"))
-                kw.done()
-                t = c.item() if isinstance(c, np.generic) else c
-                if isinstance(t, bool):
-                    return self.elementwise((a, b), lambda x, y: x if t else y, e)
-                if isinstance(t, Affine):
-                    t = self.truth(t, e)
-                return self.where(t, a, b, e)
-            case "greater" | "less" | "greater_equal" | "less_equal" | "equal" | "not_equal":
-                a, b = kw.positional(args, 2)
-                kw.done()
-                sym = {"greater": ">", "less": "<", "greater_equal": ">=", "less_equal": "<=",
-                       "equal": "==", "not_equal": "!="}[name]
-                return self.compare(sym, a, b, e)
-            case "logical_and" | "logical_or":
-                a, b = kw.positional(args, 2)
-                kw.done()
-                return self.logical(name.split("_")[1], (a, b), e)
-            case "logical_not":
-                (x,) = kw.positional(args, 1)
-                kw.done()
-                return self.logical("not", (x,), e)
-            case "sum" | "mean" | "max" | "min" | "amax" | "amin":
-                (x,) = kw.positional(args, 1, ("a", "axis"))
-                axis = kw.get("axis", None)
-                keepdims = kw.get("keepdims", False)
-                kw.done()
-                if axis is not None and not isinstance(axis, int | tuple):
-                    raise self.error(f"{what}: axis must be a constant int or tuple", e)
-                if not isinstance(keepdims, bool):
-                    raise self.error(f"{what}: keepdims must be True or False", e)
-                if name == "sum":
-                    return self.reduce_sum(x, axis, keepdims, e, what)
-                if name == "mean":
-                    return self.reduce_mean(x, axis, keepdims, e, what)
-                fn = "max" if name in ("max", "amax") else "min"
-                return self.reduce_extreme(fn, x, axis, keepdims, e, what)
-            case "dot":
-                a, b = kw.positional(args, 2)
-                kw.done()
-                return self.dot(a, b, e)
-            case "matmul":
-                a, b = kw.positional(args, 2)
-                kw.done()
-                return self.matmul(a, b, e)
-            case "einsum":
-                kw.done()
-                if not args:
-                    raise self.error("np.einsum needs subscripts and operands", e)
-                return self.einsum(args[0], args[1:], e)
-            case "outer":
-                a, b = kw.positional(args, 2)
-                kw.done()
-                return self.outer(a, b, e)
-            case "trace":
-                (x,) = kw.positional(args, 1, ("a", "offset"))
-                offset = kw.get("offset", 0)
-                kw.done()
-                return self.trace(x, offset, e)
-            case "diag":
-                (x,) = kw.positional(args, 1, ("v", "k"))
-                k = kw.get("k", 0)
-                kw.done()
-                return self.diag(x, k, e)
-            case "transpose":
-                (x,) = kw.positional(args, 1, ("a", "axes"))
-                axes = kw.get("axes", None)
-                kw.done()
-                return self.transpose(x, axes, e)
-            case "swapaxes":
-                x, a1, a2 = kw.positional(args, 3)
-                kw.done()
-                return self.swapaxes(x, a1, a2, e)
-            case "reshape":
-                x, shape = kw.positional(args, 2, ("a", "newshape"))
-                kw.done()
-                items = shape if isinstance(shape, tuple | list) else (shape,)
-                dims: list[Any] = []
-                for d in items:
-                    if isinstance(d, int) and d == -1:
-                        dims.append(-1)
-                    else:
-                        dims.append(self.to_dim(d, "reshape", e))
-                return self.reshape(x, tuple(dims), e)
-            case "zeros" | "ones" | "full":
-                if name == "full":
-                    shape, fill = kw.positional(args, 2, ("shape", "fill_value"))
-                else:
-                    (shape,) = kw.positional(args, 1, ("shape",))
-                    fill = 0.0 if name == "zeros" else 1.0
-                kw.get("dtype", None)
-                kw.done()
-                dims_ = self.shape_arg(shape, what, e)
-                if isinstance(fill, TVal):
-                    return self.elementwise((self.full(dims_, 0.0), fill), add, e)
-                return self.full(dims_, float(self._const_value(fill, e)))
-            case "zeros_like" | "ones_like" | "full_like":
-                if name == "full_like":
-                    x, fill = kw.positional(args, 2, ("a", "fill_value"))
-                else:
-                    (x,) = kw.positional(args, 1, ("a",))
-                    fill = 0.0 if name == "zeros_like" else 1.0
-                kw.get("dtype", None)
-                kw.done()
-                tv = self.to_data(x, e)
-                return self.full(tv.shape, float(self._const_value(fill, e)))
-            case "eye" | "identity":
-                (n,) = kw.positional(args, 1, ("N", "M", "k"))
-                m = kw.get("M", None)
-                k = kw.get("k", 0)
-                kw.get("dtype", None)
-                kw.done()
-                dn = self.to_dim(n, what, e)
-                dm = dn if m is None else self.to_dim(m, what, e)
-                return self.eye(dn, dm, self.static_int(k, f"{what}: k", e))
-            case "concatenate" | "stack":
-                (seq,) = kw.positional(args, 1, ("arrays", "axis"))
-                axis = kw.get("axis", 0)
-                kw.done()
-                if not isinstance(seq, tuple | list):
-                    raise self.error(f"{what} needs a tuple or list of arrays", e)
-                return self.concatenate(seq, axis, e, stack=name == "stack")
-            case "float32" | "float64" | "asarray" | "array" | "copy":
-                (x,) = kw.positional(args, 1)
-                kw.get("dtype", None)
-                kw.done()
-                if _is_static_number(x):
-                    return float(x)
-                tv = self.to_data(x, e)
-                return tv if name in ("float32", "float64", "asarray") else TVal(
-                    tv.shape, tv.axes, tv.body, None, tv.boolean
-                )
-            case "shape":
-                (x,) = kw.positional(args, 1)
-                kw.done()
-                return self.attribute(self.to_data(x, e), "shape", e)  # type: ignore[arg-type]
-            case "ndim" | "size":
-                (x,) = kw.positional(args, 1)
-                kw.done()
-                return self.attribute(self.to_data(x, e), name, e)  # type: ignore[arg-type]
-        raise self.error(f"{what} is not supported", e)  # pragma: no cover
-
-    def _const_value(self, v: Any, node: ast.AST) -> float:
-        if _is_static_number(v):
-            return float(v)
-        raise self.error(f"expected a constant number, got {_describe(v)}", node)
-
-
-class _Kwargs:
-    """Positional/keyword argument handling for one NumPy call, with NumPy-like errors."""
-
-    def __init__(self, tr: _Translator, what: str, kwargs: dict[str, Any], node: ast.AST) -> None:
-        self.tr, self.what, self.kw, self.node = tr, what, dict(kwargs), node
-
-    def positional(self, args: list[Any], n: int, names: Sequence[str] = ()) -> list[Any]:
-        """The ``n`` required arguments; further positional ones fill the optional ``names[n:]``."""
-        args = list(args)
-        for k, v in enumerate(args[n:], start=n):
-            if k >= len(names):
-                raise self.tr.error(f"{self.what}: too many positional arguments", self.node)
-            if names[k] in self.kw:
-                raise self.tr.error(f"{self.what}: got multiple values for {names[k]!r}",
-                                    self.node)
-            self.kw[names[k]] = v
-        args = args[:n]
-        for k in range(len(args), n):
-            if k < len(names) and names[k] in self.kw:
-                args.append(self.kw.pop(names[k]))
-        if len(args) != n:
-            raise self.tr.error(f"{self.what} takes {n} array argument(s), got {len(args)}",
-                                self.node)
-        return args
-
-    def get(self, name: str, default: Any) -> Any:
-        return self.kw.pop(name, default)
-
-    def done(self) -> None:
-        if self.kw:
-            bad = sorted(self.kw)[0]
-            raise self.tr.error(f"{self.what}: the argument {bad!r} is not supported", self.node)
-
-
 def _closure_of(fn: Any) -> dict[str, Any]:
     code = getattr(fn, "__code__", None)
     cells = getattr(fn, "__closure__", None) or ()
@@ -2105,22 +1355,35 @@ def _closure_of(fn: Any) -> dict[str, Any]:
     return out
 
 
-def _eqsat_function(obj: Any) -> EqsatFunc | None:
-    """``stop_gradient`` or a function made by ``custom_adjoint`` (a registered scalar function)."""
-    try:
-        from ..ad import custom
-    except ImportError:  # pragma: no cover - the AD package is part of the library
-        return None
-    if obj is custom.stop_gradient:
-        return EqsatFunc("stop_gradient")
-    if isinstance(obj, custom.CustomFunction) and lookup(obj.name) is not None:
-        return EqsatFunc(obj.name)
-    return None
+def dim_as_affine_(d: Dim) -> Affine:
+    return Affine.of_dim(d)
+
+
+def _is_integer(v: Any) -> bool:
+    return (isinstance(v, int | np.integer) and not isinstance(v, bool)) or (
+        isinstance(v, Affine) and v.is_integral()
+    )
+
+
+def _closed_form_sum(contribs: list[Any], t: str, extent: Dim) -> int | Affine | None:
+    """``Σ_{t < extent} Σ contribs`` for integer contributions affine in ``t`` (None if not)."""
+    total = Affine.constant(0)
+    for c in contribs:
+        if not _is_integer(c):
+            return None
+        total = total + (c if isinstance(c, Affine) else Affine.constant(int(c)))
+    c1 = total.coeff(t)
+    c0 = total.substitute({t: Affine.constant(0)})
+    if isinstance(extent, int):
+        return as_int_if_const(c0.scale(extent) + Fraction(extent * (extent - 1), 2) * c1)
+    if c1 != 0 or not c0.is_constant():
+        return None  # N·(N-1)/2 or N·i is not affine
+    return as_int_if_const(Affine.of_dim(extent).scale(c0.const))
 
 
 def _is_zero_like(old: Any, value: TVal) -> bool:
     """``old`` is zero and adding it to ``value`` does not change ``value``'s shape."""
-    if _is_static_number(old):
+    if is_static_number(old):
         return old == 0
     if isinstance(old, TVal) and isinstance(old.body, Const) and old.body.value == 0:
         n = max(old.ndim, value.ndim)
@@ -2128,31 +1391,3 @@ def _is_zero_like(old: Any, value: TVal) -> bool:
         pad_v = (1,) * (n - value.ndim) + value.shape
         return value.ndim == n and all(o == 1 or o == v for o, v in zip(pad_o, pad_v, strict=True))
     return False
-
-
-def _as_int_if_const(v: Any) -> Any:
-    if isinstance(v, Affine) and v.is_constant() and v.const.denominator == 1:
-        return int(v.const)
-    if isinstance(v, np.integer):
-        return int(v)
-    return v
-
-
-def _slice_str(sl: slice) -> str:
-    parts = ["" if x is None else str(x) for x in (sl.start, sl.stop)]
-    text = ":".join(parts)
-    return text + (f":{sl.step}" if sl.step is not None else "")
-
-
-_PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
-    "**": lambda a, b: a ** b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
-    "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
-    "@": lambda a, b: a @ b,
-}
-_PY_CMP: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
-}
-_OP_CLASS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}

@@ -15,11 +15,16 @@ values:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import types
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
+
+import numpy as np
 
 from ..ir.expr import (
+    Access,
     Binary,
     Bracket,
     Call,
@@ -31,8 +36,9 @@ from ..ir.expr import (
     Sum,
     children,
     substitute,
+    substitute_pred,
 )
-from ..ir.index import Affine, Dim, size
+from ..ir.index import Affine, Dim, dim_str, size
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +62,15 @@ class TVal:
 
     def at(self, indices: Sequence[Affine]) -> Expr:
         """The element at the given affine indices (one per axis)."""
-        return substitute(self.body, dict(zip(self.axes, indices, strict=True)))
+        return subst(self.body, dict(zip(self.axes, indices, strict=True)))
+
+
+class NotSummable(Exception):
+    """A loop cannot become a sum; the translator unrolls it instead (``reason`` says why)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +107,47 @@ class EqsatFunc:
     """``stop_gradient`` or a function registered with a custom adjoint: a scalar ``Call``."""
 
     name: str
+
+
+def subst_affine(a: Affine, m: Mapping[str, Affine]) -> Affine:
+    """``a`` with index variables replaced (fast path for a bare variable, the common case)."""
+    if len(a.index) == 1 and not a.sizes and a.const == 0 and a.index[0][1] == 1:
+        return m.get(a.index[0][0], a)
+    if not any(n in m for n, _ in a.index):
+        return a
+    return a.substitute(m)
+
+
+def subst(e: Expr, m: Mapping[str, Affine]) -> Expr:
+    """Substitution of index variables, as :func:`eqsat_ad.ir.expr.substitute` but faster.
+
+    The translator's index names are fresh, so a binder never captures a replacement's variable;
+    should one, the IR's capture-avoiding substitution takes over.
+    """
+    if not m:
+        return e
+    match e:
+        case Const():
+            return e
+        case Access(name, idx):
+            return Access(name, tuple(subst_affine(a, m) for a in idx), e.loc)
+        case Bracket(p):
+            return Bracket(substitute_pred(p, m), e.loc)
+        case Binary(op, lhs, rhs):
+            return Binary(op, subst(lhs, m), subst(rhs, m), e.loc)
+        case Neg(arg):
+            return Neg(subst(arg, m), e.loc)
+        case Pow(base, k):
+            return Pow(subst(base, m), k, e.loc)
+        case Call(fn, args):
+            return Call(fn, tuple(subst(a, m) for a in args), e.loc)
+        case Sum(ivs, body):
+            bound = {iv.name for iv in ivs}
+            inner = {k: v for k, v in m.items() if k not in bound}
+            if any(bound & v.free_indices() for v in inner.values()):
+                return substitute(e, m)
+            return Sum(ivs, subst(body, inner), e.loc)
+    raise TypeError(e)
 
 
 def const(v: float) -> Const:
@@ -203,3 +258,38 @@ def provably_nonneg(a: Affine) -> bool:
     if any(c < 0 for _, c in a.sizes):
         return False
     return a.const + sum((c for _, c in a.sizes), Fraction(0)) >= 0
+
+
+def shape_str(shape: Sequence[Dim]) -> str:
+    inner = ", ".join(dim_str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def describe(v: Any) -> str:
+    """What a translator value is, for error messages."""
+    if isinstance(v, TVal):
+        return f"an array of shape {shape_str(v.shape)}" if v.ndim else "a scalar"
+    if isinstance(v, Affine):
+        return "a loop index" if v.index else "a symbolic size"
+    if isinstance(v, PredVal):
+        return "an index comparison"
+    if isinstance(v, NpFunc):
+        return f"np.{v.name}"
+    if isinstance(v, types.ModuleType):
+        return f"module {v.__name__}"
+    if isinstance(v, types.FunctionType):
+        return f"function {v.__name__}"
+    return type(v).__name__
+
+
+def is_static_number(v: Any) -> bool:
+    return isinstance(v, int | float | bool | np.integer | np.floating | np.bool_)
+
+
+def as_int_if_const(v: Any) -> Any:
+    """A constant integer value as a Python int (other values unchanged)."""
+    if isinstance(v, Affine) and v.is_constant() and v.const.denominator == 1:
+        return int(v.const)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
