@@ -1,8 +1,9 @@
 """eqsat_ad's gradients next to other AD systems, as ratios to hand-written NumPy gradients.
 
 Workloads (RESEARCH.md section 4): k traces of A; a Python loop of scalar reads
-``s += x[i] * x[i]`` (translated loop-free: one Σ); diag (E3); a strided gather (E9); a tanh
-MLP; the matrix chain Σ(A@B@C) with tall/flat shapes. Systems: hand-written NumPy, eqsat_ad
+``s += x[i] * x[i]`` (translated loop-free: one Σ); a loop-free sum of k scalar reads
+``x[0]² + ... + x[k-1]²`` (E5: a point-sparse gradient); diag (E3); a strided gather (E9); a
+tanh MLP; the matrix chain Σ(A@B@C) with tall/flat shapes. Systems: hand-written NumPy, eqsat_ad
 (optimized gradient), autograd, JAX (eager and jit) and PyTorch eager, each only when importable
 (nothing is installed by this script). Every process is pinned to one core.
 
@@ -33,7 +34,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import eqsat_ad as ea  # noqa: E402
-from eqsat_ad.examples import example, k_traces  # noqa: E402
+from eqsat_ad.examples import example, k_reads, k_traces  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 SLOW = 2.0  # seconds: a system slower than this per call is timed once
@@ -112,6 +113,26 @@ def _scalar_reads(quick: bool) -> Workload:
 
     return Workload(f"Python loop s += x[i]*x[i], n={n}", {"x": x}, f, lambda x: 2 * x, build,
                     loop=True)
+
+
+def _point_reads(quick: bool) -> Workload:
+    n, k = (4096, 16) if quick else (65536, 256)
+    x = np.random.default_rng(6).normal(size=n)
+
+    def f(xp, x):
+        # Loop-free: k scalar reads x[0]**2 + ... + x[k-1]**2 (E5), unrolled by Python.
+        total = 0.0
+        for t in range(k):
+            total = total + x[t] * x[t]
+        return total
+
+    def hand(x):
+        g = np.zeros_like(x)
+        g[:k] = 2 * x[:k]
+        return g
+
+    return Workload(f"k scalar reads x[0]² + … + x[k-1]², k={k}, N={n}", {"x": x}, f, hand,
+                    lambda: ea.grad(k_reads(k).program(), wrt="x"))
 
 
 def loop_sum_of_squares(x):
@@ -202,6 +223,7 @@ WORKLOADS = (
     lambda q: _k_traces(q, 1),
     lambda q: _k_traces(q, 32),
     _scalar_reads,
+    _point_reads,
     _diag,
     _gather,
     _mlp,

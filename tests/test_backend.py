@@ -221,6 +221,21 @@ def f(x: [N]):
         assert_same(got, want)
 
 
+def test_sums_over_unused_narrowed_indices_count_points():
+    prog = ea.parse(
+        """
+def f(x: [N], y: [M]):
+    s = Sum[i: N, j: M]((j + 1 < M) * x[i])
+    t[i: N] = Sum[j: M, k: N]((j >= 2 and k < N - 1) * x[i] * 3)
+    return s, t
+"""
+    )
+    for n, m in ((3, 1), (4, 5), (2, 2)):
+        got, want = run_both(prog, {"x": np.arange(1.0, n + 1), "y": np.ones(m)})
+        assert_same(got, want)
+        assert got[0] == pytest.approx((m - 1) * n * (n + 1) / 2)
+
+
 def test_strong_zero_guards_and_empty_sums():
     prog = ea.parse(
         """
@@ -288,6 +303,17 @@ def f(x: [N], y: [N]):
     rng = np.random.default_rng(9)
     got, want = run_both(prog, {"x": rng.normal(size=6), "y": rng.normal(size=6)})
     assert_same(got, want)
+
+
+def test_registered_functions_run_in_generated_code():
+    import sympy
+
+    x = sympy.Symbol("x")
+    ea.register_function("backend_softplus", sympy.log(1 + sympy.exp(x)))
+    prog = ea.parse("def f(v: [N]):\n    return Sum[i: N](backend_softplus(v[i]))\n")
+    v = np.linspace(-2, 2, 5)
+    got, want = run_both(prog, {"v": v})
+    assert got == pytest.approx(np.log1p(np.exp(v)).sum()) and got == pytest.approx(want)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -211,17 +211,24 @@ def inplace_alias(x):
 
 def local_item_assign(x):
     y = x * 2.0
-    y[1:] = 0.0  # ERR
+    y[::2] = 0.0  # ERR
     return y
+
+
+def alias_item_assign(x):
+    y = x * 2.0
+    z = y[1:]
+    y[0] = 1.0  # ERR
+    return z
 
 
 def test_mutation_of_inputs():
     expect(item_assign, {"x": (3,)}, "mutates the input array 'x'", "x[0] = 1.0")
     expect(inplace_param, {"x": (3,)}, "mutates the input array 'x'", "x += 1.0")
     expect(inplace_view, {"x": (3, 2)}, "mutates the input array 'x'", "y *= 2.0")
-    expect(inplace_alias, {"x": (3,)}, "would also change 'a'", "b += 1.0")
-    expect(local_item_assign, {"x": (3,)}, "item assignment y[1:] = ... is not supported",
-           "y[1:] = 0.0")
+    expect(inplace_alias, {"x": (3,)}, "may also change 'a'", "b += 1.0")
+    expect(local_item_assign, {"x": (3,)}, "assignment to a strided slice", "y[::2] = 0.0")
+    expect(alias_item_assign, {"x": (3,)}, "may also change 'z'", "y[0] = 1.0")
 
 
 def scalar_rebinding(x, w):

@@ -833,3 +833,28 @@ def test_random_loops_translate_exactly(data):
         check(module.f, _GEN_SHAPES)
     finally:
         os.unlink(fh.name)
+
+
+def test_item_assignment_on_local_arrays_is_a_functional_update():
+    def f(x, A):
+        y = np.zeros(x.shape[0])
+        y[0] = x[0]
+        for i in range(1, x.shape[0]):
+            y[i] = y[i - 1] + x[i]  # cumulative sum: carried, unrolled
+        B = A.copy()
+        B[1:, ::-1] = x[:3, None] * 2.0
+        B[0] += 1.0
+        B[..., 2] -= x[1]
+        z = x * 1.0
+        z[:] = 3.0
+        return y, B, z
+
+    check(f, {"x": (5,), "A": (4, 3)})
+    check_grad(updated_sum, {"x": (5,)}, "x")
+
+
+def updated_sum(x):
+    y = x * 1.0
+    y[1:3] = np.exp(x[:2])
+    y[-1] *= x[0]
+    return np.sum(y * y)

@@ -60,7 +60,7 @@ from ..ir.expr import (
     free_indices,
     substitute,
 )
-from ..ir.functions import lookup
+from ..ir.functions import lookup, on_register
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Program, Statement
@@ -391,6 +391,11 @@ class Lowered:
 # ================================================================================================
 
 
+def _factor(code: str) -> str:
+    """An integer expression as an operand of ``*`` (``N - 1`` needs parentheses)."""
+    return f"({code})" if (" + " in code or " - " in code) and not code.startswith("max(") else code
+
+
 def _num(v: float) -> str:
     if math.isnan(v):
         return "np.nan"
@@ -458,6 +463,13 @@ class _Codegen:
             self.lines[-1] = f"    {name} = {last[len(code) + 7:]}"
             return
         self.emit(f"{name} = {code}")
+
+    def shared(self, v: Value, create: bool) -> Value:
+        """``v`` read from the temporary that already holds its code (or a new one if
+        ``create``): common subexpressions are computed once."""
+        if v.code in self.memo or create:
+            return replace(v, code=self.temp(v.code), prec=_ATOM)
+        return v
 
     def temp(self, code: str, base: str = "_t") -> str:
         """A temporary holding ``code``; the same code computed before is reused (values are
@@ -554,7 +566,7 @@ class _Codegen:
         return Value(f"{v.paren()}.astype(_dt)", v.axes)
 
     def binop(self, op: str, a: Value, b: Value, grid: Mapping[str, Axis]) -> Value:
-        a, b = self.to_num(a), self.to_num(b)
+        a, b = self.shared(self.to_num(a), False), self.shared(self.to_num(b), False)
         target = self.order(grid, a.axes, b.axes)
         risky = a.risky or b.risky or op == "/"
         if op == "*" and (a.risky or b.risky):
@@ -797,7 +809,7 @@ class _Codegen:
         else:
             head = f"_fn_{fn}"
             self.extras[head] = f.numpy
-        return Value(f"{head}({codes})", target, risky=risky)
+        return self.shared(Value(f"{head}({codes})", target, risky=risky), create=False)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
         """The sum of terms on one grid, as one expression (negative terms subtracted)."""
@@ -939,12 +951,12 @@ class _Codegen:
             used |= set(v.axes)
         absent = [a for a in inner if a not in used]
         summed = [a for a in inner if a in used]
-        mult = " * ".join(self.count_code(inner[a]) for a in absent)
+        mult = " * ".join(_factor(self.count_code(inner[a])) for a in absent)
         if not summed:
             return self.scale_by_count(mult, self.product(1.0, vals, g2))
         vals_axes = set().union(*(set(v.axes) for v in vals)) if vals else set()
         if not masks and len(vals) == 1:
-            v = vals[0]
+            v = self.shared(vals[0], create="(" in vals[0].code)
             pos = tuple(k for k, a in enumerate(v.axes) if a in summed)
             self.decide("reduce", f"sum over {', '.join(summed)}", v.axes, in_sum=True)
             ax = "" if len(pos) == len(v.axes) else f", axis={pos if len(pos) > 1 else pos[0]}"
@@ -998,6 +1010,8 @@ class _Codegen:
         out_axes = tuple(a for a in allaxes if a not in summed)
         spec = ",".join("".join(letters[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letters[a] for a in out_axes)
+        # Computed operands become temporaries, shared with every later use of the same code.
+        vals = [self.shared(v, create=v.prec < _ATOM or "(" in v.code) for v in vals]
         ops = ", ".join(v.code for v in vals)
         risky = any(v.risky for v in vals)
         path = self.path([v.axes for v in vals], out_axes, g2)
@@ -1056,6 +1070,8 @@ class _Codegen:
             elif final:
                 code = self.align(v, gens, False) if v.axes else f"_dt({v.code})"
                 self.emit(f"{py} = np.broadcast_to({code}, {shape})")
+            elif v.axes == tuple(gens) and v.code.startswith("_rt."):
+                self.emit(f"{py} = _rt.fresh({v.code}, _dt)")  # copies only a view
             elif v.axes == tuple(gens):
                 self.emit(f"{py} = np.array({v.code}, dtype=_dt)")
             else:
@@ -1352,8 +1368,9 @@ def _load(lowered: Lowered) -> Any:
 class CompiledProgram:
     """A program compiled to NumPy: call it like the program (positional or keyword arguments).
 
-    ``.source`` is the generated Python source, ``.program`` the program it runs. Compiled
-    functions are cached per shape/dtype signature of the arguments.
+    ``.source`` is the generated Python source (sizes symbolic), ``.program`` the program it
+    runs, ``.decisions`` the lowering's choices. Each shape/dtype signature of the arguments gets
+    its own compiled function (the same code; contraction orders may use the concrete sizes).
     """
 
     def __init__(self, prog: Program) -> None:
@@ -1499,6 +1516,8 @@ def _finish(result: Any, prog: Program) -> Any:
 
 _CACHE: dict[Program, CompiledProgram] = {}
 _CACHE_LIMIT = 256
+# Generated code binds registered functions by name: a re-registration invalidates it.
+on_register(_CACHE.clear)
 
 
 def compile_program(prog: Program) -> CompiledProgram:

@@ -29,6 +29,13 @@ def float_type(*arrays: object) -> type[np.floating]:
     return common.type if common is not None and common.kind == "f" else np.float64
 
 
+def fresh(a: np.ndarray, dtype: type) -> np.ndarray:
+    """``a`` as an array of its own (a view is copied; a new array is kept as it is)."""
+    if a.base is None and a.dtype == dtype and a.flags.writeable:
+        return a
+    return np.array(a, dtype=dtype)
+
+
 def smul(a: object, b: object) -> object:
     """Strong-zero product: ``0 * inf == 0 * nan == 0`` (an Iverson bracket guards its factor)."""
     with np.errstate(invalid="ignore", over="ignore"):

@@ -229,10 +229,18 @@ class _Encoder:
             raise ProgramError(
                 f"{name} has {stmt.rank} indices but is accessed with {len(idx)}", at.loc
             )
+        if not all(a.is_integral() for a in idx):
+            return  # y[k/2] reads 0 at odd k, where y's body need not vanish: keep the read
         self.inlined.add(key)
         self.inlines += 1
         body = substitute(stmt.body, {iv.name: a for iv, a in zip(stmt.indices, idx, strict=True)})
-        self.lines.append(f"(union {text} {self.expr(body, env, level)})")
+        # an out-of-range read is 0: the inlined body is guarded by 0 <= a < extent
+        inlined = self.expr(body, env, level)
+        for iv, a in reversed(list(zip(stmt.indices, idx, strict=True))):
+            lo = self.cmp(Cmp(">=", a, Affine.constant(0)), env)
+            hi = self.cmp(Cmp("<", a, Affine.of_dim(iv.extent)), env)
+            inlined = f"(Mul (Br {lo}) (Mul (Br {hi}) {inlined}))"
+        self.lines.append(f"(union {text} {inlined})")
 
     # --- program ----------------------------------------------------------------------------
     def encode(self) -> Encoded:

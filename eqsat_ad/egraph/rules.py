@@ -19,6 +19,8 @@ from ..ir.errors import EqsatError
 SHIPPED = ("indicator", "arith", "sumprod", "reindex")
 DEFAULT_RULES = SHIPPED
 MATCH_LIMIT = 1500
+SIMPLIFY_MATCH_LIMIT = 20000
+SIMPLIFY_ROUNDS = 12
 
 _RULESET = re.compile(r"^\s*\(ruleset\s+([A-Za-z_][\w\-]*)\s*\)", re.MULTILINE)
 _SATURATE = re.compile(r"^\s*;\s*schedule:\s*saturate\s*$", re.MULTILINE)
@@ -88,15 +90,23 @@ def load_rules(rules: Sequence[str | Path] | str | Path | None) -> tuple[RuleFil
 
 
 def schedule_text(files: Sequence[RuleFile], explore: bool) -> str:
-    """One step: the terminating sets to saturation, then (if ``explore``) one exploratory pass,
-    then the terminating sets again."""
-    simplify = " ".join(f"(run {f.name})" for f in files if f.saturate)
-    fixpoint = f"(saturate (seq (saturate (run prelude)) {simplify}))"
-    steps = [fixpoint]
+    """One step: the terminating sets to a fixpoint, then (if ``explore``) one exploratory pass,
+    then the terminating sets again.
+
+    Even terminating rules can grow an e-graph with cycles (x = 0 * x) without end, so the
+    simplification fixpoint is bounded (SIMPLIFY_ROUNDS rounds, and a back-off scheduler that
+    skips a rule matching more than SIMPLIFY_MATCH_LIMIT times in one round); a back-off scheduler
+    also skips, for the step, any exploratory rule matching more than MATCH_LIMIT times, so one
+    step cannot multiply the e-graph (associativity, commutativity).
+    """
+    simplify = " ".join(f"(run-with simp {f.name})" for f in files if f.saturate)
+    fixpoint = (
+        f"(repeat {SIMPLIFY_ROUNDS} (seq (saturate (run prelude)) {simplify}))"
+        if simplify else "(saturate (run prelude))"
+    )
+    steps = [f"(let-scheduler simp (back-off :match-limit {SIMPLIFY_MATCH_LIMIT}))", fixpoint]
     exploratory = [f for f in files if not f.saturate]
     if explore and exploratory:
-        # a back-off scheduler skips, for this step, any rule matching more than MATCH_LIMIT
-        # times, so one step cannot multiply the e-graph (associativity, commutativity)
         steps.append(f"(let-scheduler bo (back-off :match-limit {MATCH_LIMIT}))")
         steps.append("(seq " + " ".join(f"(run-with bo {f.name})" for f in exploratory) + ")")
         steps.append(fixpoint)

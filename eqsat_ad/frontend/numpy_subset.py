@@ -253,11 +253,18 @@ def _identifiers(node: ast.AST) -> set[str]:
 
 
 def _assigned_names(stmts: Sequence[ast.stmt]) -> frozenset[str]:
+    """Names the statements bind, including arrays updated by item assignment (``y[i] = v``)."""
     out: set[str] = set()
     for s in stmts:
         for n in ast.walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 out.add(n.id)
+            elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+                root = n.value
+                while isinstance(root, ast.Subscript):
+                    root = root.value
+                if isinstance(root, ast.Name):
+                    out.add(root.id)
     return frozenset(out)
 
 
@@ -849,8 +856,9 @@ class _Translator(ExprOps):
                   if k != name and isinstance(w, TVal) and w.base == v.base and w.ndim]
         if others:
             raise self.error(
-                f"in-place update of {name!r} would also change {others[0]!r}, which views the "
-                f"same array; write '{name} = {name} + ...' instead", s,
+                f"in-place update of {name!r} may also change {others[0]!r}, which views the "
+                f"same array; copy first ({name} = {name}.copy()) or write "
+                f"'{name} = {name} + ...'", s,
             )
 
     def _mutation(self, target: ast.expr, s: ast.AST) -> None:
@@ -918,10 +926,10 @@ class _Translator(ExprOps):
                 if it == slice(None):
                     sel_pos.append(v)
                 elif step == 1:
-                    conds += [Cmp(">=", v, first), Cmp("<", v, first + dim_as_affine_(count))]
+                    conds += [Cmp(">=", v, first), Cmp("<", v, first + _dim_affine(count))]
                     sel_pos.append(v - first)
                 elif step == -1:
-                    conds += [Cmp("<=", v, first), Cmp(">", v, first - dim_as_affine_(count))]
+                    conds += [Cmp("<=", v, first), Cmp(">", v, first - _dim_affine(count))]
                     sel_pos.append(first - v)
                 else:
                     raise self.error("assignment to a strided slice (step other than 1 or -1) "
@@ -1355,7 +1363,7 @@ def _closure_of(fn: Any) -> dict[str, Any]:
     return out
 
 
-def dim_as_affine_(d: Dim) -> Affine:
+def _dim_affine(d: Dim) -> Affine:
     return Affine.of_dim(d)
 
 
