@@ -393,7 +393,7 @@ _INVALID_BODIES = [
     "with open('f') as fh:\n        return x",
     "(y,) = x\n    return y",
     "del x\n    return 1.0",
-    "return np.max(np.ones(5000))",
+    "return np.max(x, axis=1)",
     "return x**x",
     "return np.inf * x",
     "return x // 2",

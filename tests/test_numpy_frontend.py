@@ -252,9 +252,19 @@ def test_mean_over_symbolic_size_divides_by_the_size():
     check(f, {"x": (6,)}, symbolic={"x": ("N",)})
 
 
-def test_max_min_reductions_unrolled_over_concrete_axes():
+def test_max_min_reductions_are_pairwise_tournaments():
     prog = check(extremes, {"T": (2, 3, 4)})
     assert any(isinstance(e, Call) and e.fn == "max" for e in _walk_program(prog))
+    for n in (1, 2, 5, 7, 64):
+        prog = check(extremes, {"T": (3, n, 2)})
+
+    def row_max(A):
+        return np.sum(np.max(A, axis=1) ** 2) + np.min(A)
+
+    # One statement per level: log2(n) statements, not a tree expression of n leaves.
+    prog = translate(row_max, {"A": (3, 1000)})
+    assert sum(1 for s in prog.statements if s.name.startswith("mx")) == 10
+    check_grad(row_max, {"A": (3, 7)}, "A")
 
 
 def _walk_program(prog: Program):

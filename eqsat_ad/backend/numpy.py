@@ -582,6 +582,8 @@ class _Codegen:
     def where(self, mask: Value, v: Value, grid: Mapping[str, Axis]) -> Value:
         target = self.order(grid, mask.axes, v.axes)
         v = self.to_num(v)
+        if not v.axes and v.prec >= _UNARY and v.code.lstrip("-").isdigit():
+            v = Value(f"_dt({v.code})", ())  # np.where(m, 1, 0) would be an int array
         return Value(
             f"np.where({self.align(mask, target, False)}, {self.align(v, target, False)}, 0)",
             target,
@@ -733,7 +735,8 @@ class _Codegen:
                 # Reversed: x[start:stop:c] reads start, start + c, ..., last (>= 0).
                 start = lo.scale(c) + off
                 last = (hi - 1).scale(c) + off
-                if not (self.nonneg(nd - 1 - start) and self.nonneg(last)):
+                # (start >= 0 too: an empty range may put start below last)
+                if not (self.nonneg(start) and self.nonneg(nd - 1 - start) and self.nonneg(last)):
                     provable = False
                     continue
                 sc = "" if start == nd - 1 else self.aff_code(start)

@@ -7,8 +7,10 @@ prelude and the file's analysis rules, runs that one rule, and then evaluates ev
 e-class with the reference interpreter: all members of a class must agree. A member that does not
 is a counterexample, reported as two index-language expressions and the sizes.
 
-Tensor values are small integers (zeros included), so divisions by zero happen and a rule that
-moves a bracket out of a division or a log (unsound under strong-zero multiplication) is caught.
+Tensor values are nonzero, but reads out of range are 0, so divisions by zero happen exactly where
+brackets guard them: a rule that moves a bracket across a division (unsound under strong-zero
+multiplication) turns a guarded 0 into inf or nan, and is caught. Where both sides are non-finite
+the instance says nothing (both are undefined).
 """
 
 from __future__ import annotations
@@ -118,7 +120,11 @@ def _signatures() -> dict[str, tuple[str, tuple[str, ...]]]:
 SIGS = _signatures()
 
 # --- random instances ---------------------------------------------------------------------------
-POOL = (0, 1, 2)
+GENS = (0, 1)
+"""ids that play statement generators (their range may be assumed)"""
+BINDERS = (2, 3)
+"""ids that random sums bind"""
+POOL = GENS + BINDERS
 SIZE_ID = -1
 
 
@@ -148,13 +154,15 @@ class _Random:
         r = self.rng
         const = Fraction(r.choice((0, 0, 1, -1, 2)))
         roll = r.random()
-        if roll < 0.25 and self.recent:
+        if self.focus is not None and r.random() < 0.15:  # a stride: 2 j == v
+            terms = {self.focus: Fraction(r.choice((2, -2))), r.choice(GENS): Fraction(1)}
+        elif roll < 0.25 and self.recent:
             terms = dict(r.choice(self.recent))
         elif roll < 0.45:
             v = self.focus if self.focus is not None and r.random() < 0.6 else r.choice(POOL)
             terms = {v: Fraction(1)}
         elif roll < 0.55:
-            terms = {SIZE_ID: Fraction(1), r.choice(POOL[:2]): Fraction(-1)}
+            terms = {SIZE_ID: Fraction(1), r.choice(GENS): Fraction(-1)}
         else:
             terms = {}
             if self.focus is not None and r.random() < 0.5:
@@ -168,8 +176,12 @@ class _Random:
 
     def il(self, rank: int) -> str:
         out = "(INil)"
-        for _ in range(rank):
-            out = f"(ICons {self.lin()} {out})"
+        for k in range(rank):
+            if k == rank - 1 and self.focus is not None and self.rng.random() < 0.4:
+                lin = _lin({self.focus: Fraction(1)}, Fraction(self.rng.choice((0, 1, -1))))
+            else:
+                lin = self.lin()
+            out = f"(ICons {lin} {out})"
         return out
 
     def pred(self) -> str:
@@ -193,12 +205,18 @@ class _Random:
             return f'(Acc "T{rank}" {self.il(rank)})'
         kind = r.choice(("Add", "Mul", "Mul", "Sum", "Call1", "Div", "Pow"))
         if kind == "Sum":
-            j = r.choice(POOL)
+            j = r.choice(BINDERS)
             return f"(Sum {j} {self.extent_of[j]} {self.expr(depth - 1)})"
         if kind == "Call1":
             return f'(Call1 "{r.choice(("exp", "sin", "tanh"))}" {self.expr(depth - 1)})'
         if kind == "Pow":
             return f"(Pow {self.expr(depth - 1)} 2.0)"
+        if kind == "Div":
+            # as in real programs, a denominator is zero only where an index is out of range
+            rank = r.choice((1, 2))
+            den = r.choice((f'(Acc "T{rank}" {self.il(rank)})',
+                            f"(Add (Num 1.0) (Pow {self.expr(depth - 1)} 2.0))"))
+            return f"(Div {self.expr(depth - 1)} {den})"
         return f"({kind} {self.expr(depth - 1)} {self.expr(depth - 1)})"
 
     def of_sort(self, sort: str, ctx: str = "") -> str:
@@ -212,7 +230,7 @@ class _Random:
         if sort == "Pred":
             return self.pred()
         if sort == "i64":
-            return str(r.choice(POOL))
+            return str(r.choice(BINDERS if ctx == "Sum" else POOL))
         if sort == "BigRat":
             return _rat(Fraction(r.choice((-2, -1, 0, 1, 2, 3))) / r.choice((1, 1, 2)))
         if sort == "f64":
@@ -242,6 +260,8 @@ def _instantiate(pat: SExp, sort: str, env: dict[str, str], gen: _Random, ctx: s
         return show(pat)  # a primitive literal such as (bigrat (bigint 1) (bigint 1))
     _, arg_sorts = SIGS[head]
     args = pat[1:]
+    if len(args) != len(arg_sorts):
+        raise RuleError(f"{head} takes {len(arg_sorts)} arguments, not {len(args)}: {show(pat)}")
     out: list[str | None] = [None] * len(args)
     if head == "Acc" or head == "Rel":
         # the index list first: the tensor (relation) name follows from its length
@@ -253,7 +273,7 @@ def _instantiate(pat: SExp, sort: str, env: dict[str, str], gen: _Random, ctx: s
         out = [_instantiate(args[0], "String", env, gen), il]
         return f"({head} {' '.join(out)})"
     if head == "Sum":
-        j = _instantiate(args[0], "i64", env, gen)
+        j = _instantiate(args[0], "i64", env, gen, "Sum")
         if j.lstrip("-").isdigit():
             gen.focus = int(j)
             if _is_var(args[1]) and args[1] not in env:
@@ -279,7 +299,7 @@ def _seeds_of(cmd: list) -> list[tuple[SExp, str]]:
 # --- evaluation of e-class members ---------------------------------------------------------------
 def _affine(lv: LinVal) -> Affine:
     index = {f"v{i}": c for i, c in lv[0] if i >= 0}
-    sizes = {"N": c for i, c in lv[0] if i < 0}
+    sizes = {"N": sum((c for i, c in lv[0] if i < 0), Fraction(0))}
     return Affine.make(index, sizes, lv[1])
 
 
@@ -449,12 +469,77 @@ def _text(e: Expr) -> str:
         return repr(e)
 
 
+COMBINED = "all rules together"
+"""the name a failure gets when no single rule fails but the file's rules do together"""
+
+
+def _setting(rng: random.Random) -> tuple[dict[int, str], dict[int, str], int]:
+    """Random extents: ids 0..2 range over N, id 3 over a small constant; and the value of N."""
+    n = rng.choice((2, 3, 4))
+    const_extent = rng.choice((2, 3))
+    size_n = _lin({SIZE_ID: Fraction(1)}, Fraction(0))
+    extent_text = {0: size_n, 1: size_n, 2: size_n, 3: _lin({}, Fraction(const_extent))}
+    extents_ids = {0: "N", 1: "N", 2: "N", 3: str(const_extent)}
+    return extent_text, extents_ids, n
+
+
+def _seeds(rf, cmd: list, name: str, trials: int, gen: _Random) -> list[str]:
+    seeds: list[str] = []
+    for _ in range(trials):
+        for pat, sort in _seeds_of(cmd):
+            gen.focus = None
+            try:
+                seeds.append(_instantiate(pat, sort, {}, gen))
+            except RuleError as exc:
+                raise RuleError(f"{rf.path}: rule {name!r}: {exc}") from None
+    return seeds
+
+
+def _run(rf, decls, helpers, rules: list[list], seeds: list[str], extent_text, what: str,
+         match_limit: int | None = None):
+    program = "\n".join([
+        prelude_text(),
+        "(ruleset check-helpers)",
+        "(ruleset check-target)",
+        *(show(d) for d in decls),
+        *(show(_with_ruleset(h, "check-helpers")) for h in helpers),
+        *(show(_with_ruleset(r, "check-target")) for r in rules),
+        *(f"(set (extent {i}) {t})" for i, t in extent_text.items()),
+        *(f"(gen-index {i})" for i in GENS),
+        *(f"(let $seed{k} {s})" for k, s in enumerate(seeds)),
+    ])
+    fixpoint = "(saturate (seq (saturate (run prelude)) (saturate (run check-helpers))))"
+    if match_limit is None:
+        target = "(run check-target)"
+        sched = ""
+    else:
+        target = "(run-with bo check-target)"
+        sched = f"(let-scheduler bo (back-off :match-limit {match_limit})) "
+    schedule = f"(run-schedule {sched}{fixpoint} (repeat 2 (seq {target} {fixpoint})))"
+    eg = bindings.EGraph()
+    try:
+        eg.parse_and_run_program(program, filename=rf.path)
+        outputs = eg.parse_and_run_program(schedule)
+    except Exception as exc:
+        raise RuleError(f"{rf.path}: egglog rejected {what}: {exc}") from None
+    matches: dict[str, int] = {}
+    for out in outputs:
+        report = getattr(out, "report", None)
+        if report is not None:
+            for r, k in report.num_matches_per_rule.items():
+                matches[r] = matches.get(r, 0) + k
+    return eg, matches
+
+
 def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> RuleCheck:
     """Check every equality-producing rule of a rule file on ``trials`` random instances.
 
     ``path_or_name`` is a shipped rule set name (``"indicator"``) or a path to an ``.egg`` file.
-    The result's ``failures`` name each rule under which two members of an e-class differ, with a
-    counterexample; ``exercised`` says how often each rule matched.
+    Each rule is run alone (with the prelude and the file's analysis rules), then all of them
+    together on a sample of the same instances, since rules that are sound one by one can still
+    combine badly (an equality that assumes an index's range, carried elsewhere by a
+    substitution). The result's ``failures`` name each rule under which two members of an e-class
+    differ, with a counterexample; ``exercised`` says how often each rule matched.
     """
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise EqsatError(f"trials must be a positive integer, got {trials!r}")
@@ -468,59 +553,42 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
     names = tuple(rule_name(c) for c in targets)
     exercised: dict[str, int] = {}
     failures: list[RuleFailure] = []
+    sample: list[str] = []
     for cmd, name in zip(targets, names, strict=True):
-        n = rng.choice((2, 3, 4))
-        const_extent = rng.choice((2, 3))
-        extent_text = {0: _lin({SIZE_ID: Fraction(1)}, Fraction(0)),
-                       1: _lin({SIZE_ID: Fraction(1)}, Fraction(0)),
-                       2: _lin({}, Fraction(const_extent))}
-        extents_ids = {0: "N", 1: "N", 2: str(const_extent)}
-        gen = _Random(rng, extent_text)
-        seeds: list[str] = []
-        for _ in range(trials):
-            for pat, sort in _seeds_of(cmd):
-                gen.focus = None
-                seeds.append(_instantiate(pat, sort, {}, gen))
-        program = "\n".join([
-            prelude_text(),
-            "(ruleset check-helpers)",
-            "(ruleset check-target)",
-            *(show(d) for d in decls),
-            *(show(_with_ruleset(h, "check-helpers")) for h in helpers),
-            show(_with_ruleset(cmd, "check-target")),
-            *(f"(set (extent {i}) {t})" for i, t in extent_text.items()),
-            *(f"(let $seed{k} {s})" for k, s in enumerate(seeds)),
-        ])
-        fixpoint = "(saturate (seq (saturate (run prelude)) (saturate (run check-helpers))))"
-        schedule = f"(run-schedule {fixpoint} (repeat 2 (seq (run check-target) {fixpoint})))"
-        eg = bindings.EGraph()
-        try:
-            eg.parse_and_run_program(program, filename=rf.path)
-            outputs = eg.parse_and_run_program(schedule)
-        except Exception as exc:
-            raise RuleError(f"{rf.path}: egglog rejected rule {name!r}: {exc}") from None
-        matches = 0
-        for out in outputs:
-            report = getattr(out, "report", None)
-            if report is not None:
-                matches += sum(
-                    k for r, k in report.num_matches_per_rule.items()
-                    if r == name or r == show(_with_ruleset(cmd, "check-target"))
-                )
-        exercised[name] = matches
+        extent_text, extents_ids, n = _setting(rng)
+        seeds = _seeds(rf, cmd, name, trials, _Random(rng, extent_text))
+        sample += seeds[: max(1, trials // 4)]
+        eg, matches = _run(rf, decls, helpers, [cmd], seeds, extent_text, f"rule {name!r}")
+        exercised[name] = matches.get(name, 0) + matches.get(
+            show(_with_ruleset(cmd, "check-target")), 0
+        )
         sizes = {"N": n}
         arrays = _arrays(np.random.default_rng(rng.randrange(2**32)), n)
         bad = _check_classes(take_snapshot(eg), sizes, arrays, extents_ids)
         if bad is not None:
             failures.append(RuleFailure(name, _text(bad[0]), _text(bad[1]), sizes, bad[2]))
+    if not failures and len(targets) > 1:
+        extent_text, extents_ids, n = _setting(rng)
+        eg, _ = _run(rf, decls, helpers, targets, sample, extent_text, "the rules", 300)
+        sizes = {"N": n}
+        arrays = _arrays(np.random.default_rng(rng.randrange(2**32)), n)
+        bad = _check_classes(take_snapshot(eg), sizes, arrays, extents_ids)
+        if bad is not None:
+            failures.append(RuleFailure(COMBINED, _text(bad[0]), _text(bad[1]), sizes, bad[2]))
     return RuleCheck(rf.name, rf.path, names, exercised, tuple(failures))
 
 
 def _arrays(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Nonzero tensor values, so that a zero (and a division by it) comes from an index out of
+    range, which is what brackets guard, and sums do not cancel by accident."""
+
+    def values(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.uniform(0.5, 2.0, size=shape) * rng.choice((-1.0, 1.0), size=shape)
+
     return {
-        "S": rng.integers(-2, 3, size=()).astype(float),
-        "T1": rng.integers(-2, 3, size=(n,)).astype(float),
-        "T2": rng.integers(-2, 3, size=(n, n)).astype(float),
+        "S": values(()),
+        "T1": values((n,)),
+        "T2": values((n, n)),
         "R1": rng.random(n) < 0.5,
         "R2": rng.random((n, n)) < 0.5,
     }

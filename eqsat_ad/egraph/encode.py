@@ -267,7 +267,7 @@ class _Encoder:
             self.lines.append(f"(let $o{k} {self.expr(o, {}, 0)})")
         facts = [
             f"(set (extent {i}) {dim_lin(d, self.ids)})" for i, d in sorted(self.ids.extent.items())
-        ]
+        ] + [f"(gen-index {i})" for i, r in sorted(self.ids.role.items()) if r[0] == "gen"]
         text = "\n".join(facts + self.lines) + "\n"
         return Encoded(self.prog, self.ids, text, body_let, tuple(outs), gen_ids)
 

@@ -47,7 +47,7 @@ Cost = tuple[float, float]
 LinVal = tuple[tuple[tuple[int, Fraction], ...], Fraction]
 
 _UNEXTRACTABLE = frozenset({"Subst", "LVar", "LAdd", "LScale", "LSubst", "ILSubst", "PSubst"})
-_NAME_POOL = ("k", "l", "m", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "d", "e")
+_NAME_POOL = ("i", "j", "k", "l", "m", "p", "q", "r", "s", "t", "u", "v", "w")
 
 
 class ExtractionError(Exception):
@@ -201,7 +201,9 @@ class Extractor:
             return (INF, INF)
         if op in ("Num", "Acc", "Br"):
             return (0.0, 0.0)
-        if op == "Mul" and any(self.snap.nodes[j][0] == "Num" for j in self.nodes_of[args[0]]):
+        if op == "Mul" and any(
+            self.snap.nodes[j][0] == "Num" for j in self.nodes_of.get(args[0], ())
+        ):
             return (0.0, 0.0)  # a constant coefficient folds into the consumer
         if op in ("Add", "Mul"):
             return self._space(self.free[c] - self._node_pinned(k))

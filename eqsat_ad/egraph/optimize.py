@@ -17,7 +17,7 @@ from ..ir.errors import EqsatError
 from ..ir.program import Program
 from .encode import encode_program
 from .extract import ExtractionError, Extractor
-from .rules import load_rules
+from .rules import load_rules, rule_names
 from .saturate import SaturationError, saturate
 
 HUGE_SIZE = 2**20
@@ -27,12 +27,13 @@ HUGE_SIZE = 2**20
 class Limits:
     """Bounds on equality saturation; hitting one is not an error (the report names it).
 
-    ``iterations``: exploratory steps (each followed by simplification to a fixpoint);
+    ``iterations``: steps: rounds of the terminating rule sets, then exploratory steps (each
+    followed by the terminating sets to a bounded fixpoint);
     ``nodes``: e-graph size at which growth stops; ``seconds``: wall time of the whole saturation
     (the worker is killed mid-iteration if need be).
     """
 
-    iterations: int = 8
+    iterations: int = 16
     nodes: int = 5000
     seconds: float = 2.0
 
@@ -98,6 +99,7 @@ def optimize(
             stats = SaturationStats(0, 0, 0, time.perf_counter() - start, "time limit", {})
             return Optimized(prog, CostReport.build(prog, prog, sizes, stats))
         raise
+    file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
     try:
         extraction = Extractor(run.snapshot, enc, sizes).best_program()
@@ -112,6 +114,7 @@ def optimize(
         classes=run.snapshot.n_classes,
         seconds=time.perf_counter() - start,
         stop_reason=run.stop_reason,
-        rule_counts=dict(sorted(run.rule_counts.items())),
+        # the rules of the rule files (the prelude's analyses and arithmetic are bookkeeping)
+        rule_counts={k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules},
     )
     return Optimized(result, CostReport.build(prog, result, sizes, stats))

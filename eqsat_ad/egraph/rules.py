@@ -19,8 +19,8 @@ from ..ir.errors import EqsatError
 SHIPPED = ("indicator", "arith", "sumprod", "reindex")
 DEFAULT_RULES = SHIPPED
 MATCH_LIMIT = 1500
-SIMPLIFY_MATCH_LIMIT = 20000
-SIMPLIFY_ROUNDS = 12
+SIMPLIFY_MATCH_LIMIT = 3000
+SIMPLIFY_ROUNDS = 8
 
 _RULESET = re.compile(r"^\s*\(ruleset\s+([A-Za-z_][\w\-]*)\s*\)", re.MULTILINE)
 _SATURATE = re.compile(r"^\s*;\s*schedule:\s*saturate\s*$", re.MULTILINE)
@@ -38,6 +38,14 @@ class RuleFile:
     text: str
     saturate: bool
     """a terminating set, run to saturation before each exploratory step"""
+
+
+_RULE_NAME = re.compile(r':name\s+"([^"]*)"')
+
+
+def rule_names(text: str) -> list[str]:
+    """The ``:name``s of the rules of a rule file, in order."""
+    return _RULE_NAME.findall(text)
 
 
 def rules_dir() -> Path:
@@ -89,25 +97,35 @@ def load_rules(rules: Sequence[str | Path] | str | Path | None) -> tuple[RuleFil
     return files
 
 
-def schedule_text(files: Sequence[RuleFile], explore: bool) -> str:
-    """One step: the terminating sets to a fixpoint, then (if ``explore``) one exploratory pass,
-    then the terminating sets again.
+def _simplify_sets(files: Sequence[RuleFile]) -> str:
+    return " ".join(f"(run-with simp {f.name})" for f in files if f.saturate)
+
+
+def simplify_round_text(files: Sequence[RuleFile]) -> str:
+    """One round of the terminating sets (after the prelude to its fixpoint)."""
+    return (
+        f"(run-schedule (let-scheduler simp (back-off :match-limit {SIMPLIFY_MATCH_LIMIT})) "
+        f"(saturate (run prelude)) (seq {_simplify_sets(files)}) (saturate (run prelude)))"
+    )
+
+
+def explore_step_text(files: Sequence[RuleFile]) -> str:
+    """One exploratory pass, then the terminating sets to a (bounded) fixpoint.
 
     Even terminating rules can grow an e-graph with cycles (x = 0 * x) without end, so the
-    simplification fixpoint is bounded (SIMPLIFY_ROUNDS rounds, and a back-off scheduler that
-    skips a rule matching more than SIMPLIFY_MATCH_LIMIT times in one round); a back-off scheduler
-    also skips, for the step, any exploratory rule matching more than MATCH_LIMIT times, so one
-    step cannot multiply the e-graph (associativity, commutativity).
+    fixpoint is bounded (SIMPLIFY_ROUNDS rounds, and a back-off scheduler that skips a rule
+    matching more than SIMPLIFY_MATCH_LIMIT times in one round); a back-off scheduler also skips,
+    for the step, any exploratory rule matching more than MATCH_LIMIT times, so one step cannot
+    multiply the e-graph (associativity, commutativity).
     """
-    simplify = " ".join(f"(run-with simp {f.name})" for f in files if f.saturate)
+    simplify = _simplify_sets(files)
     fixpoint = (
         f"(repeat {SIMPLIFY_ROUNDS} (seq (saturate (run prelude)) {simplify}))"
         if simplify else "(saturate (run prelude))"
     )
-    steps = [f"(let-scheduler simp (back-off :match-limit {SIMPLIFY_MATCH_LIMIT}))", fixpoint]
-    exploratory = [f for f in files if not f.saturate]
-    if explore and exploratory:
-        steps.append(f"(let-scheduler bo (back-off :match-limit {MATCH_LIMIT}))")
-        steps.append("(seq " + " ".join(f"(run-with bo {f.name})" for f in exploratory) + ")")
-        steps.append(fixpoint)
-    return f"(run-schedule {' '.join(steps)})"
+    explore = " ".join(f"(run-with bo {f.name})" for f in files if not f.saturate)
+    return (
+        f"(run-schedule (let-scheduler simp (back-off :match-limit {SIMPLIFY_MATCH_LIMIT})) "
+        f"(let-scheduler bo (back-off :match-limit {MATCH_LIMIT})) (seq {explore}) {fixpoint} "
+        "(saturate (run prelude)))"
+    )

@@ -18,7 +18,7 @@ from typing import Any
 from egglog import bindings
 
 from ..ir.errors import EqsatError
-from .rules import RuleFile, prelude_text, schedule_text
+from .rules import RuleFile, explore_step_text, prelude_text, simplify_round_text
 
 CLASS_SORTS = ("Lin", "IL", "Pred", "E")
 ANALYSES = frozenset({"free", "lfree", "ilfree", "pfree", "lcoef", "extent"})
@@ -119,29 +119,43 @@ def _report_counts(outputs: list, counts: dict[str, int]) -> bool:
 
 
 def _worker(conn, text: str, files: Sequence[RuleFile], iterations: int, nodes: int) -> None:
-    """Grow the e-graph; send ('snap', snapshot, iteration, counts, node_count) before each step
-    and ('done', reason) at the end."""
+    """Grow the e-graph one step at a time: first rounds of the terminating (simplification)
+    sets until they change nothing, then exploratory steps. Send ('snap', snapshot, step,
+    counts, node_count) after loading and after every step, and ('done', reason) at the end."""
     try:
         eg = bindings.EGraph()
         counts: dict[str, int] = {}
-        program = prelude_text() + "\n" + "\n".join(f.text for f in files) + "\n" + text
-        eg.parse_and_run_program(program, filename="<encoded program>")
-        _report_counts(eg.parse_and_run_program(schedule_text(files, explore=False)), counts)
+        # each piece under its own name, so that an egglog error names the file and line
+        for source, name in [(prelude_text(), "prelude.egg")] + [(f.text, f.path) for f in files]:
+            try:
+                eg.parse_and_run_program(source, filename=name)
+            except Exception as exc:
+                conn.send(("error", f"egglog rejected the rule file {name}: {exc}"))
+                return
+        eg.parse_and_run_program(text, filename="<encoded program>")
+        _report_counts(eg.parse_and_run_program("(run-schedule (saturate (run prelude)))"), counts)
+        simplify = any(f.saturate for f in files)
+        explore = any(not f.saturate for f in files)
         it = 0
         while True:
             n = _node_count(eg)
             conn.send(("snap", take_snapshot(eg), it, dict(counts), n))
+            if not simplify and not explore:
+                conn.send(("done", "saturated"))
+                return
             if n >= nodes:
                 conn.send(("done", "node limit"))
                 return
             if it >= iterations:
                 conn.send(("done", "iteration limit"))
                 return
-            changed = _report_counts(
-                eg.parse_and_run_program(schedule_text(files, explore=True)), counts
-            )
+            step = simplify_round_text(files) if simplify else explore_step_text(files)
+            changed = _report_counts(eg.parse_and_run_program(step), counts)
             it += 1
             if not changed:
+                if simplify and explore:
+                    simplify = False  # simplified to a fixpoint: start exploring
+                    continue
                 conn.send(("snap", take_snapshot(eg), it, dict(counts), _node_count(eg)))
                 conn.send(("done", "saturated"))
                 return

@@ -34,9 +34,6 @@ from .numpy_values import (
     sub,
 )
 
-MAX_REDUCTION_LEAVES = 4096
-"""``np.max`` over an axis is unrolled into a balanced tree of binary ``max``: this many leaves."""
-
 STEP = "gt0"
 
 
@@ -260,49 +257,58 @@ class ArrayOps:
 
     def reduce_extreme(self, fn: str, v: Any, axis: Any, keepdims: bool, node: ast.AST,
                        what: str) -> TVal:
-        """``np.max``/``np.min`` as a balanced tree of the binary built-in over the axis."""
+        """``np.max``/``np.min`` over concrete axes as a pairwise tournament.
+
+        Tensor SSA has sums but no max-reduction, so each level halves the axis with the binary
+        built-in, ``m[.., k, ..] = max(x[.., 2k, ..], x[.., 2k+1, ..])`` (an odd last element is
+        paired with itself), one statement per level: O(n) work in log2(n) vectorized
+        statements, whose derivatives stay as simple as one binary max each.
+        """
         tv = self.operand(v, node)
         red = self.normalize_axes(axis, tv.ndim, node, what)
         if not red:
             return tv
-        extents: list[int] = []
         for k in red:
             d = tv.shape[k]
             if not isinstance(d, int):
                 raise self.error(
                     f"{what} over an axis of symbolic size {dim_str(d)} cannot be expressed: "
-                    "Tensor SSA has sums but no max-reduction; call the function with concrete "
-                    "shapes (ints) so the reduction can be unrolled",
+                    "Tensor SSA has sums but no max-reduction, so the reduction is built from "
+                    "binary max over concrete sizes; call the function with concrete shapes",
                     node,
                 )
-            extents.append(d)
-        n = 1
-        for d in extents:
-            n *= d
-        if n == 0:
-            raise self.error(f"{what} of an empty array (zero-size reduction)", node)
-        if n > MAX_REDUCTION_LEAVES:
-            raise self.error(
-                f"{what} over {n} elements: the reduction is unrolled into binary {fn}() and "
-                f"that is limited to {MAX_REDUCTION_LEAVES} elements",
-                node,
-            )
-        leaves: list[Expr] = []
-        positions: list[tuple[int, ...]] = [()]
-        for d in extents:
-            positions = [p + (c,) for p in positions for c in range(d)]
-        for pos in positions:
-            subst = dict(zip((tv.axes[k] for k in red), pos, strict=True))
-            idx = [
-                Affine.constant(subst[a]) if a in subst else Affine.var(a) for a in tv.axes
-            ]
-            leaves.append(tv.at(idx))
-        while len(leaves) > 1:
-            nxt = [call(fn, leaves[i], leaves[i + 1]) for i in range(0, len(leaves) - 1, 2)]
-            if len(leaves) % 2:
-                nxt.append(leaves[-1])
-            leaves = nxt
-        return self._reduced(tv, red, leaves[0], keepdims)
+            if d == 0:
+                raise self.error(f"{what} of an empty array (zero-size reduction)", node)
+        cur = tv
+        for k in red:
+            m = cur.shape[k]
+            assert isinstance(m, int)
+            while m > 1:
+                a = self.fresh()
+
+                first, second = (
+                    cur.at([
+                        Affine.var(a).scale(2) + offset if n == k else Affine.var(x)
+                        for n, x in enumerate(cur.axes)
+                    ])
+                    for offset in (0, 1)
+                )
+                if m % 2:
+                    pair = Affine.var(a).scale(2) + 1
+                    second = add(mul(bracket(Cmp("<", pair, Affine.constant(m))), second),
+                                 mul(bracket(Cmp(">=", pair, Affine.constant(m))), first))
+                half = (m + 1) // 2
+                level = TVal(
+                    cur.shape[:k] + (half,) + cur.shape[k + 1:],
+                    cur.axes[:k] + (a,) + cur.axes[k + 1:],
+                    call(fn, first, second),
+                )
+                cur = self.materialize(level, "mx" if fn == "max" else "mn", node)
+                m = half
+        body = cur.at([
+            Affine.constant(0) if k in red else Affine.var(x) for k, x in enumerate(cur.axes)
+        ])
+        return self._reduced(cur, red, body, keepdims)
 
     # --- structure -----------------------------------------------------------------------------
     def transpose(self, v: Any, perm: Any, node: ast.AST) -> TVal:
@@ -646,3 +652,8 @@ class ArrayOps:
 
     def new_axis_count(self, a: Affine) -> Dim | None:
         return affine_as_dim(a)
+
+
+# Registered on import, so programs this front end produced can be parsed and run in a process
+# that has not translated a comparison yet.
+ensure_step()

@@ -5,8 +5,9 @@ its syntax tree over symbolic arrays; the function is never run. What it underst
 
 * arithmetic with NumPy broadcasting, ``@``/``np.dot``/``np.matmul``/``np.einsum``/``np.outer``,
   ``np.trace``, ``np.diag`` (both directions), ``.T``/``np.transpose``, ``np.sum``/``mean``/``max``/
-  ``min`` with ``axis`` and ``keepdims`` (max/min over a concrete axis become a tree of binary
-  ``max``), elementwise ``np.exp log tanh sin cos sqrt abs square``, ``x ** c``,
+  ``min`` with ``axis`` and ``keepdims`` (max/min over a concrete axis: a pairwise tournament of
+  binary ``max``, one statement per level), elementwise ``np.exp log tanh sin cos sqrt abs
+  square``, ``x ** c``,
   ``np.maximum``/``np.minimum``, ``np.where`` with data comparisons (written with the registered
   strict step ``gt0(x) = [x > 0]``), indexing with ints, slices, ``None``, ``...`` and loop
   indices, ``x.shape``, ``len(x)``, ``reshape`` (splitting axes), ``np.concatenate``/``stack``;
@@ -1045,9 +1046,14 @@ class _Translator(ExprOps):
         if isinstance(v, Affine):
             if v.is_constant():
                 return v.const != 0
-            if not v.index:
-                return True  # sizes are positive
-            return PredVal(Cmp("!=", v, Affine.constant(0)))
+            if v.index:
+                return PredVal(Cmp("!=", v, Affine.constant(0)))
+            if provably_nonneg(v - 1) or provably_nonneg(-v - 1):
+                return True  # nonzero for every (positive) size
+            raise self.error(
+                f"the condition {v} != 0 depends on a symbolic size; call with concrete shapes "
+                "to decide it", node,
+            )
         if isinstance(v, PredVal):
             return v
         if isinstance(v, TVal):
