@@ -284,3 +284,25 @@ def test_bad_arguments_to_a_gradient_are_shape_errors():
 def test_not_a_program_or_function():
     with pytest.raises(ProgramError, match="expected a Program"):
         ea.grad(42)  # type: ignore[arg-type]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(max_statements=3), sizes_strategy(), st.integers(0, 2**16), st.booleans())
+def test_random_gradients_match_interpreter_in_float64_and_float32(prog, sizes, seed, f32):
+    names = tensor_params(prog)
+    if not names:
+        return
+    inputs = random_inputs(prog, sizes, np.random.default_rng(seed))
+    if f32:
+        inputs = {
+            k: np.float32(v) if isinstance(v, float) else v if v.dtype == bool
+            else v.astype(np.float32)
+            for k, v in inputs.items()
+        }
+    g = ea.grad(prog, wrt=tuple(names), optimize=False)
+    got = g(**inputs)
+    want = evaluate(g.program, **inputs)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if f32 else {"rtol": 1e-7, "atol": 1e-9}
+    for a, b in zip(got, want, strict=True):
+        assert (np.asarray(a).dtype == np.float32) == f32
+        np.testing.assert_allclose(a, b, equal_nan=True, **tol)

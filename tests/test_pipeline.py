@@ -191,13 +191,9 @@ def run_all_stages(source: str, inputs: dict, wrt: str | None = None) -> None:
     check_every_stage(prog, inputs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="backend bug: a bare `!=` bracket term is written as an int array (np.where(m, 1, 0)) "
-    "and the float scatter into it is truncated",
-)
 def test_bare_inequality_bracket_plus_point_scatter_stays_float():
-    """y[i] = [i == 2]·x[i] + [i != 1]: the bracket term must not fix the output's dtype."""
+    """y[i] = [i == 2]·x[i] + [i != 1]: the bracket term must not fix the output's dtype (it
+    once did: an int array from np.where(m, 1, 0) truncated the scattered float)."""
     source = "def f(x: [N]):\n    y[i: 3] = (i == 2) * x[i] + (i != 1)\n    return y\n"
     x = np.array([0.5, 0.25, 0.75])
     prog = ea.parse(source)
@@ -217,3 +213,68 @@ def test_sum_elimination_then_inlining_keeps_the_range_guard():
         "    return y\n"
     )
     run_all_stages(source, {"x": np.array([0.5, 0.25, 1.0, 2.0])})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="AD bug: reverse mode folds [p] * (1 / x) into [p] / x, losing the strong-zero "
+    "guard: the adjoint is 0/0 = NaN where the bracket is false and x = 0 (jvp gives 0)",
+)
+def test_adjoint_keeps_the_strong_zero_guard_of_a_bracket():
+    """f = Σ_i [i == 0]·log(x[i]) is finite at x = (1.5, 0, -1) and depends on x[0] only, so
+    ∇f = (1/1.5, 0, 0): the naive adjoint, the optimized and the compiled gradients say so."""
+    source = "def f(x: [N]):\n    return Sum[i: N]((i == 0) * log(x[i]))\n"
+    prog = ea.parse(source)
+    x = np.array([1.5, 0.0, -1.0])
+    want = np.array([1 / 1.5, 0.0, 0.0])
+    tangent = jvp(prog, "x")
+    assert [evaluate(tangent, x=x, x_dot=e) for e in np.eye(3)] == pytest.approx(want)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(evaluate(vjp(prog, "x"), x=x, ybar=1.0), want)
+        np.testing.assert_allclose(ea.grad(prog, wrt="x", optimize=False)(x=x), want)
+        np.testing.assert_allclose(ea.grad(prog, wrt="x", limits=LIMITS)(x=x), want)
+
+
+def test_shared_adjoint_of_a_constant_statement_keeps_its_binders():
+    """The adjoint of sum(A @ B @ C) with constant extents (as the NumPy frontend makes it):
+    t_bar feeds both A_bar and B_bar, t1_bar is the constant 1. (Once, a Sum lost its binder
+    here and optimize raised ProgramError: index 'l' is not bound.)"""
+    source = (
+        "def g(A: [5, 3], B: [3, 5], C: [5, 3]):\n"
+        "    t1_bar[i: 5, j: 3] = 1\n"
+        "    t_bar[i: 5, j: 5] = Sum[k: 3](t1_bar[i, k] * C[j, k])\n"
+        "    A_bar[i: 5, j: 3] = Sum[k: 5](t_bar[i, k] * B[j, k])\n"
+        "    B_bar[i: 3, j: 5] = Sum[k: 5](t_bar[k, j] * A[k, i])\n"
+        "    return A_bar, B_bar\n"
+    )
+    rng = np.random.default_rng(1)
+    shapes = {"A": (5, 3), "B": (3, 5), "C": (5, 3)}
+    run_all_stages(source, {name: rng.uniform(-1, 1, shape) for name, shape in shapes.items()})
+
+
+INTEGRALITY_BUG = (
+    "optimizer bug: eliminating a strided Σ_l [i == 2l + c] and inlining the statement read at "
+    "l = (i - c)/2 drops the integrality guard: odd i must give 0"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=INTEGRALITY_BUG)
+@pytest.mark.parametrize(
+    ("source", "x", "want"),
+    [
+        # t[1/2] must read 0; the optimizer returns (3 > i/2) * x[0]
+        ("def f(x: [N]):\n    t[l: 3] = x[0]\n"
+         "    y[i: 2] = Sum[l: 3]((i == 2*l) * t[l])\n    return y\n",
+         [0.75, -0.5, 0.25], [0.75, 0.0]),
+        # i = 2 has no l with 2l + 1 = 2; the optimizer returns (...) * x[i - 1]
+        ("def f(x: [N]):\n    t[l: N] = x[2*l]\n"
+         "    y[i: 3] = Sum[l: 3]((i == 2*l + 1) * t[l])\n    return y\n",
+         [0.75, -0.5, 0.25, 1.0, 2.0], [0.0, 0.75, 0.0]),
+    ],
+    ids=["t-constant", "t-strided"],
+)
+def test_strided_sum_elimination_then_inlining_keeps_integrality(source, x, want):
+    """y[i] = Σ_l [i == 2l + c]·t[l] is zero where i - c is odd, whatever t is."""
+    x = np.array(x)
+    np.testing.assert_array_equal(evaluate(ea.parse(source), x=x), want)
+    run_all_stages(source, {"x": x})

@@ -582,8 +582,8 @@ class _Codegen:
     def where(self, mask: Value, v: Value, grid: Mapping[str, Axis]) -> Value:
         target = self.order(grid, mask.axes, v.axes)
         v = self.to_num(v)
-        if not v.axes and v.prec >= _UNARY and v.code.lstrip("-").isdigit():
-            v = Value(f"_dt({v.code})", ())  # np.where(m, 1, 0) would be an int array
+        if not v.axes:
+            v = Value(f"_dt({v.code})", (), risky=v.risky)  # np.where(m, N, 0) is an int array
         return Value(
             f"np.where({self.align(mask, target, False)}, {self.align(v, target, False)}, 0)",
             target,
@@ -812,7 +812,10 @@ class _Codegen:
         else:
             head = f"_fn_{fn}"
             self.extras[head] = f.numpy
-        return self.shared(Value(f"{head}({codes})", target, risky=risky), create=False)
+        code = f"{head}({codes})"
+        if not target:  # np.tanh(0.5) is a float64 scalar: keep float32 programs in float32
+            code = f"_dt({code})"
+        return self.shared(Value(code, target, risky=risky), create=False)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
         """The sum of terms on one grid, as one expression (negative terms subtracted)."""

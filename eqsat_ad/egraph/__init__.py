@@ -1,0 +1,7 @@
+"""The optimizer: Tensor SSA in an egglog e-graph.
+
+encode.py (whole program -> egglog text, canonical binders), prelude.egg (the term language,
+analyses, affine arithmetic, substitution), rules.py (rule files ``rules/*.egg``), saturate.py
+(bounded saturation in a worker process), extract.py (cost-based extraction and decoding),
+optimize.py (``optimize``, ``Optimized``, ``Limits``), check.py (``check_rules``).
+"""

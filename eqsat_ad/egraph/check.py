@@ -40,7 +40,7 @@ from ..ir.expr import (
     Sum,
     free_indices,
 )
-from ..ir.index import Affine, IndexVar
+from ..ir.index import Affine, IndexVar, size
 from ..ir.interpreter import evaluate_expr
 from ..ir.printer import print_expr
 from .extract import LinVal, decode_index_classes
@@ -122,7 +122,7 @@ SIGS = _signatures()
 # --- random instances ---------------------------------------------------------------------------
 GENS = (0, 1)
 """ids that play statement generators (their range may be assumed)"""
-BINDERS = (2, 3)
+BINDERS = (2, 3, 4)
 """ids that random sums bind"""
 POOL = GENS + BINDERS
 SIZE_ID = -1
@@ -193,6 +193,10 @@ class _Random:
 
     def expr(self, depth: int = 2) -> str:
         r = self.rng
+        if depth == 2 and self.focus is not None and r.random() < 0.3:
+            # a product reading a tensor at the binder: what strided elimination looks for
+            read = f'(Acc "T1" {self.il(1)})'
+            return f"(Mul {read} {self.expr(depth - 1)})"
         if depth <= 0 or r.random() < 0.35:
             kind = r.choice(("acc1", "acc2", "acc1", "num", "br", "scalar"))
             if kind == "num":
@@ -328,7 +332,14 @@ def _node_expr(op: str, args: tuple, kid: Mapping[int, Expr], index: tuple, exte
         if op == "Call2":
             return Call(args[0], (kid[args[1]], kid[args[2]]))
         if op == "Sum":
-            return Sum((IndexVar(f"v{args[0]}", extents[args[0]]),), kid[args[2]])
+            terms, const = lin[args[1]]
+            if not terms:
+                extent = int(const)
+            elif terms == ((SIZE_ID, Fraction(1)),) and const == 0:
+                extent = size("N")
+            else:
+                return None
+            return Sum((IndexVar(f"v{args[0]}", extent),), kid[args[2]])
     except KeyError:
         return None
     return None
@@ -474,12 +485,12 @@ COMBINED = "all rules together"
 
 
 def _setting(rng: random.Random) -> tuple[dict[int, str], dict[int, str], int]:
-    """Random extents: ids 0..2 range over N, id 3 over a small constant; and the value of N."""
+    """Random extents: ids 0..3 range over N, id 4 over a small constant; and the value of N."""
     n = rng.choice((2, 3, 4))
     const_extent = rng.choice((2, 3))
     size_n = _lin({SIZE_ID: Fraction(1)}, Fraction(0))
-    extent_text = {0: size_n, 1: size_n, 2: size_n, 3: _lin({}, Fraction(const_extent))}
-    extents_ids = {0: "N", 1: "N", 2: "N", 3: str(const_extent)}
+    extent_text = {0: size_n, 1: size_n, 2: size_n, 3: size_n, 4: _lin({}, Fraction(const_extent))}
+    extents_ids = {0: "N", 1: "N", 2: "N", 3: "N", 4: str(const_extent)}
     return extent_text, extents_ids, n
 
 
@@ -506,6 +517,7 @@ def _run(rf, decls, helpers, rules: list[list], seeds: list[str], extent_text, w
         *(show(_with_ruleset(r, "check-target")) for r in rules),
         *(f"(set (extent {i}) {t})" for i, t in extent_text.items()),
         *(f"(gen-index {i})" for i in GENS),
+        *(f"(binder {i} {extent_text[i]})" for i in BINDERS),
         *(f"(let $seed{k} {s})" for k, s in enumerate(seeds)),
     ])
     fixpoint = "(saturate (seq (saturate (run prelude)) (saturate (run check-helpers))))"
@@ -553,11 +565,9 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
     names = tuple(rule_name(c) for c in targets)
     exercised: dict[str, int] = {}
     failures: list[RuleFailure] = []
-    sample: list[str] = []
     for cmd, name in zip(targets, names, strict=True):
         extent_text, extents_ids, n = _setting(rng)
         seeds = _seeds(rf, cmd, name, trials, _Random(rng, extent_text))
-        sample += seeds[: max(1, trials // 4)]
         eg, matches = _run(rf, decls, helpers, [cmd], seeds, extent_text, f"rule {name!r}")
         exercised[name] = matches.get(name, 0) + matches.get(
             show(_with_ruleset(cmd, "check-target")), 0
@@ -569,6 +579,11 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
             failures.append(RuleFailure(name, _text(bad[0]), _text(bad[1]), sizes, bad[2]))
     if not failures and len(targets) > 1:
         extent_text, extents_ids, n = _setting(rng)
+        gen = _Random(rng, extent_text)
+        sample = [
+            s for cmd, name in zip(targets, names, strict=True)
+            for s in _seeds(rf, cmd, name, max(1, trials // 4), gen)
+        ]
         eg, _ = _run(rf, decls, helpers, targets, sample, extent_text, "the rules", 300)
         sizes = {"N": n}
         arrays = _arrays(np.random.default_rng(rng.randrange(2**32)), n)

@@ -130,7 +130,6 @@ class _Encoder:
         self.prog = prog
         self.ids = IdTable()
         self.stmts: dict[str, Statement] = {s.name: s for s in prog.statements}
-        self.order = {s.name: k for k, s in enumerate(prog.statements)}
         self.lines: list[str] = []
         self.inlined: set[str] = set()
         self.inlines = 0
@@ -267,7 +266,10 @@ class _Encoder:
             self.lines.append(f"(let $o{k} {self.expr(o, {}, 0)})")
         facts = [
             f"(set (extent {i}) {dim_lin(d, self.ids)})" for i, d in sorted(self.ids.extent.items())
-        ] + [f"(gen-index {i})" for i, r in sorted(self.ids.role.items()) if r[0] == "gen"]
+        ] + [f"(gen-index {i})" for i, r in sorted(self.ids.role.items()) if r[0] == "gen"] + [
+            f"(binder {i} {dim_lin(self.ids.extent[i], self.ids)})"
+            for i, r in sorted(self.ids.role.items()) if r[0] == "sum"
+        ]
         text = "\n".join(facts + self.lines) + "\n"
         return Encoded(self.prog, self.ids, text, body_let, tuple(outs), gen_ids)
 

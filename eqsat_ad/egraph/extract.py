@@ -66,7 +66,6 @@ class Extractor:
         self.snap = snap
         self.enc = enc
         self.stmts = {s.name: s for s in enc.program.statements}
-        self.order = {s.name: k for k, s in enumerate(enc.program.statements)}
         sizes = dict(sizes or {})
         names = enc.ids.size_names
         self.size_name = names
@@ -526,6 +525,8 @@ class _Decoder:
             a, b = self.expr(args[0]), self.expr(args[1])
             if isinstance(a, Const) and a.value == -1.0:
                 return Neg(b)
+            if isinstance(b, Const) and b.value == -1.0:
+                return Neg(a)
             if isinstance(a, Bracket) and isinstance(b, Bracket):
                 return Bracket(conj(a.pred, b.pred))
             if isinstance(a, Bracket) and isinstance(b, Binary) and b.op == "*" and isinstance(

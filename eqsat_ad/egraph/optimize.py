@@ -106,8 +106,12 @@ def optimize(
         result = extraction.program
     except ExtractionError:
         result = prog
-    if result is not prog and _cost_key(result, sizes) > _cost_key(prog, sizes):
-        result = prog
+    if result is not prog:
+        try:
+            if _cost_key(result, sizes) > _cost_key(prog, sizes):
+                result = prog
+        except EqsatError:
+            result = prog  # a program the cost model cannot price is not returned
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
