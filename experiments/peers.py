@@ -5,9 +5,11 @@ Workloads (RESEARCH.md section 4): k traces of A; a Python loop of scalar reads
 ``x[0]² + ... + x[k-1]²`` (E5: a point-sparse gradient); diag (E3); a strided gather (E9); a
 tanh MLP; the matrix chain Σ(A@B@C) with tall/flat shapes. Systems: hand-written NumPy, eqsat_ad
 (optimized gradient), autograd, JAX (eager and jit) and PyTorch eager, each only when importable
-(nothing is installed by this script). Every process is pinned to one core.
+(nothing is installed by this script). PyTorch runs in a subprocess under the side venv's Python
+3.11 (``--torch-python``, default ``.venv-torch/bin/python`` when it exists; see torch_peer.py).
+Every process is pinned to one core.
 
-Writes experiments/out/peers.md and prints it.
+Writes peers.md into ``--out`` (default experiments/out/) and prints it.
 
     python experiments/peers.py            # full sizes (minutes)
     python experiments/peers.py --quick    # smoke run
@@ -35,6 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import eqsat_ad as ea  # noqa: E402
 from eqsat_ad.examples import example, k_reads, k_traces  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_peer import Protocol, default_torch_python, torch_time  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 SLOW = 2.0  # seconds: a system slower than this per call is timed once
@@ -79,6 +84,7 @@ class Workload:
     f: Callable[..., Any]  # f(xp, *arrays) -> scalar
     hand: Callable[..., Any]  # hand-written gradient w.r.t. the first array
     eqsat: Callable[[], Callable[..., Any]]  # builds the eqsat_ad gradient (first array)
+    torch_key: str  # the workload's name in torch_peer.py
     loop: bool = False  # f is a Python loop (skip JAX jit, which unrolls it)
 
 
@@ -94,7 +100,7 @@ def _k_traces(quick: bool, k: int) -> Workload:
 
     return Workload(
         f"{k} traces of A, N={n}", {"A": a}, f, lambda A: k * np.eye(A.shape[0]),
-        lambda: ea.grad(k_traces(k).program(), wrt="A"),
+        lambda: ea.grad(k_traces(k).program(), wrt="A"), f"traces:{k}",
     )
 
 
@@ -112,7 +118,7 @@ def _scalar_reads(quick: bool) -> Workload:
         return ea.grad(loop_sum_of_squares, wrt="x")
 
     return Workload(f"Python loop s += x[i]*x[i], n={n}", {"x": x}, f, lambda x: 2 * x, build,
-                    loop=True)
+                    "loop_squares", loop=True)
 
 
 def _point_reads(quick: bool) -> Workload:
@@ -132,7 +138,7 @@ def _point_reads(quick: bool) -> Workload:
         return g
 
     return Workload(f"k scalar reads x[0]² + … + x[k-1]², k={k}, N={n}", {"x": x}, f, hand,
-                    lambda: ea.grad(k_reads(k).program(), wrt="x"))
+                    lambda: ea.grad(k_reads(k).program(), wrt="x"), f"point_reads:{k}")
 
 
 def loop_sum_of_squares(x):
@@ -152,7 +158,8 @@ def _diag(quick: bool) -> Workload:
         return xp.sum(xp.diag(x) * B)
 
     return Workload(f"diag: Σ diag(x)∘B, N={n}", {"x": x, "B": b}, f,
-                    lambda x, B: np.diag(B).copy(), lambda: ea.grad(ex.program(), wrt="x"))
+                    lambda x, B: np.diag(B).copy(), lambda: ea.grad(ex.program(), wrt="x"),
+                    "diag")
 
 
 def _gather(quick: bool) -> Workload:
@@ -171,7 +178,7 @@ def _gather(quick: bool) -> Workload:
         return g
 
     return Workload(f"strided gather y = x[::2], N={n}", {"x": x, "w": w}, f, hand,
-                    lambda: ea.grad(ex.program(), wrt="x"))
+                    lambda: ea.grad(ex.program(), wrt="x"), "gather")
 
 
 def _mlp(quick: bool) -> Workload:
@@ -201,7 +208,7 @@ def _mlp(quick: bool) -> Workload:
         g = ea.grad(ex.program(), wrt="W1")
         return lambda W1, X, b1, W2, b2, Y: g(X=X, W1=W1, b1=b1, W2=W2, b2=b2, Y=Y)
 
-    return Workload(f"tanh MLP, B={b}, width {width}", arrays, f, hand, build)
+    return Workload(f"tanh MLP, B={b}, width {width}", arrays, f, hand, build, "mlp")
 
 
 def _chain(quick: bool) -> Workload:
@@ -216,7 +223,7 @@ def _chain(quick: bool) -> Workload:
         return np.outer(np.ones(A.shape[0]), B @ C.sum(1))
 
     return Workload(f"Σ(A@B@C), A {n}×{r}, B {r}×{n}, C {n}×{r}", dict(inputs), f, hand,
-                    lambda: ea.grad(ex.program(), wrt="A"))
+                    lambda: ea.grad(ex.program(), wrt="A"), "chain")
 
 
 WORKLOADS = (
@@ -236,8 +243,10 @@ WORKLOADS = (
 # ================================================================================================
 
 
-def systems(w: Workload, quick: bool) -> dict[str, Callable[[], Any] | str]:
-    """name -> zero-argument gradient call (or a string saying why it is skipped)."""
+def systems(w: Workload, quick: bool,
+            torch_python: str | None) -> dict[str, Callable[[], Any] | str | tuple]:
+    """name -> zero-argument gradient call, a string saying why it is skipped, or (for PyTorch,
+    measured in a subprocess) a (seconds | None, note) pair."""
     args = list(w.arrays.values())
     out: dict[str, Callable[[], Any] | str] = {"hand-written NumPy": lambda: w.hand(*args)}
     g = w.eqsat()
@@ -253,6 +262,7 @@ def systems(w: Workload, quick: bool) -> dict[str, Callable[[], Any] | str]:
 
     jax = optional("jax")
     if jax is not None:
+        jax.config.update("jax_enable_x64", True)  # float64, as every other system here
         jnp = importlib.import_module("jax.numpy")
         jargs = [jnp.asarray(a) for a in args]
         jgrad = jax.grad(lambda *a: w.f(jnp, *a))
@@ -268,18 +278,12 @@ def systems(w: Workload, quick: bool) -> dict[str, Callable[[], Any] | str]:
     else:
         out["JAX eager"] = out["JAX jit"] = "not installed"
 
-    torch = optional("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
-
-        def torch_grad():
-            ts = [torch.tensor(a, requires_grad=(k == 0)) for k, a in enumerate(args)]
-            w.f(torch, *ts).backward()
-            return ts[0].grad
-
-        out["PyTorch eager"] = torch_grad
+    if w.loop and len(args[0]) > (1000 if quick else 16000):
+        out["PyTorch eager"] = "skipped (op-by-op loop too slow)"
     else:
-        out["PyTorch eager"] = "not installed"
+        out["PyTorch eager"] = torch_time(
+            torch_python, w.torch_key, args, [w.hand(*args)],
+            Protocol(budget=0.05 if quick else 0.5, slow=SLOW))
     return out
 
 
@@ -292,6 +296,10 @@ def check(w: Workload, fn: Callable[[], Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    ap.add_argument("--out", type=Path, default=OUT, help="output folder (default: %(default)s)")
+    ap.add_argument("--torch-python", default=default_torch_python(),
+                    help="Python with torch==2.13.0 for the PyTorch peer (default: "
+                         ".venv-torch/bin/python when present; PyTorch skipped otherwise)")
     args = ap.parse_args(argv)
     pin_one_core()
     budget = 0.05 if args.quick else 0.5
@@ -307,25 +315,31 @@ def main(argv: list[str] | None = None) -> int:
         w = make(args.quick)
         print(f"{w.name}", flush=True)
         hand_t: float | None = None
-        for name, fn in systems(w, args.quick).items():
+        for name, fn in systems(w, args.quick, args.torch_python).items():
             if isinstance(fn, str):
                 lines.append(f"| {w.name} | {name} | {fn} | – |")
                 continue
-            try:
-                check(w, fn)
-                t = timeit(fn, budget)
-            except Exception as exc:  # a peer failing is a result, not a crash
-                lines.append(f"| {w.name} | {name} | failed: {type(exc).__name__} | – |")
-                continue
+            if isinstance(fn, tuple):  # measured (and checked) in the torch subprocess
+                t, note = fn
+                if t is None or note:
+                    lines.append(f"| {w.name} | {name} | {note} | – |")
+                    continue
+            else:
+                try:
+                    check(w, fn)
+                    t = timeit(fn, budget)
+                except Exception as exc:  # a peer failing is a result, not a crash
+                    lines.append(f"| {w.name} | {name} | failed: {type(exc).__name__} | – |")
+                    continue
             if hand_t is None:
                 hand_t = t
             lines.append(f"| {w.name} | {name} | {t * 1e3:.3g} | {t / hand_t:.3g} |")
             print(f"  {name}: {t * 1e3:.3g} ms", flush=True)
     md = "\n".join(lines) + "\n"
-    OUT.mkdir(exist_ok=True)
-    (OUT / "peers.md").write_text(md)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "peers.md").write_text(md)
     print(md)
-    print(f"wrote {OUT / 'peers.md'}")
+    print(f"wrote {args.out / 'peers.md'}")
     return 0
 
 

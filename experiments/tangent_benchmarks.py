@@ -10,10 +10,12 @@ Workloads (van Merriënboer et al., *Tangent*, 2017, and RESEARCH.md §2, §4):
   the loop into one sum, so the gradient is O(n) (eager tape-based systems build one dense
   one-hot adjoint per ``x[i]``: O(n²)).
 
-Each gradient is checked against a hand-written NumPy gradient before it is timed. Autograd, JAX
-and PyTorch are measured when importable (skipped otherwise). Pinned to one core when possible.
-Writes ``experiments/out/tangent_benchmarks.md`` (and ``.json``, and a PNG when matplotlib is
-installed) and prints the table.
+Each gradient is checked against a hand-written NumPy gradient before it is timed. Autograd and
+JAX are measured when importable (skipped otherwise; JAX with float64 enabled, its scalar loop as
+``lax.fori_loop``); PyTorch runs in a subprocess under the side venv's Python 3.11
+(``--torch-python``, default ``.venv-torch/bin/python`` when present; see torch_peer.py). Pinned
+to one core when possible. Writes ``tangent_benchmarks.md`` (and ``.json``, and a PNG when
+matplotlib is installed) into ``--out`` (default experiments/out/) and prints the table.
 
     python experiments/tangent_benchmarks.py --quick     # smoke run, a few seconds
     python experiments/tangent_benchmarks.py             # full run
@@ -42,6 +44,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import eqsat_ad as ea  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_peer import Protocol, default_torch_python, torch_time  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 CLASSES = 10
@@ -133,14 +138,8 @@ def _peers() -> dict[str, Any]:
         import jax
         import jax.numpy as jnp
 
+        jax.config.update("jax_enable_x64", True)  # float64 stays float64 (float32 MLP stays f32)
         found["jax"] = (jax, jnp)
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-        found["torch"] = torch
     except ImportError:
         pass
     return found
@@ -158,28 +157,15 @@ def peer_mlp(name: str, mod: Any) -> Callable[..., Any]:
             return -anp.mean(anp.sum(y * logp, axis=1))
 
         return autograd.grad(loss, argnum=(2, 3, 4, 5))
-    if name == "jax":
-        jax, jnp = mod
+    jax, jnp = mod
 
-        def jloss(x, y, W, b, V, c):
-            h = jnp.tanh(x @ W + b)
-            logp = jax.nn.log_softmax(h @ V + c, axis=1)
-            return -jnp.mean(jnp.sum(y * logp, axis=1))
+    def jloss(x, y, W, b, V, c):
+        h = jnp.tanh(x @ W + b)
+        logp = jax.nn.log_softmax(h @ V + c, axis=1)
+        return -jnp.mean(jnp.sum(y * logp, axis=1))
 
-        g = jax.jit(jax.grad(jloss, argnums=(2, 3, 4, 5)))
-        return lambda *a: [np.asarray(t) for t in jax.block_until_ready(g(*a))]
-    torch = mod
-
-    def tgrad(x, y, W, b, V, c):
-        ts = [torch.from_numpy(a) for a in (x, y, W, b, V, c)]
-        for t in ts[2:]:
-            t.requires_grad_(True)
-        x_, y_, W_, b_, V_, c_ = ts
-        logp = torch.log_softmax(torch.tanh(x_ @ W_ + b_) @ V_ + c_, dim=1)
-        loss = -(y_ * logp).sum(dim=1).mean()
-        return [g.numpy() for g in torch.autograd.grad(loss, ts[2:])]
-
-    return tgrad
+    g = jax.jit(jax.grad(jloss, argnums=(2, 3, 4, 5)))
+    return lambda *a: [np.asarray(t) for t in jax.block_until_ready(g(*a))]
 
 
 def peer_scalar_loop(name: str, mod: Any) -> Callable[..., Any] | None:
@@ -193,19 +179,14 @@ def peer_scalar_loop(name: str, mod: Any) -> Callable[..., Any] | None:
             return s
 
         return autograd.grad(f)
-    if name == "torch":
-        torch = mod
+    jax, jnp = mod
 
-        def tg(x):
-            t = torch.from_numpy(x).requires_grad_(True)
-            s = torch.zeros((), dtype=t.dtype)
-            for i in range(t.shape[0]):
-                s = s + t[i] * t[i]
-            (g,) = torch.autograd.grad(s, t)
-            return g.numpy()
+    # JAX cannot trace an n-step Python loop in reasonable time: its idiom is lax.fori_loop.
+    def jf(x):
+        return jax.lax.fori_loop(0, x.shape[0], lambda i, s: s + x[i] * x[i], 0.0)
 
-        return tg
-    return None  # JAX: tracing an n-step Python loop takes minutes at these sizes
+    g = jax.jit(jax.grad(jf))
+    return lambda x: np.asarray(jax.block_until_ready(g(x)))
 
 
 def peer_halving(name: str, mod: Any) -> Callable[..., Any] | None:
@@ -218,27 +199,15 @@ def peer_halving(name: str, mod: Any) -> Callable[..., Any] | None:
             return anp.sum(x)
 
         return autograd.grad(f)
-    if name == "jax":
-        jax, jnp = mod
+    jax, jnp = mod
 
-        def jf(x):
-            for _ in range(HALVING_STEPS):
-                x = jnp.where(jnp.sum(x) > 1.0, x / 2.0, x)
-            return jnp.sum(x)
-
-        g = jax.jit(jax.grad(jf))
-        return lambda x: np.asarray(jax.block_until_ready(g(x)))
-    torch = mod
-
-    def tg(x):
-        t = torch.from_numpy(x).requires_grad_(True)
-        y = t
+    def jf(x):
         for _ in range(HALVING_STEPS):
-            y = torch.where(y.sum() > 1.0, y / 2.0, y)
-        (g,) = torch.autograd.grad(y.sum(), t)
-        return g.numpy()
+            x = jnp.where(jnp.sum(x) > 1.0, x / 2.0, x)
+        return jnp.sum(x)
 
-    return tg
+    g = jax.jit(jax.grad(jf))
+    return lambda x: np.asarray(jax.block_until_ready(g(x)))
 
 
 # ================================================================================================
@@ -302,6 +271,26 @@ def measure(row: Row, name: str, fn: Callable[..., Any], args: tuple, want: Any,
         slow.add(name)
 
 
+def measure_torch(row: Row, python: str | None, key: str, args: tuple, want: Any, rtol: float,
+                  budget: float, slow: set[str]) -> None:
+    """PyTorch eager in the side venv's subprocess (torch_peer.py), same protocol as measure."""
+    name = "torch"
+    if python is None:
+        return  # not installed: no column, as for the in-process peers
+    if name in slow:
+        row.times_ms[name] = None
+        row.notes[name] = f"skipped (>{SLOW_S:.0f} s at a smaller size)"
+        return
+    want = list(want) if isinstance(want, tuple | list) else [want]
+    t, note = torch_time(python, key, args, want,
+                         Protocol(budget=budget, min_reps=1, max_reps=7, warmup=False), rtol)
+    row.times_ms[name] = None if t is None else t * 1e3
+    if note:
+        row.notes[name] = note
+    if t is not None and t > SLOW_S:
+        slow.add(name)
+
+
 def run_eqsat(row: Row, fn: Callable[..., Any], wrt: Any, args: tuple, want: Any, rtol: float,
               budget: float, optimize: bool) -> None:
     row.optimized = optimize
@@ -322,7 +311,7 @@ def run_eqsat(row: Row, fn: Callable[..., Any], wrt: Any, args: tuple, want: Any
 
 
 def mlp_rows(widths: list[int], batches: list[int], peers: dict[str, Any], budget: float,
-             optimize: bool) -> list[Row]:
+             optimize: bool, torch_python: str | None) -> list[Row]:
     rows = []
     rng = np.random.default_rng(0)
     slow: set[str] = set()
@@ -342,13 +331,15 @@ def mlp_rows(widths: list[int], batches: list[int], peers: dict[str, Any], budge
             run_eqsat(row, mlp_loss, ("W", "b", "V", "c"), args, want, 1e-3, budget, optimize)
             for name, mod in peers.items():
                 measure(row, name, peer_mlp(name, mod), args, want, 1e-3, budget, slow)
+            measure_torch(row, torch_python, "tangent_mlp", (W, b, V, c, x, y), want, 1e-3,
+                          budget, slow)
             rows.append(row)
             print(fmt_row(row), flush=True)
     return rows
 
 
 def halving_rows(sizes: list[int], peers: dict[str, Any], budget: float,
-                 optimize: bool) -> list[Row]:
+                 optimize: bool, torch_python: str | None) -> list[Row]:
     rows = []
     rng = np.random.default_rng(1)
     slow: set[str] = set()
@@ -362,13 +353,14 @@ def halving_rows(sizes: list[int], peers: dict[str, Any], budget: float,
             fn = peer_halving(name, mod)
             if fn is not None:
                 measure(row, name, fn, (x,), want, 1e-9, budget, slow)
+        measure_torch(row, torch_python, "halving", (x,), want, 1e-9, budget, slow)
         rows.append(row)
         print(fmt_row(row), flush=True)
     return rows
 
 
 def scalar_loop_rows(sizes: list[int], peers: dict[str, Any], budget: float,
-                     optimize: bool) -> list[Row]:
+                     optimize: bool, torch_python: str | None) -> list[Row]:
     rows = []
     rng = np.random.default_rng(2)
     slow: set[str] = set()
@@ -384,6 +376,7 @@ def scalar_loop_rows(sizes: list[int], peers: dict[str, Any], budget: float,
             fn = peer_scalar_loop(name, mod)
             if fn is not None:
                 measure(row, name, fn, (x,), want, 1e-9, budget, slow)
+        measure_torch(row, torch_python, "loop_squares", (x,), want, 1e-9, budget, slow)
         rows.append(row)
         print(fmt_row(row), flush=True)
     return rows
@@ -478,6 +471,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="optimize the 100-step unrolled loop too (its extraction is slow)")
     ap.add_argument("--only", choices=("mlp", "halving", "scalar_loop"), action="append",
                     help="run only these workloads")
+    ap.add_argument("--out", type=Path, default=OUT, help="output folder (default: %(default)s)")
+    ap.add_argument("--torch-python", default=default_torch_python(),
+                    help="Python with torch==2.13.0 for the PyTorch peer (default: "
+                         ".venv-torch/bin/python when present; PyTorch skipped otherwise)")
     args = ap.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         try:
@@ -485,7 +482,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
     peers = _peers()
-    print(f"peers found: {', '.join(peers) or 'none (autograd, jax, torch not importable)'}")
+    if args.torch_python:
+        peers_text = ", ".join([*peers, f"torch (subprocess: {args.torch_python})"])
+    else:
+        peers_text = ", ".join(peers) or "none"
+    print(f"peers found: {peers_text}")
     optimize = not args.no_optimize
     if args.quick:
         widths, batches, loop_n, halving_n, budget = [64, 256], [16], [1000, 4000], [100], 0.2
@@ -495,28 +496,30 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only or ("mlp", "halving", "scalar_loop"))
     rows: list[Row] = []
     if "mlp" in only:
-        rows += mlp_rows(widths, batches, peers, budget, optimize)
+        rows += mlp_rows(widths, batches, peers, budget, optimize, args.torch_python)
     if "halving" in only:
         # Unrolled, the loop is ~300 statements: the optimizer's extraction takes minutes on a
         # program that size, so by default this workload runs the naive adjoint.
-        rows += halving_rows(halving_n, peers, budget, optimize and args.optimize_halving)
+        rows += halving_rows(halving_n, peers, budget, optimize and args.optimize_halving,
+                             args.torch_python)
     if "scalar_loop" in only:
-        rows += scalar_loop_rows(loop_n, peers, budget, optimize)
-    OUT.mkdir(parents=True, exist_ok=True)
+        rows += scalar_loop_rows(loop_n, peers, budget, optimize, args.torch_python)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     md = (
         "# Tangent benchmarks through the NumPy front end\n\n"
         f"Median gradient times (ms), one core, {'quick run' if args.quick else 'full run'}, "
         f"optimizer {'on' if optimize else 'off'} (halving: "
         f"{'on' if optimize and args.optimize_halving else 'off'}); "
-        f"peers: {', '.join(peers) or 'none'}.\n"
+        f"peers: {peers_text}.\n"
         "'hand' is a hand-written NumPy gradient; every gradient is checked against it first.\n\n"
         + table(rows) + "\n"
     )
-    (OUT / "tangent_benchmarks.md").write_text(md)
-    (OUT / "tangent_benchmarks.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    (out / "tangent_benchmarks.md").write_text(md)
+    (out / "tangent_benchmarks.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
     print()
     print(md)
-    png = OUT / "tangent_benchmarks.png"
+    png = out / "tangent_benchmarks.png"
     print(f"plot: {png}" if plot(rows, png) else "plot skipped (matplotlib not installed)")
     return 0
 

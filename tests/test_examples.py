@@ -159,3 +159,14 @@ def test_demo_reports_missing_and_failing_stages(capsys):
     assert run(demo, (missing, broken)) == 1
     out = capsys.readouterr().out
     assert "FAILED: ProgramError: bad program" in out and demo.failures == ["broken"]
+
+
+def test_demo_runs_every_stage_end_to_end(capsys):
+    from eqsat_ad.demo import Demo, run
+
+    demo = Demo(k_traces(3), {"N": 6}, seed=1, timing_n=16)
+    assert run(demo) == 0, demo.failures
+    out = capsys.readouterr().out
+    assert "A_bar[i: N, j: N] = (i == j) * (3 * ybar)" in out  # the three bracket terms merged
+    assert "np.zeros" in out and "eager tape" in out
+    assert "MISMATCH" not in out and "skipped" not in out
