@@ -288,3 +288,15 @@ def test_strided_sum_elimination_then_inlining_keeps_integrality(source, x, want
     x = np.array(x)
     np.testing.assert_array_equal(evaluate(ea.parse(source), x=x), want)
     run_all_stages(source, {"x": x})
+
+
+@pytest.mark.xfail(strict=True, reason=INTEGRALITY_BUG)
+def test_gradient_of_a_strided_read_through_a_statement():
+    """f = Σ_l y[l] with y[l] = x[2l]: ∇f = [1, 0, 1, 0, 0] (the optimizer returned
+    x_bar[i] = [2 > i/2], i.e. [1, 1, 1, 1, 0])."""
+    source = "def f(x: [N]):\n    y[l: 2] = x[2*l]\n    return Sum[l: 2](y[l])\n"
+    prog = ea.parse(source)
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    want = [1.0, 0.0, 1.0, 0.0, 0.0]
+    np.testing.assert_array_equal(ea.grad(prog, wrt="x", optimize=False)(x=x), want)
+    np.testing.assert_array_equal(ea.grad(prog, wrt="x", limits=LIMITS)(x=x), want)
