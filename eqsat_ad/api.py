@@ -6,14 +6,17 @@
 
 Every function accepts a :class:`~eqsat_ad.ir.Program` or a NumPy-subset Python function
 (Tangent-style). A function is translated by :func:`eqsat_ad.frontend.numpy_subset.translate`
-when the shapes are known: at the first call (from the arguments) or ahead of time with
-``shapes={...}``; compiled versions are cached per shape and dtype signature.
+when the shapes are known: at the first call with each new argument signature, or ahead of time
+with ``shapes={...}``. A call's dimensions become size symbols (``N``, ``M``, ...; 1 stays 1), so
+programs and cost reports are symbolic; Python ints and bools are static constants. Compiled
+versions are cached per signature (shapes, boolean-ness, static values); see :func:`grad`.
 """
 
 from __future__ import annotations
 
 import inspect
 import threading
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,7 +29,7 @@ from .ir.expr import Access, Const, Expr, accessed_names, map_children
 from .ir.printer import print_program
 from .ir.program import Program, Statement
 
-__all__ = ["Compiled", "compile", "grad", "hessian", "jvp", "vjp"]
+__all__ = ["Compiled", "Specialization", "compile", "grad", "hessian", "jvp", "vjp"]
 
 Wrt = str | int | Sequence[str | int] | None
 ShapeSpec = Mapping[str, tuple[int | str, ...]]
@@ -169,6 +172,143 @@ def _plain_report(prog: Program, sizes: Mapping[str, int] | None) -> Any:
 
 
 # ================================================================================================
+# Specializing a Python function
+# ================================================================================================
+
+# Size symbols for the dimensions of a call's arguments, in order of appearance.
+_SIZE_LETTERS = ("N", "M", "K", "L", "P", "Q", "R", "T", "U", "V")
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """How one call signature of a Python function was translated.
+
+    ``shapes``: the shapes given to the translator (size symbols or ints); ``sizes``: the
+    concrete value of each size symbol (also given to the optimizer); ``origins``: where each
+    symbol came from (``"x.shape[0]"``); ``statics``: the static (Python int / bool) arguments
+    the function was specialized on; ``fallback``: ``None`` when the symbolic translation
+    worked, else why the translation had to use the concrete shapes.
+    """
+
+    shapes: dict[str, tuple[int | str, ...]]
+    sizes: dict[str, int]
+    origins: dict[str, str]
+    statics: dict[str, Any]
+    fallback: str | None = None
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether the program was translated with size symbols."""
+        dims = [d for shape in self.shapes.values() for d in shape]
+        return self.fallback is None and any(isinstance(d, str) for d in dims)
+
+    def describe(self) -> str:
+        parts = [f"{s} = {self.origins.get(s, s)} = {n}" for s, n in self.sizes.items()]
+        parts += [f"{k} = {v!r} (static)" for k, v in self.statics.items()]
+        line = ", ".join(parts) or "no sizes"
+        if self.fallback is not None:
+            line += f"; concrete shapes (symbolic translation failed: {self.fallback})"
+        return line
+
+
+def _is_static(value: Any) -> bool:
+    """A Python int or bool (or a NumPy integer / bool scalar): a constant of the translation."""
+    return isinstance(value, int | np.integer | np.bool_)
+
+
+def _size_symbols(
+    shapes: Mapping[str, tuple[int, ...]], avoid: set[str]
+) -> tuple[dict[str, tuple[int | str, ...]], dict[str, int], dict[str, str]]:
+    """One size symbol per distinct dimension value other than 0 and 1 (broadcasting depends on
+    1, and the cost model counts sizes >= 1): (symbolic shapes, sizes, origins)."""
+    letters = [s for s in _SIZE_LETTERS if s not in avoid]
+    by_value: dict[int, str] = {}
+    sizes: dict[str, int] = {}
+    origins: dict[str, str] = {}
+    symbolic: dict[str, tuple[int | str, ...]] = {}
+    for name, shape in shapes.items():
+        dims: list[int | str] = []
+        for axis, n in enumerate(shape):
+            if n in (0, 1):
+                dims.append(n)
+                continue
+            if n not in by_value:
+                k = len(by_value)
+                symbol = letters[k] if k < len(letters) else f"N{k - len(letters) + 1}"
+                while symbol in avoid:
+                    symbol += "_"
+                by_value[n] = symbol
+                sizes[symbol] = n
+                origins[symbol] = f"{name}.shape[{axis}]"
+            dims.append(by_value[n])
+        symbolic[name] = tuple(dims)
+    return symbolic, sizes, origins
+
+
+def _identifiers_of(fn: Callable[..., Any]) -> set[str]:
+    """Names the function uses: size symbols must not shadow them in the printed program."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return set()
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names |= set(c.co_varnames) | set(c.co_names) | set(c.co_freevars) | set(c.co_cellvars)
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return names
+
+
+def _with_statics(fn: Callable[..., Any], statics: Mapping[str, Any]) -> Callable[..., Any]:
+    """A copy of ``fn`` whose signature gives the static arguments as defaults.
+
+    The translator binds a parameter without a shape to its default, as a constant. Keyword-only
+    parameters may take defaults in any order, so the copy's signature makes every parameter
+    keyword-only; the translator reads names from the source and only defaults from here.
+    """
+    if not statics:
+        return fn
+    real = inspect.unwrap(fn)
+    if not isinstance(real, types.FunctionType):
+        return fn  # the translator reports what it cannot read
+    copy = types.FunctionType(
+        real.__code__, real.__globals__, real.__name__, real.__defaults__, real.__closure__
+    )
+    copy.__kwdefaults__ = real.__kwdefaults__
+    copy.__qualname__ = real.__qualname__
+    copy.__module__ = real.__module__
+    sig = inspect.signature(real)
+    params = [
+        p.replace(
+            kind=inspect.Parameter.KEYWORD_ONLY,
+            default=statics[p.name] if p.name in statics else p.default,
+        )
+        for p in sig.parameters.values()
+    ]
+    copy.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    return copy
+
+
+def _unify(declared: Mapping[str, Sequence[int | str]], shapes: Mapping[str, tuple[int, ...]]
+           ) -> bool:
+    """Whether the call's shapes are an instance of the declared (possibly symbolic) shapes."""
+    if set(declared) != set(shapes):
+        return False
+    bound: dict[str, int] = {}
+    for name, dims in declared.items():
+        actual = shapes[name]
+        if len(dims) != len(actual):
+            return False
+        for d, n in zip(dims, actual, strict=True):
+            if isinstance(d, str):
+                if bound.setdefault(d, n) != n:
+                    return False
+            elif int(d) != n:
+                return False
+    return True
+
+
+# ================================================================================================
 # The compiled callable
 # ================================================================================================
 
@@ -181,14 +321,16 @@ class _Stage:
     program: Program
     report: Any
     compiled: CompiledProgram
+    specialization: Specialization | None = None
 
 
 class Compiled:
     """A compiled gradient / function / Hessian. Call it with the program's arguments.
 
     ``.source`` (generated NumPy source), ``.program`` (the optimized program it runs),
-    ``.naive`` (before optimization), ``.report`` (CostReport). For a Python function these
-    describe the most recent specialization (shapes bound at the first call or by ``shapes=``).
+    ``.naive`` (before optimization), ``.forward`` (the program differentiated), ``.report``
+    (CostReport). For a Python function these describe the most recent specialization;
+    ``.specializations`` lists them all (see :class:`Specialization`).
     """
 
     def __init__(
@@ -210,12 +352,16 @@ class Compiled:
         self._options = (optimize, rules, limits, sizes)
         self._verbose = verbose
         self._stages: dict[tuple, _Stage] = {}
+        self._forwards: dict[tuple, Program] = {}
         self._latest: _Stage | None = None
+        self._latest_key: tuple | None = None
+        self._declared: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._lock = threading.Lock()
         if isinstance(target, Program):
             self._fn = None
             self._signature = None
-            self._latest = self._stage_for(target, key=())
+            self._latest = self._stage_for(target, (), None)
+            self._latest_key = ()
         else:
             if not callable(target):
                 raise ProgramError(
@@ -227,16 +373,29 @@ class Compiled:
             except (TypeError, ValueError) as exc:
                 raise ProgramError(f"cannot read the signature of {target!r}: {exc}") from None
             self.__wrapped__ = target
+            self._avoid = _identifiers_of(target) | set(self._signature.parameters)
             if shapes is not None:
-                self._specialize(dict(shapes), dict(dtypes) if dtypes else None)
+                self._declared = (dict(shapes), dict(dtypes) if dtypes else {})
+                self._specialize_declared()
 
     # --- stages --------------------------------------------------------------------------------
-    def _stage_for(self, forward: Program, key: tuple) -> _Stage:
+    def _stage_for(self, forward: Program, key: tuple, spec: Specialization | None,
+                   naive: Program | None = None) -> _Stage:
         optimize, rules, limits, sizes = self._options
-        naive = self._build(forward)
-        program, report = _optimize(naive, optimize, rules, limits, sizes)
-        stage = _Stage(naive, program, report, compile_program(program))
+        # A call's own sizes are the truth for its symbols; the user's cover declared names.
+        all_sizes = {**(sizes or {}), **(spec.sizes if spec else {})} or None
+        if naive is None:
+            naive = self._build(forward)
+        if self._verbose:
+            head = f"# eqsat_ad.{self.kind}"
+            if spec is not None:
+                print(f"{head}: specialization: {spec.describe()}")
+            print(f"{head}: Tensor SSA program\n{print_program(forward)}")
+            print(f"{head}: naive program\n{print_program(naive)}")
+        program, report = _optimize(naive, optimize, rules, limits, all_sizes)
+        stage = _Stage(naive, program, report, compile_program(program), spec)
         self._stages[key] = stage
+        self._forwards[key] = forward
         if self._verbose:
             print(f"# eqsat_ad.{self.kind}: optimized program\n{print_program(program)}")
             print(f"# generated NumPy source\n{stage.compiled.source}")
@@ -244,20 +403,59 @@ class Compiled:
                 print(report)
         return stage
 
-    def _specialize(self, shapes: ShapeSpec, dtypes: Mapping[str, Any] | None) -> _Stage:
+    def _translate(
+        self, shapes: Mapping[str, Sequence[int | str]], dtypes: Mapping[str, Any],
+        statics: Mapping[str, Any],
+    ) -> tuple[Program, Program]:
+        """The forward program and what ``build`` makes of it."""
         from .frontend.numpy_subset import translate
 
+        assert self._fn is not None
+        forward = translate(_with_statics(self._fn, statics), shapes, dtypes or None)
+        return forward, self._build(forward)
+
+    def _specialize_declared(self) -> _Stage:
+        """The specialization for ``shapes=`` given ahead of time: symbolic as given."""
+        assert self._declared is not None
+        shapes, dtypes = self._declared
+        key = ("declared",)
+        with self._lock:
+            stage = self._stages.get(key)
+            if stage is None:
+                forward, naive = self._translate(shapes, dtypes, {})
+                declared = {k: tuple(v) for k, v in shapes.items()}
+                names = {d for dims in declared.values() for d in dims if isinstance(d, str)}
+                given = {k: n for k, n in (self._options[3] or {}).items() if k in names}
+                spec = Specialization(declared, given, {}, {}, None)
+                stage = self._stage_for(forward, key, spec, naive)
+            self._latest, self._latest_key = stage, key
+        return stage
+
+    def _specialize(self, shapes: Mapping[str, tuple[int, ...]], relations: frozenset[str],
+                    statics: Mapping[str, Any]) -> _Stage:
+        """The specialization for a call: symbolic sizes, or the concrete shapes as fall-back."""
         key = (
-            tuple(sorted((k, tuple(v)) for k, v in shapes.items())),
-            tuple(sorted((k, np.dtype(v).str) for k, v in (dtypes or {}).items())),
+            tuple(shapes.items()),
+            tuple(sorted(relations)),
+            tuple((k, type(v).__name__, v) for k, v in statics.items()),
         )
         with self._lock:
             stage = self._stages.get(key)
             if stage is None:
-                assert self._fn is not None
-                forward = translate(self._fn, shapes, dtypes)
-                stage = self._stage_for(forward, key)
-            self._latest = stage
+                dtypes = {name: bool for name in relations}
+                symbolic, sizes, origins = _size_symbols(shapes, self._avoid)
+                try:
+                    forward, naive = self._translate(symbolic, dtypes, statics)
+                    spec = Specialization(symbolic, sizes, origins, dict(statics))
+                except EqsatError as exc:
+                    if not sizes:
+                        raise
+                    # Some constructs (slices, max over an axis, loops over a size) need
+                    # concrete extents: use the shapes of this call.
+                    forward, naive = self._translate(shapes, dtypes, statics)
+                    spec = Specialization(dict(shapes), {}, {}, dict(statics), str(exc))
+                stage = self._stage_for(forward, key, spec, naive)
+            self._latest, self._latest_key = stage, key
         return stage
 
     def _latest_stage(self) -> _Stage:
@@ -282,12 +480,28 @@ class Compiled:
         return self._latest_stage().naive
 
     @property
+    def forward(self) -> Program:
+        """The program that was differentiated (for a function: its Tensor SSA translation)."""
+        self._latest_stage()
+        return self._forwards[self._latest_key]
+
+    @property
     def report(self) -> Any:
         return self._latest_stage().report
 
     @property
     def compiled(self) -> CompiledProgram:
         return self._latest_stage().compiled
+
+    @property
+    def specialization(self) -> Specialization | None:
+        """How the most recent call was specialized (``None`` for a Program)."""
+        return self._latest_stage().specialization
+
+    @property
+    def specializations(self) -> tuple[Specialization, ...]:
+        """Every specialization compiled so far, oldest first (empty for a Program)."""
+        return tuple(s.specialization for s in self._stages.values() if s.specialization)
 
     def __repr__(self) -> str:
         if self._latest is None:
@@ -300,20 +514,35 @@ class Compiled:
             assert self._latest is not None
             return self._latest.compiled(*args, **kwargs)
         assert self._signature is not None
+        fname = getattr(self._fn, "__name__", "function")
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise ShapeError(f"{getattr(self._fn, '__name__', 'function')}(): {exc}") from None
-        # Arguments the caller passes are inputs; parameters left at their defaults stay
-        # constants of the translation.
+            raise ShapeError(f"{fname}(): {exc}") from None
+        # Arguments the caller passes are inputs (Python ints and bools: static constants);
+        # parameters left at their defaults stay constants of the translation.
         shapes: dict[str, tuple[int, ...]] = {}
-        dtypes: dict[str, Any] = {}
+        relations: set[str] = set()
+        statics: dict[str, Any] = {}
         for name, value in bound.arguments.items():
-            arr = np.asarray(value)
+            if _is_static(value):
+                statics[name] = value.item() if isinstance(value, np.generic) else value
+                continue
+            try:
+                arr = np.asarray(value)
+            except Exception as exc:  # ragged lists and the like
+                raise ShapeError(f"{fname}(): argument {name!r} is not an array: {exc}") from None
             shapes[name] = tuple(int(n) for n in arr.shape)
             if arr.dtype == bool:
-                dtypes[name] = bool
-        stage = self._specialize(shapes, dtypes or None)
+                relations.add(name)
+        stage = None
+        if self._declared is not None and not statics:
+            declared_shapes, declared_dtypes = self._declared
+            declared_rel = {k for k, v in declared_dtypes.items() if np.dtype(v).kind == "b"}
+            if _unify(declared_shapes, shapes) and declared_rel == relations:
+                stage = self._specialize_declared()
+        if stage is None:
+            stage = self._specialize(shapes, frozenset(relations), statics)
         names = stage.compiled.program.param_names
         return stage.compiled(**{n: bound.arguments[n] for n in names if n in bound.arguments})
 
@@ -336,6 +565,27 @@ def _params_of(target: Program | Callable[..., Any]) -> tuple[list[str], list[st
     return names, ["tensor"] * len(names), repr(getattr(target, "__name__", "function"))
 
 
+def _wrt_in(
+    forward: Program, target: Program | Callable[..., Any], wrt: Wrt,
+    names: tuple[str, ...], what: str,
+) -> tuple[str, ...]:
+    """``names`` checked against the program actually built (for a Python function: its
+    translation, whose parameters leave out static arguments); the default resolved there."""
+    if isinstance(target, Program):
+        return names
+    params = list(forward.param_names)
+    if wrt is None:
+        return _wrt_names(params, [p.kind for p in forward.params], None, what)[0]
+    for n in names:
+        if n not in params:
+            raise ProgramError(
+                f"cannot differentiate with respect to {n!r}: in this call it is a static "
+                "constant (a Python int or bool, or left at its default); pass a float or an "
+                "array to make it an input"
+            )
+    return names
+
+
 def grad(
     prog_or_fn: Program | Callable[..., Any],
     wrt: Wrt = None,
@@ -355,14 +605,31 @@ def grad(
     them (then the gradient is a tuple). ``optimize=False`` runs the naive adjoint through the
     same backend. ``rules``/``limits``/``sizes`` go to the optimizer (``sizes`` also break cost
     ties). ``preserve_result``: also return the function's value, after the gradient(s).
-    ``verbose`` prints the optimized program, the generated code and the cost report.
+    ``verbose`` prints the Tensor SSA program, the naive and the optimized adjoint, the generated
+    code and the cost report.
+
+    A Python function is translated at its first call with each new signature of arguments and
+    compiled once per signature (cached; ``.specializations`` lists them):
+
+    * array (and Python float) arguments are data. Their dimensions become size symbols ``N``,
+      ``M``, ``K``, ... in order of appearance (equal dimensions share one; a dimension of 1
+      stays 1, since broadcasting depends on it), so ``.program`` and ``.report`` are symbolic
+      and the optimizer compares costs asymptotically; the call's sizes break ties. Where the
+      function needs concrete extents (some slices, ``max`` over an axis, a branch on a shape),
+      the call's concrete shapes are used instead and the specialization records why.
+    * a Python ``int`` or ``bool`` argument is a static constant: the function is specialized
+      on its value (``for i in range(n)`` works), and a new value compiles a new version.
+      Such an argument cannot be differentiated; pass a float to make a scalar input.
+    * ``shapes={name: (...)}`` (and ``dtypes``) compile ahead of time with the shapes as given
+      (size names stay symbolic); calls whose shapes fit them use that version.
     """
     params, kinds, what = _params_of(prog_or_fn)
     names, several = _wrt_names(params, kinds, wrt, what)
 
     def build(forward: Program) -> Program:
+        resolved = _wrt_in(forward, prog_or_fn, wrt, names, what)
         return gradient_program(
-            forward, names, as_tuple=several, preserve_result=preserve_result
+            forward, resolved, as_tuple=several, preserve_result=preserve_result
         )
 
     return Compiled(
@@ -413,8 +680,11 @@ def hessian(
     names, several = _wrt_names(params, kinds, wrt, what)
     if several and len(names) != 1:
         raise ProgramError(f"hessian differentiates with respect to one input, got {len(names)}")
+    def build(forward: Program) -> Program:
+        return hessian_program(forward, _wrt_in(forward, prog_or_fn, wrt, names, what)[0])
+
     return Compiled(
-        "hessian", prog_or_fn, lambda p: hessian_program(p, names[0]), optimize=optimize,
+        "hessian", prog_or_fn, build, optimize=optimize,
         rules=rules, limits=limits, sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
     )
 

@@ -187,19 +187,23 @@ def plot(groups: dict[str, list[Row]], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(9, 6))
-    for k, (name, rows) in enumerate(groups.items()):
-        rows = [r for r in rows if "N" in r.sizes]
-        if len(rows) < 2:
-            continue
+    fig, ax = plt.subplots(figsize=(10, 6.5))
+    # The k families run at a fixed N: not a curve in N.
+    curves = {name: [r for r in rows if "N" in r.sizes] for name, rows in groups.items()
+              if "k-" not in name}
+    curves = {name: rows for name, rows in curves.items() if len(rows) >= 2}
+    colors = plt.get_cmap("tab20").colors
+    for k, (name, rows) in enumerate(curves.items()):
         n = [r.sizes["N"] for r in rows]
-        color = f"C{k % 10}"
-        ax.loglog(n, [r.opt for r in rows], "-o", color=color, label=f"{name} optimized", ms=3)
-        ax.loglog(n, [r.naive for r in rows], ":", color=color, alpha=0.6)
+        color = colors[(2 * k) % 20 + (2 * k) // 20]
+        ax.loglog(n, [r.opt for r in rows], "-", marker="osD^v<>"[k % 7], color=color,
+                  label=name, ms=4)
+        ax.loglog(n, [r.naive for r in rows], ":", color=color, alpha=0.7)
     ax.set_xlabel("N")
     ax.set_ylabel("gradient time [s] (solid: optimized, dotted: naive adjoint)")
     ax.set_title("eqsat_ad: worked examples")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=8, ncol=3, title="optimized gradient (naive: dotted, same colour)",
+              title_fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

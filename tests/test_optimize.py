@@ -150,3 +150,52 @@ def test_optimized_adjoints_of_random_programs_are_equal(prog, sizes, seed, adjo
     check_program(res.program)
     inputs = random_inputs(prog, sizes, np.random.default_rng(seed))
     assert _close(ea.evaluate(prog, **inputs), ea.evaluate(res.program, **inputs))
+
+
+# --- big programs: bounded time, linear-size results ----------------------------------------------
+
+
+def _unrolled(x):
+    for _ in range(100):
+        x = x * 0.5 + np.tanh(x)
+    return np.sum(x)
+
+
+def _unrolled_adjoint():
+    from eqsat_ad.frontend.numpy_subset import translate
+
+    return vjp(translate(_unrolled, {"x": ("N",)}), "x")
+
+
+def test_a_100_step_loop_is_optimized_within_the_time_limit_and_stays_correct():
+    import time
+
+    naive = _unrolled_adjoint()
+    assert len(naive.statements) > 200
+    start = time.perf_counter()
+    res = optimize(naive, limits=Limits(seconds=1.0))
+    wall = time.perf_counter() - start
+    # too big to finish in a second: the report says the clock stopped it
+    assert res.report.stats.stop_reason == "time limit"
+    assert wall < 12.0  # generous: pricing the 200-statement report is most of it
+    check_program(res.program)
+    inputs = {"x": np.random.default_rng(0).normal(size=5), "ybar": 1.3}
+    np.testing.assert_allclose(
+        ea.evaluate(res.program, **inputs), ea.evaluate(naive, **inputs), rtol=1e-9
+    )
+
+
+def test_statements_read_several_times_are_not_inlined_into_an_exponential_tree():
+    from eqsat_ad.egraph.encode import inlinable, read_counts
+    from eqsat_ad.ir.printer import print_expr, print_program
+
+    naive = _unrolled_adjoint()
+    counts = read_counts(naive)
+    offered = inlinable(naive)
+    # a loop state x_k is read by x_{k+1} twice (x * 0.5 and tanh(x)) and by its adjoint
+    many = [s.name for s in naive.statements if counts[s.name] > 1 and "tanh" in print_expr(s.body)]
+    assert len(many) >= 100 and not offered & set(many)
+    once = [s.name for s in naive.statements if counts[s.name] == 1]
+    assert once and set(once) <= offered
+    res = optimize(naive, limits=Limits(seconds=2.0))
+    assert len(print_program(res.program)) <= 2 * len(print_program(naive))

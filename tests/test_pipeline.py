@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from strategies import programs, random_inputs, sizes_strategy, tensor_params
 
 import eqsat_ad as ea
-from eqsat_ad.ad import jvp, vjp
+from eqsat_ad.ad import hessian_program, jvp, vjp
 from eqsat_ad.backend.numpy import compile_program
 from eqsat_ad.egraph.optimize import Limits, optimize
 from eqsat_ad.ir import Access, Program, dim_value
@@ -79,13 +79,13 @@ def assert_float64(result, what: str) -> None:
 
 
 def check_every_stage(prog: Program, inputs: dict, limits: Limits = LIMITS) -> Program:
-    """optimize(prog) evaluates like prog; compiled naive and optimized equal the interpreter.
-
-    Returns the optimized program."""
+    """optimize(prog) evaluates like prog and prints as index language that parses back to it;
+    compiled naive and optimized programs equal the interpreter. Returns the optimized program."""
     reference = evaluate(prog, **inputs)
     result = optimize(prog, limits=limits)
     optimized = result.program
     assert optimized.param_names == prog.param_names
+    assert ea.parse(str(optimized)) == optimized, f"does not round-trip:\n{optimized}"
     assert_close(evaluate(optimized, **inputs), reference, f"optimized program\n{optimized}")
     for what, stage in (("naive", prog), ("optimized", optimized)):
         compiled = compile_program(stage)(**inputs)
@@ -135,6 +135,16 @@ def test_saturation_cut_short_still_gives_a_correct_adjoint(prog, sizes, seed, l
     rng = np.random.default_rng(seed)
     inputs = random_inputs(prog, sizes, rng) | seed_inputs(adjoint, prog, sizes, rng)
     check_every_stage(adjoint, inputs, limits)
+
+
+@settings(PIPELINE_SETTINGS, max_examples=15)
+@given(programs(max_statements=2, max_depth=2, smooth=True), sizes_strategy(max_value=3),
+       st.integers(0, 2**16))
+def test_optimized_hessian_equals_naive_hessian_on_every_stage(prog, sizes, seed):
+    """The symbolic Hessian (forward over reverse, one program of rank 2·rank(x)) survives
+    optimization and compilation unchanged."""
+    hessian = hessian_program(prog, tensor_params(prog)[0])
+    check_every_stage(hessian, random_inputs(prog, sizes, np.random.default_rng(seed)))
 
 
 # ================================================================================================

@@ -6,9 +6,12 @@ alpha-equivalent terms are equal terms and end in one e-class (k copies of ``Sum
 merge). Sizes are negative ids. Affine expressions are written in canonical form (sorted ids,
 BigRat coefficients), the form the prelude's arithmetic rules keep them in.
 
-Every statement body gets a ``let``; every access ``y[a]`` to a statement variable is unioned with
+Every statement body gets a ``let``; an access ``y[a]`` to a statement variable is unioned with
 ``y``'s body with the generators replaced by ``a`` (inlining), so extraction can choose between
-reading a materialized ``y`` and recomputing it in place.
+reading a materialized ``y`` and recomputing it in place. Inlining is offered only where ``y`` is
+read once or its body is cheap (see ``inlinable``): the decoded program is a tree, so inlining a
+statement read k times copies its body k times, and a chain of such statements (an unrolled
+loop) would decode to an exponentially large program.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..ir.expr import (
     Pred,
     Rel,
     Sum,
+    children,
     substitute,
 )
 from ..ir.index import Affine, Dim, IndexVar, dim_str
@@ -39,6 +43,47 @@ from ..ir.program import Program, Statement
 # Inlined copies allowed per program: a long chain of statements each using the previous one
 # several times would otherwise encode exponentially many copies.
 MAX_INLINES = 600
+# A statement read more than once is offered for inlining only if its body is at most this many
+# nodes of additions, products, negations, constants, accesses and brackets (no sums, calls,
+# divisions or powers): copying it costs no more than reading it.
+CHEAP_NODES = 5
+
+
+def read_counts(prog: Program) -> dict[str, int]:
+    """How often each statement variable is read (syntactically) in ``prog``."""
+    names = {s.name for s in prog.statements}
+    counts = dict.fromkeys(names, 0)
+    stack: list[Expr] = [s.body for s in prog.statements] + list(prog.outputs)
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Access) and e.name in names:
+            counts[e.name] += 1
+        stack.extend(children(e))
+    return counts
+
+
+def is_cheap(body: Expr) -> bool:
+    """A body small enough and free of sums and calls, so that copying it at every read is no
+    worse than reading a materialized tensor."""
+    n = 0
+    stack = [body]
+    while stack:
+        e = stack.pop()
+        n += 1
+        if n > CHEAP_NODES or isinstance(e, Sum | Call | Pow) or (
+            isinstance(e, Binary) and e.op == "/"
+        ):
+            return False
+        stack.extend(children(e))
+    return True
+
+
+def inlinable(prog: Program) -> frozenset[str]:
+    """The statements whose reads the encoder offers to inline: read once, or cheap."""
+    counts = read_counts(prog)
+    return frozenset(
+        s.name for s in prog.statements if counts[s.name] <= 1 or is_cheap(s.body)
+    )
 
 
 @dataclass
@@ -130,6 +175,7 @@ class _Encoder:
         self.prog = prog
         self.ids = IdTable()
         self.stmts: dict[str, Statement] = {s.name: s for s in prog.statements}
+        self.inlinable = inlinable(prog)
         self.lines: list[str] = []
         self.inlined: set[str] = set()
         self.inlines = 0
@@ -221,13 +267,13 @@ class _Encoder:
         at: Access,
     ) -> None:
         key = f"{text}@{level}"
-        if key in self.inlined or self.inlines >= MAX_INLINES:
-            return
         stmt = self.stmts[name]
         if len(idx) != stmt.rank:
             raise ProgramError(
                 f"{name} has {stmt.rank} indices but is accessed with {len(idx)}", at.loc
             )
+        if key in self.inlined or self.inlines >= MAX_INLINES or name not in self.inlinable:
+            return
         if not all(a.is_integral() for a in idx):
             return  # y[k/2] reads 0 at odd k, where y's body need not vanish: keep the read
         self.inlined.add(key)

@@ -10,12 +10,15 @@ statement, shared subterms are counted once (DAG cost).
 A cost is compared asymptotically: it is the pair (value with every size at 2**20, value at the
 caller's sizes), so a higher total degree loses, then the leading coefficients, then the concrete
 sizes. Which statements stay materialized is chosen by a local search over the set, each set
-priced by a full extraction.
+priced by a full extraction. The search is anytime: it starts from the program that keeps every
+statement (the input's own shape), improves it while time remains before the deadline, and
+stops with the best program found so far when the deadline passes.
 """
 
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -50,8 +53,16 @@ _UNEXTRACTABLE = frozenset({"Subst", "LVar", "LAdd", "LScale", "LSubst", "ILSubs
 _NAME_POOL = ("i", "j", "k", "l", "m", "p", "q", "r", "s", "t", "u", "v", "w")
 
 
+# pops of the extraction heap between two looks at the clock
+CLOCK_EVERY = 2048
+
+
 class ExtractionError(Exception):
     """No program could be read back (an internal failure: the caller falls back to the input)."""
+
+
+class OutOfTime(ExtractionError):
+    """The deadline passed before even the first program was priced."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +70,27 @@ class Extraction:
     program: Program
     cost: Cost
     materialized: tuple[str, ...]
+    complete: bool = True
+    """False when the deadline stopped the search (the program is the best found so far)"""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A priced choice of statements and e-nodes, decoded only if it wins."""
+
+    needed: set[str]
+    bodies: dict[str, tuple[int, dict[int, int], Cost, set[str]]]
+    outputs: list[tuple[int | None, Cost, set[str]]]
+    choice: dict[int, int]
 
 
 class Extractor:
-    def __init__(self, snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None) -> None:
+    def __init__(
+        self, snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None,
+        deadline: float | None = None,
+    ) -> None:
+        """``deadline``: a ``time.perf_counter()`` value after which the search stops."""
+        self.deadline = INF if deadline is None else deadline
         self.snap = snap
         self.enc = enc
         self.stmts = {s.name: s for s in enc.program.statements}
@@ -138,6 +166,7 @@ class Extractor:
         changed = True
         rounds = 0
         while changed and rounds < 200:
+            self._check_clock()
             changed = False
             rounds += 1
             for k in self.e_nodes:
@@ -223,6 +252,8 @@ class Extractor:
         kids = self.kids
         parents = self.parents
         heap: list[tuple[float, float, int, int]] = []
+        deadline = self.deadline
+        pops = 0
 
         def candidate(k: int) -> None:
             op, c, args = nodes[k]
@@ -245,6 +276,9 @@ class Extractor:
             candidate(k)
         while heap:
             hi, lo, c, k = heapq.heappop(heap)
+            pops += 1
+            if pops % CLOCK_EVERY == 0 and time.perf_counter() > deadline:
+                raise OutOfTime("extraction ran past its deadline")
             old = best.get(c)
             if old is not None and old <= (hi, lo):
                 continue
@@ -314,6 +348,15 @@ class Extractor:
 
     def extract(self, materialized: set[str]) -> tuple[Cost, Program] | None:
         """Price and decode the program that keeps exactly ``materialized`` as statements."""
+        found = self.price(materialized)
+        return None if found is None else (found[0], self.decode(found[1]))
+
+    def decode(self, plan: _Plan) -> Program:
+        return self._decode_program(plan.needed, plan.bodies, plan.outputs, plan.choice)
+
+    def price(self, materialized: set[str]) -> tuple[Cost, _Plan] | None:
+        """Price the program that keeps exactly ``materialized`` as statements (None: it cannot
+        be read back); raises OutOfTime past the deadline."""
         lets = self.snap.lets
         base_best, base_choice = self._base()
         best = dict(base_best)
@@ -363,37 +406,48 @@ class Extractor:
         for _, cost, _ in outputs:
             hi += cost[0]
             lo += cost[1]
-        prog = self._decode_program(needed, bodies, outputs, choice)
-        return (hi, lo), prog
+        return (hi, lo), _Plan(needed, bodies, outputs, choice)
 
     def best_program(self) -> Extraction:
         """Local search over the set of materialized statements: start from the better of
-        "all" and "only the required ones", then toggle one statement at a time."""
+        "all" and "only the required ones", then toggle one statement at a time, while the
+        deadline allows; raises OutOfTime if not even "all" could be priced in time."""
         stmts = [s.name for s in self.enc.program.statements]
         required = {
             o.name for o, let in zip(self.enc.program.outputs, self.enc.output_let, strict=True)
             if let is None and isinstance(o, Access)
         }
         current = set(stmts)
-        found = self.extract(current)
+        found = self.price(current)
         if found is None:
             raise ExtractionError("the input program itself could not be read back")
-        minimal = self.extract(set(required))
-        if minimal is not None and minimal[0] < found[0]:
-            current, found = set(required), minimal
-        for _ in range(2):
-            improved = False
-            for y in reversed(stmts):
-                if y in required:
-                    continue
-                trial_set = current - {y} if y in current else current | {y}
-                trial = self.extract(trial_set)
-                if trial is not None and trial[0] < found[0]:
-                    current, found, improved = trial_set, trial, True
-            if not improved:
-                break
-        used = tuple(s.name for s in found[1].statements)
-        return Extraction(found[1], found[0], used)
+        complete = True
+        try:
+            self._check_clock()
+            minimal = self.price(set(required))
+            if minimal is not None and minimal[0] < found[0]:
+                current, found = set(required), minimal
+            for _ in range(2):
+                improved = False
+                for y in reversed(stmts):
+                    if y in required:
+                        continue
+                    self._check_clock()
+                    trial_set = current - {y} if y in current else current | {y}
+                    trial = self.price(trial_set)
+                    if trial is not None and trial[0] < found[0]:
+                        current, found, improved = trial_set, trial, True
+                if not improved:
+                    break
+        except OutOfTime:
+            complete = False
+        prog = self.decode(found[1])
+        used = tuple(s.name for s in prog.statements)
+        return Extraction(prog, found[0], used, complete)
+
+    def _check_clock(self) -> None:
+        if time.perf_counter() > self.deadline:
+            raise OutOfTime("extraction ran past its deadline")
 
     # --- decoding -----------------------------------------------------------------------------
     def _decode_program(self, needed, bodies, outputs, final_choice) -> Program:

@@ -4,6 +4,9 @@ encode (whole program, canonical binders) -> bounded saturation in a worker proc
 extraction under the cost contract (materialize or inline each statement) -> decode, then a
 safety net: the result is priced by the cost module and never returned if it costs more than the
 input.
+
+``Limits.seconds`` bounds the whole call: saturation gets ``SATURATION_SHARE`` of it, extraction
+the rest (an anytime search: the best program found when the time is up, else the input).
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from pathlib import Path
 from ..ir.errors import EqsatError
 from ..ir.program import Program
 from .encode import encode_program
-from .extract import ExtractionError, Extractor
+from .extract import ExtractionError, Extractor, OutOfTime
 from .rules import load_rules, rule_names
 from .saturate import SaturationError, saturate
 
 HUGE_SIZE = 2**20
+# the part of Limits.seconds that saturation may use; extraction and decoding get the rest
+SATURATION_SHARE = 0.75
 
 
 @dataclass(frozen=True)
@@ -29,8 +34,9 @@ class Limits:
 
     ``iterations``: steps: rounds of the terminating rule sets, then exploratory steps (each
     followed by the terminating sets to a bounded fixpoint);
-    ``nodes``: e-graph size at which growth stops; ``seconds``: wall time of the whole saturation
-    (the worker is killed mid-iteration if need be).
+    ``nodes``: e-graph size at which growth stops; ``seconds``: wall time of the whole call:
+    saturation (the worker is killed mid-iteration if need be) and extraction (which stops with
+    the best program found so far), up to a margin for decoding and pricing the result.
     """
 
     iterations: int = 16
@@ -58,13 +64,10 @@ class Optimized:
         return iter((self.program, self.report))
 
 
-def _cost_key(prog: Program, sizes: Mapping[str, int] | None) -> tuple:
-    from ..cost.model import program_cost
-
-    names = prog.size_names()
+def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tuple:
+    """Asymptotic, then concrete, order of a priced program (a ProgramCost)."""
     big = {n: HUGE_SIZE for n in names}
     concrete = {n: int((sizes or {}).get(n, 1000)) for n in names}
-    cost = program_cost(prog, concrete)
     return (cost.value(big), cost.value(concrete))
 
 
@@ -91,9 +94,11 @@ def optimize(
                 )
     files = load_rules(rules)
     start = time.perf_counter()
+    deadline = start + limits.seconds
     enc = encode_program(prog)
+    sat_seconds = max(start + SATURATION_SHARE * limits.seconds - time.perf_counter(), 1e-3)
     try:
-        run = saturate(enc.text, files, limits.iterations, limits.nodes, limits.seconds)
+        run = saturate(enc.text, files, limits.iterations, limits.nodes, sat_seconds)
     except SaturationError as exc:
         if "produced no e-graph" in str(exc):
             stats = SaturationStats(0, 0, 0, time.perf_counter() - start, "time limit", {})
@@ -101,24 +106,37 @@ def optimize(
         raise
     file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
+    stop_reason = run.stop_reason
     try:
-        extraction = Extractor(run.snapshot, enc, sizes).best_program()
+        extraction = Extractor(run.snapshot, enc, sizes, deadline).best_program()
         result = extraction.program
+        if not extraction.complete:
+            stop_reason = "time limit"
+    except OutOfTime:
+        stop_reason = "time limit"  # not even the input's own shape was priced in time
     except ExtractionError:
         result = prog
-    if result is not prog:
-        try:
-            if _cost_key(result, sizes) > _cost_key(prog, sizes):
-                result = prog
-        except EqsatError:
-            result = prog  # a program the cost model cannot price is not returned
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
         classes=run.snapshot.n_classes,
         seconds=time.perf_counter() - start,
-        stop_reason=run.stop_reason,
+        stop_reason=stop_reason,
         # the rules of the rule files (the prelude's analyses and arithmetic are bookkeeping)
         rule_counts={k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules},
     )
-    return Optimized(result, CostReport.build(prog, result, sizes, stats))
+    if result is prog:
+        return Optimized(prog, CostReport.build(prog, prog, sizes, stats))
+    # the safety net reuses the report's pricing (the cost model is the slow part on big programs)
+    try:
+        report = CostReport.build(prog, result, sizes, stats)
+        names = sorted(set(prog.size_names()) | set(result.size_names()))
+        if _cost_key(report.optimized.cost, names, sizes) > _cost_key(
+            report.naive.cost, names, sizes
+        ):
+            result = prog
+    except EqsatError:
+        result = prog  # a program the cost model cannot price is not returned
+    if result is prog:
+        report = CostReport.build(prog, prog, sizes, stats)
+    return Optimized(result, report)
