@@ -9,7 +9,8 @@ tanh MLP; the matrix chain Σ(A@B@C) with tall/flat shapes. Systems: hand-writte
 3.11 (``--torch-python``, default ``.venv-torch/bin/python`` when it exists; see torch_peer.py).
 Every process is pinned to one core.
 
-Writes peers.md into ``--out`` (default experiments/out/) and prints it.
+Writes peers.md and peers.png (ratios to hand-written NumPy, log scale; needs matplotlib) into
+``--out`` (default experiments/out/) and prints the table.
 
     python experiments/peers.py            # full sizes (minutes)
     python experiments/peers.py --quick    # smoke run
@@ -296,6 +297,36 @@ def check(w: Workload, fn: Callable[[], Any]) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
 
 
+def plot(results: dict[str, dict[str, float]], path: Path) -> bool:
+    """One group of bars per workload: each system's time / hand-written time (log scale)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    names = [n for n in dict.fromkeys(k for r in results.values() for k in r)
+             if n != "hand-written NumPy"]
+    fig, ax = plt.subplots(figsize=(11, 0.75 * len(results) + 2))
+    height = 0.8 / max(1, len(names))
+    for j, name in enumerate(names):
+        ys = [i + j * height for i in range(len(results))]
+        vals = [r.get(name, np.nan) for r in results.values()]
+        ax.barh(ys, vals, height, label=name, color=f"C{j}")
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(results))], list(results), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("gradient time / hand-written NumPy (log scale; missing bar: skipped)")
+    ax.set_title("eqsat_ad and peers, one core, float64")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
@@ -314,8 +345,10 @@ def main(argv: list[str] | None = None) -> int:
         "| workload | system | time ms | ratio |",
         "|---|---|---|---|",
     ]
+    results: dict[str, dict[str, float]] = {}
     for make in WORKLOADS:
         w = make(args.quick)
+        ratios = results.setdefault(w.name, {})
         print(f"{w.name}", flush=True)
         hand_t: float | None = None
         for name, fn in systems(w, args.quick, args.torch_python).items():
@@ -337,12 +370,14 @@ def main(argv: list[str] | None = None) -> int:
             if hand_t is None:
                 hand_t = t
             lines.append(f"| {w.name} | {name} | {t * 1e3:.3g} | {t / hand_t:.3g} |")
+            ratios[name] = t / hand_t
             print(f"  {name}: {t * 1e3:.3g} ms", flush=True)
     md = "\n".join(lines) + "\n"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "peers.md").write_text(md)
+    made_plot = plot(results, args.out / "peers.png")
     print(md)
-    print(f"wrote {args.out / 'peers.md'}")
+    print(f"wrote {args.out / 'peers.md'}" + (" and peers.png" if made_plot else ""))
     return 0
 
 

@@ -445,12 +445,17 @@ def plot(rows: list[Row], path: Path) -> bool:
     groups = [(t, g) for t, g in groups if g]
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     color = {name: palette[k % len(palette)] for k, name in enumerate(systems(rows))}
-    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), squeeze=False)
-    for ax, (title, g) in zip(axes[0], groups, strict=True):
+    cols = min(2, len(groups))
+    rows_n = (len(groups) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(6 * cols, 4.5 * rows_n), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    for ax, (title, g) in zip(axes.flat, groups, strict=False):
         for name in systems(g):
             pts = [(r.n, r.times_ms[name]) for r in g if r.times_ms.get(name)]
+            label = "jax (lax.fori_loop)" if name == "jax" and "loop" in title else name
             if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=name, color=color[name])
+                ax.plot(*zip(*pts, strict=True), marker="o", label=label, color=color[name])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("width" if "MLP" in title else "n")
@@ -458,7 +463,8 @@ def plot(rows: list[Row], path: Path) -> bool:
         ax.set_title(title)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
     return True
 
 
@@ -471,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="optimize the 100-step unrolled loop too (its extraction is slow)")
     ap.add_argument("--only", choices=("mlp", "halving", "scalar_loop"), action="append",
                     help="run only these workloads")
+    ap.add_argument("--replot", action="store_true",
+                    help="redraw the PNG from tangent_benchmarks.json in --out (no timing)")
     ap.add_argument("--out", type=Path, default=OUT, help="output folder (default: %(default)s)")
     ap.add_argument("--torch-python", default=default_torch_python(),
                     help="Python with torch==2.13.0 for the PyTorch peer (default: "
@@ -481,6 +489,11 @@ def main(argv: list[str] | None = None) -> int:
             os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         except OSError:
             pass
+    if args.replot:
+        rows = [Row(**r) for r in json.loads((args.out / "tangent_benchmarks.json").read_text())]
+        png = args.out / "tangent_benchmarks.png"
+        print(f"plot: {png}" if plot(rows, png) else "plot skipped (matplotlib not installed)")
+        return 0
     peers = _peers()
     if args.torch_python:
         peers_text = ", ".join([*peers, f"torch (subprocess: {args.torch_python})"])

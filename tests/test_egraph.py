@@ -158,3 +158,61 @@ def test_bad_arguments_are_rejected():
         optimize(prog, limits=(1, 2, 3))
     with pytest.raises(EqsatError, match="sizes"):
         optimize(prog, sizes={"N": -3})
+
+
+RANGE_BRACKETS = """
+def f(x: [N], w: [N]):
+    y[i: N] = (N > i/2) * (i >= 0) * (i < N) * (i + 1 > 0) * (2 * i < N) * x[i]
+    z[i: N, j: N] = (N - 1 >= i) * (i + j + 1 > 0) * (i + 1 < N) * w[i] * x[j]
+    return y, z
+"""
+
+
+def test_brackets_implied_by_generator_ranges_are_removed():
+    from eqsat_ad.ir.expr import Bracket, children
+    from eqsat_ad.ir.printer import print_pred
+
+    prog = ea.parse(RANGE_BRACKETS)
+    out = optimize(prog, sizes={"N": 9}).program
+
+    def brackets(e):
+        found = [print_pred(e.pred)] if isinstance(e, Bracket) else []
+        return found + [b for c in children(e) for b in brackets(c)]
+
+    kept = {s.name: brackets(s.body) for s in out.statements}
+    # only the brackets that can be false for some in-range generator are left
+    assert kept == {"y": ["N > 2*i"], "z": ["N > i + 1"]}, kept
+    for n in (1, 4, 7):
+        rng = np.random.default_rng(n)
+        args = {"x": rng.normal(size=n), "w": rng.normal(size=n)}
+        assert _close(ea.evaluate(prog, **args), ea.evaluate(out, **args))
+
+
+def test_extraction_stops_at_its_deadline_with_the_best_program_so_far():
+    import time
+
+    from eqsat_ad.ad.reverse import vjp
+    from eqsat_ad.egraph.extract import Extractor, OutOfTime
+
+    prog = vjp(ea.parse(E8), "x")
+    enc = encode_program(prog)
+    run = saturate(enc.text, load_rules(None), 4, 3000, 20.0)
+    with pytest.raises(OutOfTime):
+        Extractor(run.snapshot, enc, None, deadline=time.perf_counter() - 1.0)
+    ex = Extractor(run.snapshot, enc, None)
+    price = ex.price
+
+    def price_then_expire(materialized):
+        out = price(materialized)
+        ex.deadline = 0.0  # the clock runs out after the first priced program
+        return out
+
+    ex.price = price_then_expire
+    cut = ex.best_program()
+    assert not cut.complete
+    full = Extractor(run.snapshot, enc, None).best_program()
+    assert full.complete and full.cost <= cut.cost
+    inputs = {"x": np.random.default_rng(3).normal(size=6), "ybar": 0.7}
+    want = ea.evaluate(prog, **inputs)
+    assert _close(want, ea.evaluate(cut.program, **inputs))
+    assert _close(want, ea.evaluate(full.program, **inputs))

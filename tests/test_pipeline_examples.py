@@ -21,7 +21,7 @@ from eqsat_ad.egraph.optimize import Limits
 from eqsat_ad.examples import WORKED_EXAMPLES, example, k_reads, k_traces
 from eqsat_ad.ir.index import size
 
-N, R = size("N"), size("R")
+N = size("N")
 
 # Small sizes keep the naive adjoints (O(N^3) for some) quick; big enough that no extent
 # coincides with a constant index of a program.

@@ -31,7 +31,8 @@ def test_key_indicator_rules_are_exercised():
         for rule, k in result.exercised.items():
             exercised[rule] = exercised.get(rule, 0) + k
     for rule in ("sum-elim", "sum-elim-bare", "sum-elim-stride", "bracket-out-of-sum",
-                 "lower-bound-holds", "upper-bound-holds"):
+                 "lower-bound-holds", "upper-bound-holds", "range-ge-holds", "range-gt-holds",
+                 "range-top-holds", "range-top-holds-ge"):
         assert exercised.get(rule, 0) > 0, rule
 
 

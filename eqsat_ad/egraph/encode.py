@@ -168,6 +168,8 @@ class Encoded:
     output_let: tuple[str | None, ...]
     """per output: let name of its e-class, or None for a bare tensor output ``Access(name)``"""
     gen_ids: dict[str, tuple[int, ...]]
+    inlinable: frozenset[str] | None = None
+    """the statements whose reads were offered for inlining (None: all of them)"""
 
 
 class _Encoder:
@@ -317,7 +319,9 @@ class _Encoder:
             for i, r in sorted(self.ids.role.items()) if r[0] == "sum"
         ]
         text = "\n".join(facts + self.lines) + "\n"
-        return Encoded(self.prog, self.ids, text, body_let, tuple(outs), gen_ids)
+        return Encoded(
+            self.prog, self.ids, text, body_let, tuple(outs), gen_ids, self.inlinable
+        )
 
 
 def encode_program(prog: Program) -> Encoded:

@@ -417,6 +417,11 @@ class Extractor:
             o.name for o, let in zip(self.enc.program.outputs, self.enc.output_let, strict=True)
             if let is None and isinstance(o, Access)
         }
+        # a statement whose reads were not offered for inlining stays materialized: toggling it
+        # could only make its readers unreadable
+        offered = self.enc.inlinable
+        toggles = [y for y in reversed(stmts)
+                   if y not in required and (offered is None or y in offered)]
         current = set(stmts)
         found = self.price(current)
         if found is None:
@@ -429,9 +434,7 @@ class Extractor:
                 current, found = set(required), minimal
             for _ in range(2):
                 improved = False
-                for y in reversed(stmts):
-                    if y in required:
-                        continue
+                for y in toggles:
                     self._check_clock()
                     trial_set = current - {y} if y in current else current | {y}
                     trial = self.price(trial_set)

@@ -25,7 +25,7 @@ from .saturate import SaturationError, saturate
 
 HUGE_SIZE = 2**20
 # the part of Limits.seconds that saturation may use; extraction and decoding get the rest
-SATURATION_SHARE = 0.75
+SATURATION_SHARE = 0.8
 
 
 @dataclass(frozen=True)
