@@ -33,6 +33,7 @@ experiments: $(STAMP)
 	$(PY) -m pip install -q -e '.[experiments]'
 	$(PY) experiments/paper_examples.py
 	$(PY) experiments/peers.py
+	$(PY) experiments/tangent_benchmarks.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -192,9 +192,11 @@ def test_statements_read_several_times_are_not_inlined_into_an_exponential_tree(
     naive = _unrolled_adjoint()
     counts = read_counts(naive)
     offered = inlinable(naive)
-    # a loop state x_k is read by x_{k+1} twice (x * 0.5 and tanh(x)) and by its adjoint
+    # a loop state x_k is read by x_{k+1} twice (x * 0.5 and tanh(x)) and by its adjoint: it is
+    # offered for inlining only while the copies stay within the budget, which a chain of
+    # inlined states soon exceeds
     many = [s.name for s in naive.statements if counts[s.name] > 1 and "tanh" in print_expr(s.body)]
-    assert len(many) >= 100 and not offered & set(many)
+    assert len(many) >= 100 and len(set(many) - offered) >= len(many) // 3
     once = [s.name for s in naive.statements if counts[s.name] == 1]
     assert once and set(once) <= offered
     res = optimize(naive, limits=Limits(seconds=2.0))

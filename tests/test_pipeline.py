@@ -235,11 +235,6 @@ def test_sum_elimination_then_inlining_keeps_the_range_guard():
     run_all_stages(source, {"x": x}, wrt="x")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AD bug: reverse mode folds [p] * (1 / x) into [p] / x, losing the strong-zero "
-    "guard: the adjoint is 0/0 = NaN where the bracket is false and x = 0 (jvp gives 0)",
-)
 def test_adjoint_keeps_the_strong_zero_guard_of_a_bracket():
     """f = Σ_i [i == 0]·log(x[i]) is finite at x = (1.5, 0, -1) and depends on x[0] only, so
     ∇f = (1/1.5, 0, 0): the naive adjoint, the optimized and the compiled gradients say so."""

@@ -116,15 +116,9 @@ def f_mul(a: Expr, b: Expr) -> Expr:
         return f_neg(f_mul(a.arg, b))
     if isinstance(b, Neg):
         return f_neg(f_mul(a, b.arg))
-    if _is_reciprocal(b):  # a * (1 / d) -> a / d
-        return f_div(a, b.rhs)
-    if _is_reciprocal(a):
-        return f_div(b, a.rhs)
+    # a * (1 / d) is NOT folded to a / d: where a is 0 (a false bracket) and d is 0, the product
+    # is 0 (strong zero) but the quotient is nan.
     return Binary("*", a, b)
-
-
-def _is_reciprocal(e: Expr) -> bool:
-    return isinstance(e, Binary) and e.op == "/" and is_one(e.lhs)
 
 
 def f_div(a: Expr, b: Expr) -> Expr:

@@ -1011,6 +1011,8 @@ class _Codegen:
         return f"({codes[0]},)" if len(codes) == 1 else f"({', '.join(codes)})"
 
     def einsum(self, vals: list[Value], summed: list[str], g2: dict[str, Axis]) -> Value:
+        """Σ over ``summed`` of the product of ``vals``, one pairwise step at a time in the order
+        of the cost model's contraction path; each step that is a matrix product runs on BLAS."""
         allaxes = self.order(g2, *(v.axes for v in vals))
         letters = {a: _LETTERS[k] for k, a in enumerate(allaxes)}
         out_axes = tuple(a for a in allaxes if a not in summed)
@@ -1018,17 +1020,85 @@ class _Codegen:
         spec += "->" + "".join(letters[a] for a in out_axes)
         # Computed operands become temporaries, shared with every later use of the same code.
         vals = [self.shared(v, create=v.prec < _ATOM or "(" in v.code) for v in vals]
-        ops = ", ".join(v.code for v in vals)
-        risky = any(v.risky for v in vals)
         path = self.path([v.axes for v in vals], out_axes, g2)
         self.decide("einsum", f"{spec} path={path}", allaxes, in_sum=True)
+        if len(vals) == 1:
+            return self.contract(vals, out_axes, letters)
+        ops = list(vals)
+        for step in path[1:]:
+            picked = [ops[k] for k in step]
+            rest = [o for k, o in enumerate(ops) if k not in step]
+            keep = set(out_axes).union(*(o.axes for o in rest))
+            here = self.order(g2, *(o.axes for o in picked))
+            ops = [*rest, self.contract(picked, tuple(a for a in here if a in keep), letters)]
+        return ops[0]
+
+    def contract(self, ops: list[Value], out: tuple[str, ...], letters: Mapping[str, str]
+                 ) -> Value:
+        """One contraction step (one or two operands) with the result's axes in order ``out``.
+
+        A matrix product (or matrix-vector product, batched or not) becomes ``@`` on transposed
+        views; anything else stays ``np.einsum``. Strong zero: an operand that may hold inf/nan
+        is checked first, and only a non-finite one takes the exact (slow) ``einsum_sz``.
+        """
+        risky = [v for v in ops if v.risky]
+        if len(ops) == 2 and set(ops[0].axes) | set(ops[1].axes) <= set(out):
+            # Nothing summed: an elementwise or outer product, broadcast.
+            a, b = (self.align(v, out, False if risky else _MUL) for v in ops)
+            code = f"_rt.smul({a}, {b})" if risky else f"{a} * {b}"
+            return Value(self.temp(code), out, risky=bool(risky))
+        spec_of = ",".join("".join(letters[a] for a in v.axes) for v in ops)
+        blas = self.matmul(ops, out) if len(ops) == 2 else None
+        if blas is None:
+            spec = f"{spec_of}->{''.join(letters[a] for a in out)}"
+            args = ", ".join(v.code for v in ops)
+            if risky:
+                return Value(self.temp(f"_rt.einsum_sz('{spec}', False, {args})"), out,
+                             risky=True)
+            return Value(self.temp(f"np.einsum('{spec}', {args})"), out)
+        code, axes = blas
         if risky:
-            code = f"_rt.einsum_sz('{spec}', {path!r}, {ops})"
-        elif len(vals) == 1:
-            code = f"np.einsum('{spec}', {ops})"
-        else:
-            code = f"np.einsum('{spec}', {ops}, optimize={path!r})"
-        return Value(self.temp(code), out_axes, risky=risky)
+            # The matmul result's axes (not ``out``'s order) for the exact fallback.
+            spec = f"{spec_of}->{''.join(letters[a] for a in axes)}"
+            guard = ", ".join(v.code for v in risky)
+            args = ", ".join(v.code for v in ops)
+            code = f"{code} if _rt.finite({guard}) else _rt.einsum_sz('{spec}', False, {args})"
+        res = Value(self.temp(code), axes, risky=bool(risky))
+        if axes == out:
+            return res
+        perm = tuple(axes.index(a) for a in out)
+        view = f"{res.code}.T" if len(out) == 2 else f"{res.code}.transpose({perm})"
+        return Value(self.temp(view), out, risky=res.risky)
+
+    @staticmethod
+    def matmul(ops: list[Value], out: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+        """``a @ b`` code for a pairwise contraction that is a (batched) matrix product or a
+        matrix-vector product, and the result's axes; None when BLAS does not fit."""
+        a, b = ops
+        shared = [x for x in a.axes if x in b.axes]
+        con = [x for x in shared if x not in out]
+        batch = [x for x in shared if x in out]
+        fa = [x for x in a.axes if x not in b.axes]
+        fb = [x for x in b.axes if x not in a.axes]
+        if len(con) != 1 or not set(fa + fb) <= set(out) or len(fa) > 1 or len(fb) > 1:
+            return None
+        if not fa and not fb:
+            return None  # a dot product (batched or not): einsum's inner loop is as good
+        if batch and not (fa and fb):
+            return None
+        if fa and fb and out.index(fb[0]) < out.index(fa[0]):
+            a, b, fa, fb = b, a, fb, fa  # (b @ a) needs no transpose of the result
+
+        def view(v: Value, order: list[str]) -> str:
+            if list(v.axes) == order:
+                return v.code
+            if len(order) == 2:
+                return f"{v.code}.T"
+            return f"{v.code}.transpose({tuple(v.axes.index(x) for x in order)})"
+
+        left = view(a, batch + fa + con)
+        right = view(b, batch + con + fb)
+        return f"{left} @ {right}", tuple(batch + fa + fb)
 
     def path(self, operands: list[tuple[str, ...]], out: tuple[str, ...],
              g2: Mapping[str, Axis]) -> list[object] | bool:
@@ -1461,8 +1531,8 @@ class CompiledProgram:
     def function_for(
         self, arrays: Sequence[np.ndarray], sizes: Mapping[str, int], strict: bool = False
     ) -> tuple[Any, bool]:
-        """The generated function for this signature, and whether its result needs the NaN
-        check (False when the strict lowering is the same code: nothing trusts finiteness)."""
+        """The generated function for this signature, and whether non-finite inputs need the
+        strict lowering (False when it is the same code: nothing trusts finiteness)."""
         key = (strict, tuple(sizes.items()), tuple(a.dtype.char for a in arrays))
         hit = self._by_signature.get(key)
         if hit is None:
@@ -1485,25 +1555,17 @@ class CompiledProgram:
 
             return evaluate(self.program, *args, **kwargs)
         fn, check = self.function_for(arrays, sizes)
+        if check and not runtime.finite(*(a for a in arrays if a.dtype.kind == "f")):
+            # The fast code trusts its inputs to be finite (it guards only what it computes
+            # that may overflow): an inf/nan argument takes strong-zero products everywhere.
+            fn = self.function_for(arrays, sizes, strict=True)[0]
         with np.errstate(all="ignore"):
             result = fn(*arrays)
-            if check and _has_nan(result):
-                # A NaN may come from 0 * inf on data the fast code multiplied without
-                # guarding (it trusts inputs to be finite): redo it with strong-zero products.
-                result = self.function_for(arrays, sizes, strict=True)[0](*arrays)
         return _finish(result, self.program)
 
 
 class _Slow(Exception):
     """Arguments need the careful (error-reporting) binder."""
-
-
-def _has_nan(result: Any) -> bool:
-    for x in result if isinstance(result, tuple) else (result,):
-        a = np.asarray(x)
-        if a.dtype.kind == "f" and np.isnan(a).any():
-            return True
-    return False
 
 
 def _finish(result: Any, prog: Program) -> Any:

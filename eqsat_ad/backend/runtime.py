@@ -157,3 +157,8 @@ def einsum_sz(spec: str, path: list[object] | bool, *operands: np.ndarray) -> np
     total = np.sum(prod, axis=summed) if summed else np.asarray(prod)
     kept = [c for c in letters if c in out]
     return np.transpose(total, [kept.index(c) for c in out]) if out else total
+
+
+def finite(*arrays: np.ndarray) -> bool:
+    """Whether every entry of ``arrays`` is finite (then plain products are strong-zero)."""
+    return all(bool(np.isfinite(a).all()) for a in arrays)

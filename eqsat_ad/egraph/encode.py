@@ -43,9 +43,12 @@ from ..ir.program import Program, Statement
 # Inlined copies allowed per program: a long chain of statements each using the previous one
 # several times would otherwise encode exponentially many copies.
 MAX_INLINES = 600
-# A statement read more than once is offered for inlining only if its body is at most this many
-# nodes of additions, products, negations, constants, accesses and brackets (no sums, calls,
-# divisions or powers): copying it costs no more than reading it.
+# A statement read more than once is offered for inlining only if its reads times the size of its
+# body (inlinable reads in it counted at their own size) is at most this many nodes, or its body
+# is cheap: the copies inlining can add to the decoded program stay linear in its size.
+INLINE_BUDGET = 24
+# a body of at most this many nodes of additions, products, negations, constants, accesses and
+# brackets (no sums, calls, divisions or powers) costs no more to copy than to read
 CHEAP_NODES = 5
 
 
@@ -78,12 +81,27 @@ def is_cheap(body: Expr) -> bool:
     return True
 
 
+def _weight(body: Expr, weight: dict[str, int]) -> int:
+    """Nodes of ``body`` with every read of an inlinable statement counted at its weight."""
+    n = 0
+    stack = [body]
+    while stack:
+        e = stack.pop()
+        n += weight.get(e.name, 1) if isinstance(e, Access) else 1
+        stack.extend(children(e))
+    return n
+
+
 def inlinable(prog: Program) -> frozenset[str]:
-    """The statements whose reads the encoder offers to inline: read once, or cheap."""
+    """The statements whose reads the encoder offers to inline: read once, cheap, or small
+    enough for their reads (``INLINE_BUDGET``)."""
     counts = read_counts(prog)
-    return frozenset(
-        s.name for s in prog.statements if counts[s.name] <= 1 or is_cheap(s.body)
-    )
+    weight: dict[str, int] = {}
+    for s in prog.statements:
+        w = _weight(s.body, weight)
+        if counts[s.name] <= 1 or is_cheap(s.body) or counts[s.name] * w <= INLINE_BUDGET:
+            weight[s.name] = w
+    return frozenset(weight)
 
 
 @dataclass
