@@ -425,3 +425,76 @@ def test_gather_and_scatter_add():
                         np.array([True, False, True]), -1)
     assert out.tolist() == [-1, 0, -3, 0]
     assert runtime.smul(np.array([0.0, 2.0]), np.array([np.inf, 1.0])).tolist() == [0, 2]
+
+
+# --- matrix products on BLAS ----------------------------------------------------------------------
+
+
+def test_matrix_products_lower_to_matmul_on_views():
+    src = lower(example("mlp").program())
+    # Forward: the two layers are X @ W1.T and hid @ W2.T (a transposed view, not an einsum).
+    assert re.search(r"= X @ W1\.T$", src, re.M), src
+    assert re.search(r"= hid @ W2\.T$", src, re.M), src
+    assert "np.einsum('ac,bc->ab'" not in src
+    ex = example("mlp")
+    inputs = ex.inputs({"B": 5, "D": 7, "H": 6, "K": 3}, seed=3)
+    assert_same(*run_both(ex.program(), inputs))
+
+
+@pytest.mark.parametrize(
+    "body, shapes",
+    [
+        ("y[i: N, k: M] = Sum[j: R](A[i, j] * B[j, k])", {"A": (4, 3), "B": (3, 5)}),
+        ("y[k: M, i: N] = Sum[j: R](A[i, j] * B[j, k])", {"A": (4, 3), "B": (3, 5)}),
+        ("y[i: N] = Sum[j: R](A[i, j] * x[j])", {"A": (4, 3), "x": (3,)}),
+        ("y[k: M] = Sum[j: R](x[j] * B[j, k])", {"x": (3,), "B": (3, 5)}),
+        ("y[b: N, i: R, k: M] = Sum[j: R](C[b, i, j] * D[b, j, k])",
+         {"C": (4, 3, 3), "D": (4, 3, 5)}),
+    ],
+)
+def test_pairwise_contractions_agree_with_the_interpreter(body, shapes):
+    dims = {"N": 4, "R": 3, "M": 5}
+    inv = {v: k for k, v in dims.items()}
+    params = ", ".join(f"{n}: [{', '.join(inv[d] for d in s)}]" for n, s in shapes.items())
+    prog = ea.parse(f"def f({params}):\n    {body}\n    return y\n")
+    rng = np.random.default_rng(0)
+    inputs = {n: rng.normal(size=s) for n, s in shapes.items()}
+    assert " @ " in lower(prog)
+    assert_same(*run_both(prog, inputs))
+    # A non-finite input takes the strong-zero code: inf * 0 contributes 0.
+    first = next(iter(shapes))
+    inputs[first] = inputs[first].copy()
+    inputs[first].flat[0] = np.inf
+    for n in shapes:
+        if n != first:
+            inputs[n] = inputs[n].copy()
+            inputs[n][(0,) * inputs[n].ndim] = 0.0
+            inputs[n][(slice(None),) * (inputs[n].ndim - 1) + (0,)] = 0.0
+            inputs[n][(0,) + (slice(None),) * (inputs[n].ndim - 1)] = 0.0
+    assert_same(*run_both(prog, inputs))
+
+
+def test_overflow_inside_the_program_keeps_strong_zero_in_a_matmul():
+    # exp overflows to inf on finite inputs; the bracket-free product with a zero row must
+    # still give 0 there (the matmul step checks its risky operand and falls back).
+    prog = ea.parse(
+        """
+def f(x: [N, R], B: [R, M]):
+    y[i: N, k: M] = Sum[j: R](exp(x[i, j]) * B[j, k])
+    return y
+"""
+    )
+    x = np.zeros((3, 2))
+    x[0, 0] = 1000.0
+    b = np.ones((2, 4))
+    b[0, :] = 0.0
+    got, want = run_both(prog, {"x": x, "B": b})
+    assert_same(got, want)
+    assert np.all(np.isfinite(got))
+    assert "_rt.finite(" in lower(prog)
+
+
+def test_finite_check_is_of_inputs():
+    assert runtime.finite(np.ones(3), np.zeros((2, 2)))
+    assert not runtime.finite(np.ones(3), np.array([0.0, np.nan]))
+    assert not runtime.finite(np.array([np.inf]))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from strategies import programs, tensor_params
 
 from eqsat_ad.ad import vjp
+from eqsat_ad.backend.numpy import compile_program, lower_program
 from eqsat_ad.cost.model import (
     contraction_path,
     expression_cost,
@@ -29,6 +30,7 @@ from eqsat_ad.frontend.index_lang import parse
 from eqsat_ad.ir import Access, Affine, EqsatError, IndexVar, ProgramError, Statement, Sum, mul
 from eqsat_ad.ir.index import size
 from eqsat_ad.ir.interpreter import evaluate_expr
+from eqsat_ad.ir.printer import print_expr
 
 N, R, M = size("N"), size("R"), size("M")
 
@@ -277,20 +279,43 @@ def f(x: [N]):
     assert all("mask" not in m.what for m in program_cost(parse(src)).materialized)
 
 
-def test_a_dense_bracket_inside_a_sum_is_priced_densely():
-    naive = cost_of("""
+def test_an_equality_bracket_inside_a_sum_is_priced_as_the_backend_eliminates_it():
+    naive_src = """
 def f(A: [N, N], ybar: []):
     A_bar[i: N, j: N] = Sum[k: N]((i == k and j == k) * ybar)
     return A_bar
-""")
+"""
+    naive = cost_of(naive_src)
     optimized = cost_of("""
 def f(A: [N, N], ybar: []):
     A_bar[i: N, j: N] = (i == j) * ybar
     return A_bar
 """)
-    assert big_o(naive.total) == "O(N**3)"
+    # The backend solves k = i while lowering (no loop over k): O(N^2), not a dense N^3 sum.
+    assert big_o(naive.total) == "O(N**2)"
+    assert all(degree(m.elements) <= 2 for m in naive.materialized)
+    assert "eliminated" in lower_program(parse(naive_src)).kinds("A_bar")
     assert big_o(optimized.total) == "O(N**2)"
-    assert compare(optimized.total, naive.total) == -1
+    assert compare(optimized.total, naive.total) == -1  # the mask [j == i] is still dense
+
+
+def test_sum_elimination_substitutes_into_the_other_factors():
+    src = """
+def f(B: [N, N], x: [N]):
+    y = Sum[i: N](Sum[j: N]((j == i) * B[i, j] * x[j]))
+    return y
+"""
+    prog = parse(src)
+    (ret,) = prog.outputs
+    con = plan_contraction(ret, {}, None)
+    (kept,) = [iv.name for iv in con.summed]  # the earliest summed index is solved for
+    assert sorted(print_expr(f) for f in con.factors) == [f"B[{kept}, {kept}]", f"x[{kept}]"]
+    # A diagonal gather of N plus an O(N) dot product: linear, as the backend runs it.
+    assert big_o(cost_of(src).total) == "O(N)"
+    n = 7
+    rng = np.random.default_rng(0)
+    b, x = rng.normal(size=(n, n)), rng.normal(size=n)
+    assert compile_program(prog)(B=b, x=x) == pytest.approx(float(np.diag(b) @ x))
 
 
 def _k_traces(k: int) -> str:
@@ -330,7 +355,9 @@ def test_unmerged_k_trace_adjoint_grows_linearly_in_k():
     c1, c2, c3 = (cost_of(_unmerged_adjoint(k)).total for k in (1, 2, 3))
     step = sympy.expand(c2 - c1)
     assert sympy.expand(c3 - c2) == step
-    assert degree(step) == 3
+    # Each unmerged term: the backend solves p = i in its sum, then masks [j == i] densely.
+    assert degree(step) == 2
+    assert lower_program(parse(_unmerged_adjoint(3))).kinds("A_bar").count("eliminated") == 3
 
 
 def _point_reads(k: int) -> str:
@@ -456,7 +483,9 @@ def f(x: [N], A: [N, N]):
     return H
 """
     assert max_temporary_degree(src) == 2
-    assert big_o(cost_of(src).total) == "O(N**3)"  # the work is cubic, the memory is not
+    # The backend solves j = k and p = k while lowering: O(N^2) work, as priced.
+    assert big_o(cost_of(src).total) == "O(N**2)"
+    assert lower_program(parse(src)).kinds("H").count("eliminated") == 2
 
 
 def test_an_outer_product_statement_materializes_cubes():

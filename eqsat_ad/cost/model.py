@@ -501,6 +501,7 @@ def plan_contraction(
     """
     avoid = set(extents) | set(free_indices(e))
     coeff, factors, summed = _flatten_product(e, avoid, enter_sums=True)
+    factors, summed = _eliminate_sums(factors, summed)
     ext = dict(extents)
     for iv in summed:
         ext[iv.name] = iv.extent
@@ -511,6 +512,38 @@ def plan_contraction(
     scale = tuple(iv.extent for iv in summed if iv.name not in used)
     path = contraction_path(operands, out, ext, sizes)
     return Contraction(coeff, scale, tuple(factors), tuple(summed), _sorted(out), path)
+
+
+def _eliminate_sums(
+    factors: list[Expr], summed: list[IndexVar]
+) -> tuple[list[Expr], list[IndexVar]]:
+    """Remove summed indices fixed by equality brackets, as the backend lowers them.
+
+    ``Σ_j [j == a] · f(j)`` is ``f(a)`` where ``a`` is in range: the bracket is solved for a
+    summed index (coefficient ±1 first, then the earliest summed) and substituted into the other
+    factors, so the work is over the indices that remain (the range check folds into the reads,
+    priced as gathers by rule 3).
+    """
+    factors, summed = list(factors), list(summed)
+    while True:
+        best = None
+        names = [iv.name for iv in summed]
+        for k, f in enumerate(factors):
+            if not (isinstance(f, Bracket) and isinstance(f.pred, Cmp) and f.pred.op == "=="):
+                continue
+            d = f.pred.lhs - f.pred.rhs
+            for pos, v in enumerate(names):
+                c = d.coeff(v)
+                if c != 0:
+                    rank = (abs(c) != 1, pos)
+                    if best is None or rank < best[0]:
+                        best = (rank, k, v, c, d)
+        if best is None:
+            return factors, summed
+        _, k, v, c, d = best
+        sol = (d - Affine.var(v).scale(c)).scale(Fraction(-1) / c)
+        factors = [substitute(f, {v: sol}) for j, f in enumerate(factors) if j != k]
+        summed = [iv for iv in summed if iv.name != v]
 
 
 def _check_bound(names: Iterable[str], ext: Extents, node: Expr) -> None:

@@ -517,6 +517,8 @@ def _run(rf, decls, helpers, rules: list[list], seeds: list[str], extent_text, w
         *(show(_with_ruleset(r, "check-target")) for r in rules),
         *(f"(set (extent {i}) {t})" for i, t in extent_text.items()),
         *(f"(gen-index {i})" for i in GENS),
+        # the random tensors are parameters (statement reads never occur in instances)
+        *(f'(param-tensor "{t}")' for t in ("S", "T1", "T2", "T3")),
         *(f"(binder {i} {extent_text[i]})" for i in BINDERS),
         *(f"(let $seed{k} {s})" for k, s in enumerate(seeds)),
     ])

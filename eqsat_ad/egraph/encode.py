@@ -333,6 +333,8 @@ class _Encoder:
         facts = [
             f"(set (extent {i}) {dim_lin(d, self.ids)})" for i, d in sorted(self.ids.extent.items())
         ] + [f"(gen-index {i})" for i, r in sorted(self.ids.role.items()) if r[0] == "gen"] + [
+            f'(param-tensor "{p.name}")' for p in self.prog.params if p.kind == "tensor"
+        ] + [
             f"(binder {i} {dim_lin(self.ids.extent[i], self.ids)})"
             for i, r in sorted(self.ids.role.items()) if r[0] == "sum"
         ]
