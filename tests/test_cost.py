@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -35,8 +36,8 @@ from eqsat_ad.ir.printer import print_expr
 N, R, M = size("N"), size("R"), size("M")
 
 
-def cost_of(src: str, sizes=None):
-    return program_cost(parse(src), sizes)
+def cost_of(src: str, sizes=None, lowered=False):
+    return program_cost(parse(src), sizes, lowered=lowered)
 
 
 def max_temporary_degree(src: str) -> int:
@@ -279,23 +280,33 @@ def f(x: [N]):
     assert all("mask" not in m.what for m in program_cost(parse(src)).materialized)
 
 
-def test_an_equality_bracket_inside_a_sum_is_priced_as_the_backend_eliminates_it():
-    naive_src = """
+_BRACKET_SUM = """
 def f(A: [N, N], ybar: []):
     A_bar[i: N, j: N] = Sum[k: N]((i == k and j == k) * ybar)
     return A_bar
 """
-    naive = cost_of(naive_src)
-    optimized = cost_of("""
+_BRACKET_SOLVED = """
 def f(A: [N, N], ybar: []):
     A_bar[i: N, j: N] = (i == j) * ybar
     return A_bar
-""")
+"""
+
+
+def test_a_dense_bracket_inside_a_sum_is_priced_densely():
+    naive, optimized = cost_of(_BRACKET_SUM), cost_of(_BRACKET_SOLVED)
+    assert big_o(naive.total) == "O(N**3)"
+    assert big_o(optimized.total) == "O(N**2)"
+    assert compare(optimized.total, naive.total) == -1
+
+
+def test_as_lowered_an_equality_bracket_in_a_sum_is_solved_as_the_backend_does():
+    naive = cost_of(_BRACKET_SUM, lowered=True)
+    optimized = cost_of(_BRACKET_SOLVED, lowered=True)
     # The backend solves k = i while lowering (no loop over k): O(N^2), not a dense N^3 sum.
     assert big_o(naive.total) == "O(N**2)"
     assert all(degree(m.elements) <= 2 for m in naive.materialized)
-    assert "eliminated" in lower_program(parse(naive_src)).kinds("A_bar")
-    assert big_o(optimized.total) == "O(N**2)"
+    assert "eliminated" in lower_program(parse(_BRACKET_SUM)).kinds("A_bar")
+    assert optimized.total == cost_of(_BRACKET_SOLVED).total  # no sum: nothing changes
     assert compare(optimized.total, naive.total) == -1  # the mask [j == i] is still dense
 
 
@@ -306,12 +317,12 @@ def f(B: [N, N], x: [N]):
     return y
 """
     prog = parse(src)
-    (ret,) = prog.outputs
-    con = plan_contraction(ret, {}, None)
+    con = plan_contraction(prog.statement("y").body, {}, None, lowered=True)
     (kept,) = [iv.name for iv in con.summed]  # the earliest summed index is solved for
     assert sorted(print_expr(f) for f in con.factors) == [f"B[{kept}, {kept}]", f"x[{kept}]"]
     # A diagonal gather of N plus an O(N) dot product: linear, as the backend runs it.
-    assert big_o(cost_of(src).total) == "O(N)"
+    assert big_o(cost_of(src, lowered=True).total) == "O(N)"
+    assert big_o(cost_of(src).total) == "O(N**2)"  # as written: an N x N mask
     n = 7
     rng = np.random.default_rng(0)
     b, x = rng.normal(size=(n, n)), rng.normal(size=n)
@@ -355,8 +366,11 @@ def test_unmerged_k_trace_adjoint_grows_linearly_in_k():
     c1, c2, c3 = (cost_of(_unmerged_adjoint(k)).total for k in (1, 2, 3))
     step = sympy.expand(c2 - c1)
     assert sympy.expand(c3 - c2) == step
-    # Each unmerged term: the backend solves p = i in its sum, then masks [j == i] densely.
-    assert degree(step) == 2
+    assert degree(step) == 3
+    # As lowered, each unmerged term solves p = i in its sum, then masks [j == i] densely.
+    low = [cost_of(_unmerged_adjoint(k), lowered=True).total for k in (1, 2, 3)]
+    assert sympy.expand(low[2] - low[1]) == sympy.expand(low[1] - low[0])
+    assert degree(sympy.expand(low[1] - low[0])) == 2
     assert lower_program(parse(_unmerged_adjoint(3))).kinds("A_bar").count("eliminated") == 3
 
 
@@ -483,8 +497,9 @@ def f(x: [N], A: [N, N]):
     return H
 """
     assert max_temporary_degree(src) == 2
-    # The backend solves j = k and p = k while lowering: O(N^2) work, as priced.
-    assert big_o(cost_of(src).total) == "O(N**2)"
+    assert big_o(cost_of(src).total) == "O(N**3)"  # the work is cubic, the memory is not
+    # ... as written; the backend solves j = k and p = k while lowering: O(N^2), as lowered.
+    assert big_o(cost_of(src, lowered=True).total) == "O(N**2)"
     assert lower_program(parse(src)).kinds("H").count("eliminated") == 2
 
 
@@ -648,3 +663,24 @@ def test_pricing_a_statement_or_expression_alone():
     assert expression_cost(body, {"i": N}, shapes) + Poly.symbol("N") == alone.poly
     with pytest.raises(ProgramError, match="unknown name 'A'"):
         expression_cost(body, {"i": N}, {})
+
+
+def test_as_lowered_a_renaming_statement_is_a_free_view():
+    src = """
+def f(x: [N], B: [N, N]):
+    D[i: N, j: N] = 1 * B[i, j]
+    y[i: N] = Sum[j: N](D[i, j] * (i == j))
+    return y
+"""
+    # As written: the N x N copy and a dense N^2 bracket sum; as lowered: D aliases B (the
+    # backend emits ``D = B``) and the sum is the diagonal read B[i, i].
+    assert big_o(cost_of(src).total) == "O(N**2)"
+    low = cost_of(src, lowered=True)
+    assert big_o(low.total) == "O(N)"
+    assert low.statements["D"] == 0
+    assert re.search(r"^    D = B$", lower_program(parse(src)).source, re.M)
+    # A returned or transposed copy is written.
+    returned = src.replace("return y", "return D, y")
+    assert big_o(cost_of(returned, lowered=True).statements["D"]) == "O(N**2)"
+    transposed = src.replace("1 * B[i, j]", "B[j, i]")
+    assert big_o(cost_of(transposed, lowered=True).statements["D"]) == "O(N**2)"

@@ -46,6 +46,12 @@ over missing axes, as in the reference interpreter).
    extent) is folded into the smallest operand or the result: free when that is a scalar (0-d
    arithmetic is not counted), else one scaling of it.
 
+   **2b. As lowered** (``lowered=True``): before the path is chosen, an equality bracket
+   factor ``[a == b]`` that involves a summed index is solved for it (coefficient ±1 first,
+   then the earliest summed index) and substituted into the other factors, as the backend's
+   lowering does: ``Σ_j [j == i] · B[i, j]`` costs the gather ``B[i, i]``, not an ``N²`` mask.
+   A statement that only renames a tensor (``y[i, j] = x[i, j]``, not returned) is a view: free.
+
 3. **Accesses.** ``x[i, j]`` (distinct plain indices over the full extent of ``x``) is a view:
    free. Any other access (shifted ``x[i + 1]``, strided ``x[2*i]``, fractional ``x[k/2]``,
    reversed ``x[N - 1 - i]``, diagonal ``A[i, i]``, point ``x[0]``, or an index range that differs
@@ -493,15 +499,19 @@ def plan_contraction(
     e: Expr,
     extents: Extents,
     sizes: Mapping[str, int] | None = None,
+    *,
+    lowered: bool = False,
 ) -> Contraction:
     """Flatten a product or ``Sum`` ``e`` into a contraction and choose its pairwise path.
 
     ``extents`` gives the extent of every free index of ``e``. The backend calls this to run the
-    same einsum path the cost model priced.
+    same einsum path the cost model priced. ``lowered``: first remove the summed indices that
+    equality brackets fix, as the NumPy backend does while lowering (:func:`_eliminate_sums`).
     """
     avoid = set(extents) | set(free_indices(e))
     coeff, factors, summed = _flatten_product(e, avoid, enter_sums=True)
-    factors, summed = _eliminate_sums(factors, summed)
+    if lowered:
+        factors, summed = _eliminate_sums(factors, summed)
     ext = dict(extents)
     for iv in summed:
         ext[iv.name] = iv.extent
@@ -906,9 +916,11 @@ def _short(text: str, width: int = 60) -> str:
 
 
 class _Pricer:
-    def __init__(self, shapes: Shapes, sizes: Mapping[str, int] | None) -> None:
+    def __init__(self, shapes: Shapes, sizes: Mapping[str, int] | None,
+                 lowered: bool = False) -> None:
         self.shapes = shapes
         self.sizes = sizes
+        self.lowered = lowered
         self.seen: set[Hashable] = set()
         self.stmt = ""
         self.log: list[Materialized] = []
@@ -969,7 +981,7 @@ class _Pricer:
         return work + self.write(f"elementwise {print_expr(e)}", self.size(fi, ext, e))
 
     def contraction(self, e: Expr, ext: Extents) -> Poly:
-        con = plan_contraction(e, ext, self.sizes)
+        con = plan_contraction(e, ext, self.sizes, lowered=self.lowered)
         inner = dict(ext)
         for iv in con.summed:
             inner[iv.name] = iv.extent
@@ -994,12 +1006,16 @@ class _Pricer:
 
     # --- statements ----------------------------------------------------------------------------
     def statement(
-        self, name: str, ivs: tuple[IndexVar, ...], body: Expr, text: str, kind: str
+        self, name: str, ivs: tuple[IndexVar, ...], body: Expr, text: str, kind: str,
+        returned: bool = True,
     ) -> StatementCost:
         self.stmt = name
         self.log = []
         ext = {iv.name: iv.extent for iv in ivs}
         out_size = _size(ext, ext)
+        if self.lowered and not returned and self.alias(ivs, body, ext):
+            # The backend binds the name to a view of the tensor read: nothing is written.
+            return StatementCost(name, text, ZERO, (), kind)
         work = ZERO
         scatter = ZERO
         dense = 0
@@ -1017,6 +1033,18 @@ class _Pricer:
         cost = out_size * max(1, dense) + scatter + work
         log = [Materialized(name, "output", out_size), *self.log]
         return StatementCost(name, text, cost, tuple(log), kind)
+
+    def alias(self, ivs: tuple[IndexVar, ...], body: Expr, ext: Extents) -> bool:
+        """``y[i, j] = x[i, j]`` (maybe ``1 * ...``): a plain view, in the generators' order."""
+        terms = _split_terms(body)
+        if not ivs or len(terms) != 1 or terms[0][0] != 1:
+            return False
+        term = _plan_term(1, terms[0][1], ivs)
+        e = term.value()
+        return (
+            term.dense and term.coefficient == 1.0 and isinstance(e, Access)
+            and self.plain(e, ext) and [a.as_var() for a in e.indices] == [iv.name for iv in ivs]
+        )
 
     def output(self, k: int, n: int, e: Expr, prog: Program) -> StatementCost:
         name = "return" if n == 1 else f"return[{k}]"
@@ -1083,17 +1111,26 @@ def statement_cost(
     )
 
 
-def program_cost(prog: Program, sizes: Mapping[str, int] | None = None) -> ProgramCost:
+def program_cost(
+    prog: Program, sizes: Mapping[str, int] | None = None, *, lowered: bool = False
+) -> ProgramCost:
     """Price ``prog`` by the rules of this module's docstring.
 
     ``sizes`` (size name → value) breaks asymptotic ties between contraction orders and lets
     :meth:`ProgramCost.value` evaluate the total. Statements are priced in program order, then
     the returned expressions; a sub-expression already priced earlier costs nothing again.
+
+    ``lowered=False`` prices the program as written (an equality bracket inside a sum is a dense
+    mask: what the optimizer's sum elimination removes). ``lowered=True`` prices what the NumPy
+    backend executes, which solves such brackets itself while lowering (rule 2b): the cost
+    report uses it, so its predicted speed-ups are the ones the backend can measure.
     """
     _check_program(prog)
     sizes = _check_sizes(prog, sizes)
-    pricer = _Pricer(_shapes(prog), sizes)
-    details = [pricer.statement(s.name, s.indices, s.body, print_statement(s), "statement")
+    pricer = _Pricer(_shapes(prog), sizes, lowered)
+    returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
+    details = [pricer.statement(s.name, s.indices, s.body, print_statement(s), "statement",
+                                s.name in returned)
                for s in prog.statements]
     n = len(prog.outputs)
     details += [pricer.output(k, n, o, prog) for k, o in enumerate(prog.outputs)]
