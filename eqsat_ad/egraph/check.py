@@ -43,7 +43,7 @@ from ..ir.expr import (
 from ..ir.index import Affine, IndexVar, size
 from ..ir.interpreter import evaluate_expr
 from ..ir.printer import print_expr
-from .extract import LinVal, decode_index_classes
+from .extract import LinVal, decode_index_classes, node_children
 from .rules import RuleError, load_rule_file, prelude_text
 from .saturate import take_snapshot
 
@@ -409,7 +409,7 @@ def _check_classes(snap, sizes: dict[str, int], arrays, extents_ids) -> tuple | 
     while changed:
         changed = False
         for op, c, args in e_nodes:
-            kids = _kids(op, args)
+            kids = node_children(op, args)
             if any(k not in ref for k in kids):
                 continue
             e = _node_expr(op, args, ref, index, extents_dim)
@@ -424,7 +424,7 @@ def _check_classes(snap, sizes: dict[str, int], arrays, extents_ids) -> tuple | 
     for op, c, args in e_nodes:
         if c not in ref or budget <= 0:
             continue
-        kids = _kids(op, args)
+        kids = node_children(op, args)
         if any(k not in ref for k in kids):
             continue
         e = _node_expr(op, args, ref, index, extents_dim)
@@ -457,20 +457,6 @@ def _disagreement(a: np.ndarray, b: np.ndarray) -> str | None:
     if not np.allclose(a[both], b[both], rtol=1e-6, atol=1e-9):
         return f"largest difference {np.max(np.abs(a[both] - b[both])):.3g}"
     return None
-
-
-def _kids(op: str, args: tuple) -> tuple[int, ...]:
-    if op in ("Add", "Mul", "Div"):
-        return (args[0], args[1])
-    if op == "Pow":
-        return (args[0],)
-    if op == "Call1":
-        return (args[1],)
-    if op == "Call2":
-        return (args[1], args[2])
-    if op == "Sum":
-        return (args[2],)
-    return ()
 
 
 def _text(e: Expr) -> str:

@@ -84,6 +84,21 @@ class _Plan:
     choice: dict[int, int]
 
 
+
+def node_children(op: str, args: tuple) -> tuple[int, ...]:
+    """The expression e-classes among an e-node's arguments (an E node of prelude.egg)."""
+    if op in ("Add", "Mul", "Div"):
+        return (args[0], args[1])
+    if op == "Pow":
+        return (args[0],)
+    if op == "Call1":
+        return (args[1],)
+    if op == "Call2":
+        return (args[1], args[2])
+    if op == "Sum":
+        return (args[2],)
+    return ()
+
 class Extractor:
     def __init__(
         self, snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None,
@@ -141,17 +156,7 @@ class Extractor:
 
     def _children(self, k: int) -> tuple[int, ...]:
         op, _, args = self.snap.nodes[k]
-        if op in ("Add", "Mul", "Div"):
-            return (args[0], args[1])
-        if op == "Pow":
-            return (args[0],)
-        if op == "Call1":
-            return (args[1],)
-        if op == "Call2":
-            return (args[1], args[2])
-        if op == "Sum":
-            return (args[2],)
-        return ()
+        return node_children(op, args)
 
     # --- analyses -------------------------------------------------------------------------------
     def _leaf_free(self, k: int) -> frozenset[int]:
