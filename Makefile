@@ -24,7 +24,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -p no:cacheprovider tests
 
 lint: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments
