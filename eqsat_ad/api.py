@@ -18,14 +18,15 @@ import inspect
 import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .ad.common import is_tensor_output, prune
 from .backend.numpy import CompiledProgram, compile_program
 from .ir.errors import EqsatError, ProgramError, ShapeError
-from .ir.expr import Access, Const, Expr, accessed_names, map_children
+from .ir.expr import Access, Const, Expr, map_children
 from .ir.printer import print_program
 from .ir.program import Program, Statement
 
@@ -84,7 +85,7 @@ def gradient_program(
     """
     from .ad import vjp as ad_vjp
 
-    if prog.returns_tuple or len(prog.outputs) != 1 or _is_tensor_output(prog, prog.outputs[0]):
+    if prog.returns_tuple or len(prog.outputs) != 1 or is_tensor_output(prog, prog.outputs[0]):
         raise ProgramError(
             f"grad needs a program with one scalar output; {prog.name!r} returns "
             + ("a tuple" if prog.returns_tuple else "a tensor")
@@ -104,16 +105,7 @@ def gradient_program(
     if preserve_result:
         outputs += (prog.outputs[0],)
     several = as_tuple or len(names) > 1 or preserve_result
-    return _prune(Program(prog.params, tuple(stmts), outputs, several, f"{prog.name}_grad"))
-
-
-def _is_tensor_output(prog: Program, out: Expr) -> bool:
-    if not (isinstance(out, Access) and not out.indices):
-        return False
-    try:
-        return len(prog.shape_of(out.name)) > 0
-    except KeyError:
-        return False
+    return prune(prog.params, stmts, outputs, several, f"{prog.name}_grad")
 
 
 def _replace_access(e: Expr, name: str, value: Expr) -> Expr:
@@ -121,19 +113,6 @@ def _replace_access(e: Expr, name: str, value: Expr) -> Expr:
     if isinstance(e, Access):
         return value if e.name == name and not e.indices else e
     return map_children(e, lambda c: _replace_access(c, name, value))
-
-
-def _prune(prog: Program) -> Program:
-    """Drop statements the outputs do not need."""
-    needed: set[str] = set()
-    for o in prog.outputs:
-        needed |= accessed_names(o)
-    kept: list[Statement] = []
-    for s in reversed(prog.statements):
-        if s.name in needed:
-            kept.append(s)
-            needed |= s.reads()
-    return replace(prog, statements=tuple(reversed(kept)))
 
 
 def _optimize(
