@@ -232,6 +232,20 @@ class _Names:
         raise AssertionError
 
 
+
+def _decide_static(t: Term) -> Term | None:
+    """``t`` without its index-free conditions known true; ``None`` if one is known false."""
+    kept: list[Cond] = []
+    for c in t.conds:
+        if not c.indices():
+            s = _static(c)
+            if s is False:
+                return None
+            if s is True:
+                continue
+        kept.append(c)
+    return replace(t, conds=kept)
+
 def _cheap(terms: list[Term]) -> bool:
     return all(
         not t.sums and all(isinstance(f, Access) for f in t.factors) for t in terms
@@ -869,17 +883,8 @@ class _Codegen:
             solved = {k2: a.substitute({v: sol}) for k2, a in solved.items()}
             solved[v] = sol
             cands.remove(v)
-        # Decide index-free conditions now.
-        kept: list[Cond] = []
-        for c in t.conds:
-            if not c.indices():
-                s = _static(c)
-                if s is False:
-                    return None
-                if s is True:
-                    continue
-            kept.append(c)
-        return replace(t, conds=kept), solved
+        t = _decide_static(t)
+        return None if t is None else (t, solved)
 
     def fold(self, t: Term, axes: dict[str, Axis], names: Sequence[str]) -> Term:
         """Narrow the ranges in ``axes`` of ``names`` by one-index conditions of ``t``."""
@@ -1209,18 +1214,7 @@ class _Codegen:
                 conds += inner
             else:
                 factors.append(Term(g.coef, g.sums, g.factors, inner))
-        t = Term(coef, [], factors, conds)
-        # Decide index-free conditions.
-        kept = []
-        for c in t.conds:
-            if not c.indices():
-                s = _static(c)
-                if s is False:
-                    return None
-                if s is True:
-                    continue
-            kept.append(c)
-        return replace(t, conds=kept)
+        return _decide_static(Term(coef, [], factors, conds))
 
     def write(self, py: str, s: Statement, t: Term, axes: dict[str, Axis],
               solved: dict[str, Affine]) -> bool:
