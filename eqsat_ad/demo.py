@@ -151,7 +151,7 @@ def _eager_trace_gradient(n: int, k: int) -> np.ndarray:
 
 def section_timing(demo: Demo) -> None:
     """k traces at a larger N: cost reports and measured times, naive vs optimized vs by hand."""
-    if not demo.ex.id == "E2" or demo.timing_n <= 0:
+    if demo.ex.id != "E2" or demo.timing_n <= 0:
         raise Unavailable("timings are shown for the k-trace program only")
     n = demo.timing_n
     _heading(f"k traces at N = {n}: predicted cost and measured time of the gradient")

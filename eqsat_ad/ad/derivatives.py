@@ -6,7 +6,7 @@ arguments. Where a partial contains the function itself (``tanh' = 1 - tanh²``,
 ``exp' = exp``) the call is reused instead of re-expanding its definition.
 
 Data comparisons cannot be brackets (brackets compare *index* expressions), so the derivatives
-of ``abs``, ``max`` and ``min`` use two scalar functions registered here:
+of ``abs``, ``max`` and ``min`` use two built-ins of :mod:`eqsat_ad.ir.functions`:
 
 * ``step(x)``: Heaviside, 1 for x > 0, 0 for x < 0, 1/2 at 0 (SymPy's ``Heaviside(x)``);
 * ``sign(x)``: -1, 0 or 1 (SymPy's ``sign(x)``).
@@ -35,21 +35,6 @@ from .common import (
     f_sub,
 )
 from .custom import custom_rule
-
-
-def _step(x: np.ndarray) -> np.ndarray:
-    return np.heaviside(x, 0.5)
-
-
-def _register_helpers() -> None:
-    # Registered once per process; a user's own definition under the same name wins.
-    if functions.lookup("step") is None:
-        functions.register_function("step", sympy.Heaviside(ARG_SYMBOLS[0]), _step)
-    if functions.lookup("sign") is None:
-        functions.register_function("sign", sympy.sign(ARG_SYMBOLS[0]), np.sign)
-
-
-_register_helpers()
 
 # Placeholder for "the function being differentiated, applied to its arguments".
 _SELF = sympy.Symbol("__self__", real=True)
@@ -218,17 +203,9 @@ def to_ir(
     return go(sympy.sympify(e))
 
 
-_STRICT_STEP = sympy.Piecewise((1, ARG_SYMBOLS[0] > 0), (0, True))
-
-
 def _strict_step(t: Expr) -> Expr:
-    """1 where t > 0, else 0: a registered function defined so, or step(t) - (1 - sign(t)²)/2."""
-    for name in sorted(functions._REGISTRY):  # noqa: SLF001
-        fn = functions.lookup(name)
-        if fn is not None and fn.arity == 1 and fn.sympy == _STRICT_STEP:
-            return Call(name, (t,))
-    tie = f_div(f_sub(ONE, f_pow(Call("sign", (t,)), 2.0)), Const(2.0))
-    return f_sub(Call("step", (t,)), tie)
+    """1 where t > 0, else 0: the built-in ``gt0`` (``step`` is 1/2 at 0)."""
+    return Call("gt0", (t,))
 
 
 def _indicator(cond: sympy.Basic, go) -> Expr:  # go: the converter of to_ir

@@ -12,10 +12,7 @@ import ast
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import sympy
-
 from ..ir.expr import Access, Bracket, Cmp, Const, Expr, Sum, conj
-from ..ir.functions import X, lookup, register_function
 from ..ir.index import Affine, Dim, IndexVar, dim_str
 from .numpy_values import (
     PredVal,
@@ -35,26 +32,8 @@ from .numpy_values import (
 )
 
 STEP = "gt0"
-
-
-def _step_numpy(x: Any) -> Any:
-    import numpy as np
-
-    x = np.asarray(x)
-    dtype = x.dtype if x.dtype.kind == "f" else np.float64
-    return (x > 0).astype(dtype)
-
-
-def ensure_step() -> str:
-    """The strict step ``gt0(x) = 1 if x > 0 else 0`` that data comparisons are written with.
-
-    Not the AD stage's ``step`` (SymPy's ``Heaviside(x)``, 1/2 at 0): ``np.where(x > y, a, b)``
-    must pick ``b`` at ties. Its SymPy expression is a ``Piecewise``, whose derivative is 0.
-    A NaN argument gives 0, as NumPy's comparisons do.
-    """
-    if lookup(STEP) is None:
-        register_function(STEP, sympy.Piecewise((1, X > 0), (0, True)), _step_numpy)
-    return STEP
+"""The built-in strict step ``gt0(x) = 1 if x > 0 else 0`` that data comparisons are written with
+(not ``step``, which is 1/2 at 0: ``np.where(x > y, a, b)`` must pick ``b`` at ties)."""
 
 
 def summation(binders: tuple[IndexVar, ...], body: Expr) -> Expr:
@@ -163,10 +142,8 @@ class ArrayOps:
 
     def compare(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal:
         """A data comparison as a 0/1 array, written with ``gt0(x) = [x > 0]``."""
-        step = ensure_step()
-
         def gt(x: Expr, y: Expr) -> Expr:
-            return call(step, sub(x, y))
+            return call(STEP, sub(x, y))
 
         def build(x: Expr, y: Expr) -> Expr:
             match op:
@@ -653,7 +630,3 @@ class ArrayOps:
     def new_axis_count(self, a: Affine) -> Dim | None:
         return affine_as_dim(a)
 
-
-# Registered on import, so programs this front end produced can be parsed and run in a process
-# that has not translated a comparison yet.
-ensure_step()
