@@ -41,6 +41,9 @@ _LAZY: dict[str, str] = {
     "grad": "eqsat_ad.api",
     "compile": "eqsat_ad.api",
     "hessian": "eqsat_ad.api",
+    # structured outputs (structured=True)
+    "Diagonal": "eqsat_ad.backend.structured",
+    "Sparse": "eqsat_ad.backend.structured",
 }
 
 __all__ = ["EqsatError", "Program", "ProgramError", "ShapeError", "register_function", *_LAZY]

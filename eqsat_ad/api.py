@@ -325,8 +325,10 @@ class Compiled:
         verbose: bool,
         shapes: ShapeSpec | None = None,
         dtypes: Mapping[str, Any] | None = None,
+        structured: bool = False,
     ) -> None:
         self.kind = kind
+        self.structured = bool(structured)
         self._build = build
         self._options = (optimize, rules, limits, sizes)
         self._verbose = verbose
@@ -372,7 +374,10 @@ class Compiled:
             print(f"{head}: Tensor SSA program\n{print_program(forward)}")
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes)
-        stage = _Stage(naive, program, report, compile_program(program), spec)
+        if self.structured and report is not None:
+            # Price the outputs as they are returned: stored points, not dense fills.
+            report = type(report).build(naive, program, all_sizes, report.stats, structured=True)
+        stage = _Stage(naive, program, report, compile_program(program, self.structured), spec)
         self._stages[key] = stage
         self._forwards[key] = forward
         if self._verbose:
@@ -577,6 +582,7 @@ def grad(
     preserve_result: bool = False,
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
+    structured: bool = False,
 ) -> Compiled:
     """The compiled gradient of a scalar-valued program or NumPy-subset function.
 
@@ -586,6 +592,12 @@ def grad(
     ties). ``preserve_result``: also return the function's value, after the gradient(s).
     ``verbose`` prints the Tensor SSA program, the naive and the optimized adjoint, the generated
     code and the cost report.
+
+    ``structured=True``: a gradient the optimized adjoint writes only at points fixed by equality
+    brackets comes back as an :class:`eqsat_ad.Diagonal` (``[i == j] * e(i)``: the gradient of a
+    trace or ``diag``) or an :class:`eqsat_ad.Sparse` coordinate list (point reads, gathers), in
+    O(nonzeros) time and memory instead of O(size); other gradients stay dense arrays. Both
+    convert with ``np.asarray`` and update an array in place with ``.add_to(x, scale)``.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):
@@ -613,7 +625,7 @@ def grad(
 
     return Compiled(
         "grad", prog_or_fn, build, optimize=optimize, rules=rules, limits=limits, sizes=sizes,
-        verbose=verbose, shapes=shapes, dtypes=dtypes,
+        verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
     )
 
 
@@ -627,11 +639,16 @@ def compile(  # noqa: A001 - the public name of DESIGN.md section 5
     verbose: bool = False,
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
+    structured: bool = False,
 ) -> Compiled:
-    """The forward program through the same optimizer and backend, as a callable."""
+    """The forward program through the same optimizer and backend, as a callable.
+
+    ``structured``: as for :func:`grad` (an output like ``D[i, j] = [i == j] * x[i]`` comes back
+    as a Diagonal).
+    """
     return Compiled(
         "compile", prog_or_fn, lambda p: p, optimize=optimize, rules=rules, limits=limits,
-        sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
+        sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
     )
 
 
@@ -646,12 +663,14 @@ def hessian(
     verbose: bool = False,
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
+    structured: bool = False,
 ) -> Compiled:
     """The compiled symbolic Hessian of a scalar program with respect to one input.
 
     Built by :func:`eqsat_ad.ad.hessian_program` (forward over reverse with an indicator seed:
     one program, never N one-hot products) and simplified by the optimizer, e.g. to ``A + Aᵀ``
-    for ``xᵀAx``. The result has rank ``2 * rank(wrt)``.
+    for ``xᵀAx``. The result has rank ``2 * rank(wrt)``. ``structured=True``: a diagonal Hessian
+    (of ``Σ_i g(x[i])``) comes back as an :class:`eqsat_ad.Diagonal`, in O(N).
     """
     from .ad import hessian_program
 
@@ -665,6 +684,7 @@ def hessian(
     return Compiled(
         "hessian", prog_or_fn, build, optimize=optimize,
         rules=rules, limits=limits, sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
+        structured=structured,
     )
 
 

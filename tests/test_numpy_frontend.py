@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import eqsat_ad as ea
 from eqsat_ad.frontend.numpy_subset import translate
-from eqsat_ad.ir import Call, Program, Sum, children
+from eqsat_ad.ir import Bracket, Call, Program, Sum, children
 from eqsat_ad.ir.checks import check_program
 from eqsat_ad.ir.interpreter import evaluate
 
@@ -261,10 +261,53 @@ def test_max_min_reductions_are_pairwise_tournaments():
     def row_max(A):
         return np.sum(np.max(A, axis=1) ** 2) + np.min(A)
 
-    # One statement per level: log2(n) statements, not a tree expression of n leaves.
+    # One statement per level: floor(log2(n)) statements, not a tree expression of n leaves.
     prog = translate(row_max, {"A": (3, 1000)})
-    assert sum(1 for s in prog.statements if s.name.startswith("mx")) == 10
+    assert sum(1 for s in prog.statements if s.name.startswith("mx")) == 9
+    # Odd levels set their last element aside: pairs only, so no level needs a bracket.
+    assert not any(isinstance(e, Bracket) for s in prog.statements if s.name.startswith("mx")
+                   for e in _walk_expr(s.body))
     check_grad(row_max, {"A": (3, 7)}, "A")
+
+
+def _max_all(x):
+    return np.max(x)
+
+
+def _min_rows_weighted(A):
+    return np.sum(np.min(A, axis=1) * A[:, 0])
+
+
+@pytest.mark.parametrize("n", range(1, 12))
+def test_max_tournament_gradients_at_ties_are_subgradients(n):
+    # Ties everywhere (odd levels set elements aside): the gradient of max is a convex
+    # combination of the maximal entries, as np.max's subdifferential says.
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 3, size=n).astype(float)
+    g = ea.grad(_max_all, wrt="x")(x)
+    assert g.sum() == pytest.approx(1.0)
+    assert np.all(g >= 0) and np.all(g[x < x.max()] == 0)
+    A = rng.integers(0, 3, size=(3, n)).astype(float)
+    gA = ea.grad(_min_rows_weighted, wrt="A")(A)
+    lo = A.min(axis=1, keepdims=True)
+    # d/dA of min(A[r]) * A[r, 0]: A[r, 0] times a convex combination of the minimal entries,
+    # plus min(A[r]) at column 0.
+    part = gA - np.where(np.arange(n) == 0, lo, 0.0)
+    for r in range(3):
+        w = part[r] / A[r, 0] if A[r, 0] else None
+        if w is not None:
+            assert w.sum() == pytest.approx(1.0)
+            assert np.all(w >= -1e-12) and np.all(w[A[r] > lo[r]] == 0)
+        else:
+            assert np.all(part[r] == 0)
+
+
+def _walk_expr(e):
+    stack = [e]
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(children(e))
 
 
 def _walk_program(prog: Program):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace as dc_replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -15,8 +17,11 @@ from eqsat_ad.cost.model import materialized_sizes, program_cost
 from eqsat_ad.cost.poly import degree
 from eqsat_ad.cost.report import CostReport
 from eqsat_ad.egraph.optimize import Limits, Optimized, optimize
+from eqsat_ad.egraph.share import share_statement_bodies
 from eqsat_ad.examples import example, k_reads, k_traces
+from eqsat_ad.ir import Access, Binary, IndexVar, Neg, Statement, Sum, children
 from eqsat_ad.ir.checks import check_program
+from eqsat_ad.ir.expr import accessed_names, add, const, free_indices, mul, rename
 
 
 def _as_tuple(v):
@@ -201,3 +206,116 @@ def test_statements_read_several_times_are_not_inlined_into_an_exponential_tree(
     assert once and set(once) <= offered
     res = optimize(naive, limits=Limits(seconds=2.0))
     assert len(print_program(res.program)) <= 2 * len(print_program(naive))
+
+
+# --- reuse of materialized statements (a pass after extraction) ----------------------------------
+
+
+def test_the_mlp_adjoint_reads_t_bar_instead_of_recomputing_it():
+    # Reverse mode writes the adjoint of tanh's argument once per use of it: b_bar recomputes
+    # h_bar * (1 - h ** 2), which t_bar holds. After optimize, b_bar sums t_bar.
+    prog = ea.parse(
+        """
+def f(x: [B, N], W: [N, N], b: [N], h_bar: [B, N]):
+    h[i: B, j: N] = tanh(Sum[k: N](x[i, k] * W[k, j]) + b[j])
+    t_bar[i: B, j: N] = h_bar[i, j] * (1 - h[i, j] ** 2)
+    W_bar[i: N, j: N] = Sum[l: B](t_bar[l, j] * x[l, i])
+    b_bar[j: N] = Sum[l: B](h_bar[l, j] * (1 - h[l, j] ** 2))
+    return W_bar, b_bar
+"""
+    )
+    shared = share_statement_bodies(prog)
+    b_bar = {s.name: s for s in shared.statements}["b_bar"]
+    assert b_bar.body == ea.parse(
+        "def g(t_bar: [B, N]):\n    b_bar[j: N] = Sum[l: B](t_bar[l, j])\n    return b_bar\n"
+    ).statements[0].body
+    res = optimize(prog, sizes={"B": 4, "N": 6})
+    assert accessed_names({s.name: s for s in res.program.statements}["b_bar"].body) == {"t_bar"}
+    inputs = random_inputs(prog, {"B": 4, "N": 6}, np.random.default_rng(0))
+    assert _close(ea.evaluate(prog, **inputs), ea.evaluate(res.program, **inputs))
+    assert _close(ea.evaluate(prog, **inputs), ea.evaluate(shared, **inputs))
+
+
+def test_sharing_needs_the_reads_in_range():
+    # u's body over a longer range than t's generator: reading t there would read zeros.
+    prog = ea.parse(
+        """
+def f(x: [5]):
+    t[i: 3] = x[i] * x[i] + 1
+    u[i: 5] = x[i] * x[i] + 1
+    v[i: 2] = x[i] * x[i] + 1
+    return u, v
+"""
+    )
+    shared = {s.name: s for s in share_statement_bodies(prog).statements}
+    assert accessed_names(shared["u"].body) == {"x"} and accessed_names(shared["v"].body) == {"t"}
+    x = np.arange(5.0)
+    assert _close(ea.evaluate(prog, x=x), ea.evaluate(share_statement_bodies(prog), x=x))
+
+
+def _node_count(e) -> int:
+    return 1 + sum(_node_count(c) for c in children(e))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(max_statements=3, scalar_output=False), sizes_strategy(), st.integers(0, 2**16),
+       st.booleans(), st.booleans())
+def test_sharing_earlier_bodies_keeps_values(prog, sizes, seed, summed, adjoint):
+    # Copies of each statement's body (generators renamed, or summed over) in later statements
+    # are read from the statement; values stay those of the input.
+    if adjoint:
+        wrt = tensor_params(prog)
+        if wrt and len(prog.outputs) == 1:
+            prog = vjp(prog, wrt[0])
+    extra, sources = [], {}
+    for s in prog.statements:
+        if not s.indices:
+            continue
+        new = tuple(IndexVar(f"rr{k}", iv.extent) for k, iv in enumerate(s.indices))
+        body = rename(s.body, {iv.name: n.name for iv, n in zip(s.indices, new, strict=True)})
+        if summed:
+            t = Statement(f"{s.name}_sum", (), Sum(new, mul(const(2.0), body)))
+        else:
+            t = Statement(f"{s.name}_copy", new, add(body, const(1.0)))
+        extra.append(t)
+        sources[t.name] = s
+    assume(extra)
+    big = dc_replace(prog, statements=prog.statements + tuple(extra),
+                     outputs=prog.outputs + tuple(Access(t.name) for t in extra),
+                     returns_tuple=True)
+    check_program(big)
+    shared = share_statement_bodies(big)
+    check_program(shared)
+    inputs = random_inputs(big, sizes, np.random.default_rng(seed))
+    assert _close(ea.evaluate(big, **inputs), ea.evaluate(shared, **inputs))
+    after = {s.name: s for s in shared.statements}
+    for name, s in sources.items():
+        untouched = after[s.name].body == s.body
+        if (untouched and free_indices(s.body) == {iv.name for iv in s.indices}
+                and _node_count(s.body) >= 3):
+            assert s.name in accessed_names(after[name].body), (s, after[name])
+
+
+def test_extraction_reads_back_a_class_holding_one_times_itself():
+    # fold-mul-nested must not subsume c * x where x's class holds 1 * x: the rewrite's result is
+    # the matched node itself, and the class kept no other node (the MLP adjoint's t2_bar was
+    # "not read back", so optimize returned the naive program).
+    prog = ea.parse(
+        """
+def f(y: [16, 10], t2: [16]):
+    t3_bar[i: 16] = -1 * (1 / 16)
+    logp_bar[i: 16, j: 10] = t3_bar[i] * y[i, j]
+    t2_bar[i: 16] = Sum[j: 10](-(logp_bar[i, j] * (1 / t2[i])))
+    return t2_bar
+"""
+    )
+    inputs = random_inputs(prog, {}, np.random.default_rng(1))
+    # One iteration already merged such a class: extraction must still read the program back.
+    res = optimize(prog, limits=Limits(iterations=1))
+    assert res.program != prog
+    assert _close(ea.evaluate(prog, **inputs), ea.evaluate(res.program, **inputs))
+    # Saturated: 1 / t2[i] leaves the sum over j, and the scalar chain is folded into it.
+    res = optimize(prog)
+    (t2_bar,) = res.program.statements
+    assert isinstance(t2_bar.body, Binary | Neg) and not isinstance(t2_bar.body, Sum)
+    assert _close(ea.evaluate(prog, **inputs), ea.evaluate(res.program, **inputs))

@@ -17,7 +17,7 @@ Lowering (shared/DESIGN.md section 9) works on one statement ``y[I] = body`` at 
    :func:`eqsat_ad.backend.runtime.window` when not provably in range), diagonals as einsum views,
    anything else by :func:`eqsat_ad.backend.runtime.gather`; a product under Σ of plain factors as
    ``np.einsum`` with an explicit pairwise path (the cost model's :func:`contraction_path` when it
-   is available); other sums as a broadcast product and ``np.sum``; built-ins as NumPy ufuncs.
+   is available); other sums as a broadcast product and ``.sum``; built-ins as NumPy ufuncs.
 
 Every program lowers (the general path handles whatever the fast patterns do not), and the result
 equals the reference interpreter's: out-of-range and fractional reads are 0, a false bracket
@@ -57,6 +57,7 @@ from ..ir.expr import (
     Pred,
     Rel,
     Sum,
+    accessed_names,
     free_indices,
     substitute,
 )
@@ -65,6 +66,7 @@ from ..ir.index import Affine, Dim, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Program, Statement
 from . import runtime
+from .structured import Sparse
 
 __all__ = [
     "CompiledProgram",
@@ -77,6 +79,7 @@ __all__ = [
 
 # Built-ins that map finite values to finite values (others may produce inf/nan).
 _FINITE_FNS = frozenset({"sin", "cos", "tanh", "sigmoid", "abs", "max", "min", "stop_gradient"})
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _RESERVED = frozenset({"np", "max", "min", "range", "float", "int", "abs", "sum", "len", "print"})
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Precedence levels of generated code (higher binds tighter).
@@ -360,6 +363,9 @@ class Value:
     risky: bool = False  # may hold inf/nan (products with it must be strong-zero)
     fresh: bool = True  # a new array (not a view of a variable)
     prec: float = 3  # Python precedence of the code's top operator (_ATOM: none)
+    # Parameters read here whose finiteness is not checked before the call: the contraction
+    # that consumes this value checks its own result instead (see _Codegen.contract).
+    unchecked: frozenset[str] = frozenset()
 
     def paren(self, need: float = 3) -> str:
         """The code as an operand that needs precedence at least ``need``."""
@@ -373,10 +379,13 @@ class Decision:
     ``kind``: ``assign`` (the terms over the whole output, in one expression), ``add`` /
     ``slice-write`` (a term added to the whole output / to a sub-range), ``scatter`` (a term
     written at the points given by solved equalities: diagonals), ``point-write`` (every output
-    index fixed), ``einsum`` (``detail`` holds the spec and the path), ``reduce`` (``np.sum``,
+    index fixed), ``einsum`` (``detail`` holds the spec and the path), ``reduce`` (``.sum``,
     of a broadcast product when ``in_sum``), ``mask`` (a boolean array over ``axes``; ``in_sum``
     when it is inside a sum), ``diagonal-view`` (``np.einsum('ii->i')``), ``gather`` /
-    ``window`` (general zero-padded reads), ``eliminated`` (a sum removed by an equality).
+    ``window`` (general zero-padded reads), ``eliminated`` (a sum removed by an equality);
+    under the pseudo-statement ``<inputs>``, one per parameter, ``finite-input`` (the caller
+    scans it for inf/nan before the call) and ``finite-result`` (a product reading it checks
+    its own result instead; ``detail`` is the parameter).
     ``axes``: the index names the step works over (its size is their product).
     """
 
@@ -421,7 +430,8 @@ def _num(v: float) -> str:
 
 
 class _Codegen:
-    def __init__(self, prog: Program, sizes: Mapping[str, int] | None, strict: bool) -> None:
+    def __init__(self, prog: Program, sizes: Mapping[str, int] | None, strict: bool,
+                 structured: bool = False) -> None:
         self.prog = prog
         self.sizes = dict(sizes or {})
         self.strict = strict
@@ -448,6 +458,16 @@ class _Codegen:
         self.facts: list[Affine] = []  # index-free a >= 0 known to hold (guarded by an if)
         # Statements returned whole: they must be fresh arrays (others may be read-only views).
         self.returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
+        # Outputs that may be returned as a Diagonal / Sparse: returned whole and read by nothing.
+        self.structured: set[str] = set()
+        if structured:
+            read: set[str] = set()
+            for st in prog.statements:
+                read |= accessed_names(st.body)
+            for o in prog.outputs:
+                if not (isinstance(o, Access) and not o.indices):
+                    read |= accessed_names(o)
+            self.structured = self.returned - read - set(prog.param_names)
 
     @staticmethod
     def _pyname(name: str, taken: set[str]) -> str:
@@ -664,6 +684,32 @@ class _Codegen:
 
     # --- accesses ------------------------------------------------------------------------------
     def access(
+        self, name: str, idx: tuple[Affine, ...], grid: Mapping[str, Axis], relation=False,
+        defer: bool = False,
+    ) -> Value:
+        """``name[idx]`` over the grid.
+
+        Outside the strict lowering, the code trusts float parameters to be finite: a read
+        records the parameter as one the caller scans before the call (``finite-input``), or,
+        with ``defer``, leaves it ``unchecked`` for the contraction that consumes the value.
+        """
+        v = self.read(name, idx, grid, relation)
+        if relation or v.risky or name not in self.prog.param_names:
+            return v
+        if defer:
+            return replace(v, unchecked=frozenset({name}))
+        self.note_finite("finite-input", name)
+        return v
+
+    def note_finite(self, kind: str, param: str) -> None:
+        """Record (once) how the finiteness of a parameter is established: ``finite-input``
+        (scanned by the caller before the call) or ``finite-result`` (a contraction reading it
+        checks its result; see :meth:`CompiledProgram.__call__`)."""
+        d = Decision("<inputs>", kind, param)
+        if d not in self.decisions:
+            self.decisions.append(d)
+
+    def read(
         self, name: str, idx: tuple[Affine, ...], grid: Mapping[str, Axis], relation=False
     ) -> Value:
         if name not in self.shapes:
@@ -951,12 +997,17 @@ class _Codegen:
     def reduce(self, t: Term, inner: dict[str, Axis], factors: list[Expr | Term],
                conds: list[Cond], g2: dict[str, Axis]) -> Value:
         """Σ over the axes ``inner`` of the product of ``factors`` and ``conds``."""
-        vals = [self.term_value(f, g2) if isinstance(f, Term) else self.ev(f, g2)
-                for f in factors]
+        # Parameters read directly by a contraction may be checked by their result (deferred).
+        vals = [self.term_value(f, g2) if isinstance(f, Term)
+                else self.access(f.name, f.indices, g2, defer=True) if isinstance(f, Access)
+                and self.kinds.get(f.name) != "relation" else self.ev(f, g2) for f in factors]
         masks = [self.cond_mask(c, g2, in_sum=True) for c in conds]
         vals = [self.to_num(v) if not v.mask else v for v in vals]
         masks += [v for v in vals if v.mask]
         vals = [v for v in vals if not v.mask]
+        vals_axes = set().union(*(set(v.axes) for v in vals)) if vals else set()
+        if masks or len(vals) < 2 or len(vals_axes | set(inner)) > len(_LETTERS):
+            vals = [self.settle(v) for v in vals]  # no contraction step to check a result
         used: set[str] = set()
         for v in vals + masks:
             used |= set(v.axes)
@@ -964,14 +1015,15 @@ class _Codegen:
         summed = [a for a in inner if a in used]
         mult = " * ".join(_factor(self.count_code(inner[a])) for a in absent)
         if not summed:
+            vals = [self.settle(v) for v in vals]
             return self.scale_by_count(mult, self.product(1.0, vals, g2))
-        vals_axes = set().union(*(set(v.axes) for v in vals)) if vals else set()
         if not masks and len(vals) == 1:
             v = self.shared(vals[0], create="(" in vals[0].code)
             pos = tuple(k for k, a in enumerate(v.axes) if a in summed)
             self.decide("reduce", f"sum over {', '.join(summed)}", v.axes, in_sum=True)
-            ax = "" if len(pos) == len(v.axes) else f", axis={pos if len(pos) > 1 else pos[0]}"
-            res = Value(self.temp(f"np.sum({v.code}{ax})"),
+            ax = "" if len(pos) == len(v.axes) else f"axis={pos if len(pos) > 1 else pos[0]}"
+            # (the method: np.sum's dispatch costs about as much as summing a small array)
+            res = Value(self.temp(f"{v.paren()}.sum({ax})"),
                         tuple(a for a in v.axes if a not in summed), risky=v.risky)
         elif not masks and vals and len(vals_axes | set(inner)) <= len(_LETTERS):
             res = self.einsum(vals, summed, g2)
@@ -995,10 +1047,16 @@ class _Codegen:
                 axes = full
                 pos = tuple(k for k, a in enumerate(axes) if a in summed)
             self.decide("reduce", f"sum over {', '.join(summed)}", axes, in_sum=True)
-            code = f"np.sum({prod.code}, axis={pos if len(pos) > 1 else pos[0]})"
+            code = f"{prod.paren()}.sum(axis={pos if len(pos) > 1 else pos[0]})"
             name = self.temp(code)
             res = Value(name, tuple(a for a in axes if a not in summed), risky=prod.risky)
         return self.scale_by_count(mult, res)
+
+    def settle(self, v: Value) -> Value:
+        """``v`` with its unchecked parameters left to the caller's scan before the call."""
+        for name in sorted(v.unchecked):
+            self.note_finite("finite-input", name)
+        return replace(v, unchecked=frozenset()) if v.unchecked else v
 
     @staticmethod
     def scale_by_count(mult: str, v: Value) -> Value:
@@ -1028,29 +1086,48 @@ class _Codegen:
         path = self.path([v.axes for v in vals], out_axes, g2)
         self.decide("einsum", f"{spec} path={path}", allaxes, in_sum=True)
         if len(vals) == 1:
-            return self.contract(vals, out_axes, letters)
+            return self.contract(vals, out_axes, letters, g2)
         ops = list(vals)
         for step in path[1:]:
             picked = [ops[k] for k in step]
             rest = [o for k, o in enumerate(ops) if k not in step]
             keep = set(out_axes).union(*(o.axes for o in rest))
             here = self.order(g2, *(o.axes for o in picked))
-            ops = [*rest, self.contract(picked, tuple(a for a in here if a in keep), letters)]
+            ops = [*rest, self.contract(picked, tuple(a for a in here if a in keep), letters, g2)]
         return ops[0]
 
-    def contract(self, ops: list[Value], out: tuple[str, ...], letters: Mapping[str, str]
-                 ) -> Value:
+    def contract(self, ops: list[Value], out: tuple[str, ...], letters: Mapping[str, str],
+                 g2: Mapping[str, Axis]) -> Value:
         """One contraction step (one or two operands) with the result's axes in order ``out``.
 
         A matrix product (or matrix-vector product, batched or not) becomes ``@`` on transposed
         views; anything else stays ``np.einsum``. Strong zero: an operand that may hold inf/nan
         is checked first, and only a non-finite one takes the exact (slow) ``einsum_sz``.
+
+        An ``unchecked`` parameter operand is verified by the result instead when that is the
+        smaller array: every operand entry meets the result in some product, and 0 * inf, inf
+        and nan all make the sum they enter non-finite, so a finite result proves that each
+        product was finite (plain product == strong zero) and the result needs no guard
+        downstream. ``_rt.checked`` raises ``NonFinite`` otherwise, and the caller reruns the
+        strict lowering.
         """
         risky = [v for v in ops if v.risky]
+        unchecked = frozenset().union(*(v.unchecked for v in ops))
+        if unchecked and (risky or self.numel(out, g2) >= sum(
+            self.numel(v.axes, g2) for v in ops if v.unchecked
+        )):
+            ops = [self.settle(v) for v in ops]  # scanning the operands is cheaper (or needed)
+            unchecked = frozenset()
+        for name in sorted(unchecked):
+            self.note_finite("finite-result", name)
+
+        def checked(code: str) -> str:
+            return f"_rt.checked({code})" if unchecked else code
+
         if len(ops) == 2 and set(ops[0].axes) | set(ops[1].axes) <= set(out):
             # Nothing summed: an elementwise or outer product, broadcast.
             a, b = (self.align(v, out, False if risky else _MUL) for v in ops)
-            code = f"_rt.smul({a}, {b})" if risky else f"{a} * {b}"
+            code = f"_rt.smul({a}, {b})" if risky else checked(f"{a} * {b}")
             return Value(self.temp(code), out, risky=bool(risky))
         spec_of = ",".join("".join(letters[a] for a in v.axes) for v in ops)
         blas = self.matmul(ops, out) if len(ops) == 2 else None
@@ -1060,8 +1137,9 @@ class _Codegen:
             if risky:
                 return Value(self.temp(f"_rt.einsum_sz('{spec}', False, {args})"), out,
                              risky=True)
-            return Value(self.temp(f"np.einsum('{spec}', {args})"), out)
+            return Value(self.temp(checked(f"np.einsum('{spec}', {args})")), out)
         code, axes = blas
+        code = checked(code)
         if risky:
             # The matmul result's axes (not ``out``'s order) for the exact fallback.
             spec = f"{spec_of}->{''.join(letters[a] for a in axes)}"
@@ -1074,6 +1152,10 @@ class _Codegen:
         perm = tuple(axes.index(a) for a in out)
         view = f"{res.code}.T" if len(out) == 2 else f"{res.code}.transpose({perm})"
         return Value(self.temp(view), out, risky=res.risky)
+
+    def numel(self, axes: Sequence[str], g2: Mapping[str, Axis]) -> int:
+        """The number of entries of an array over ``axes`` (unknown sizes count 1000)."""
+        return math.prod(_extent_value(g2[a].extent, self.sizes)[1] for a in axes)
 
     @staticmethod
     def matmul(ops: list[Value], out: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
@@ -1139,6 +1221,12 @@ class _Codegen:
             return
         dense = [p for p in plans if not p[2] and all(a.is_full() for a in p[1].values())]
         rest = [p for p in plans if p not in dense]
+        if s.name in self.structured and all(solved for _, _, solved in plans):
+            # Every term writes at points fixed by equalities: return those points only.
+            self.structured_output(py, s, plans, shape)
+            self.shapes[s.name] = s.shape
+            self.kinds[s.name] = "tensor"
+            return
         if dense:
             # Terms over the whole output: one expression, assigned (not added to zeros).
             v = self.combine([t for t, _, _ in dense], full)
@@ -1216,8 +1304,30 @@ class _Codegen:
                 factors.append(Term(g.coef, g.sums, g.factors, inner))
         return _decide_static(Term(coef, [], factors, conds))
 
+    def structured_output(self, py: str, s: Statement, plans: list, shape: str) -> None:
+        """A returned statement whose terms are all scatters, as a Diagonal or a Sparse."""
+        if len(plans) == 1:
+            t, axes, solved = plans[0]
+            (rem,) = axes if len(axes) == 1 else (None,)
+            diagonal = (
+                rem is not None and axes[rem].is_full() and not t.conds
+                and len({iv.extent for iv in s.indices}) == 1
+                and all(a == Affine(((rem, Fraction(1)),)) for a in solved.values())
+            )
+            if diagonal:
+                v = self.to_num(self.term_value(t, dict(axes)))
+                code = self.align(v, [rem], False) if v.axes else v.code
+                self.decide("diagonal", f"{py} on the diagonal", (rem,))
+                self.emit(f"{py} = _rt.Diagonal({code}, {shape}, _dt)")
+                return
+        self.decide("sparse", f"{py}: {len(plans)} term(s)")
+        self.emit(f"{py} = _rt.SparseBuilder({shape}, _dt)")
+        for t, axes, solved in plans:
+            self.write(py, s, t, axes, solved, sparse=True)
+        self.emit(f"{py} = {py}.build()")
+
     def write(self, py: str, s: Statement, t: Term, axes: dict[str, Axis],
-              solved: dict[str, Affine]) -> bool:
+              solved: dict[str, Affine], sparse: bool = False) -> bool:
         sign = 1
         if t.coef < 0:
             sign, t = -1, replace(t, coef=-t.coef)
@@ -1265,15 +1375,25 @@ class _Codegen:
                 coords.append(self.align(self.arange(axes[iv.name]), rem))
         if not rem:
             self.decide("point-write", ", ".join(coords))
+            line = f"{py}[{', '.join(coords)}] {op} {v.code}"
+            if sparse:
+                point = f"({coords[0]},)" if len(coords) == 1 else f"({', '.join(coords)})"
+                value = f"-{v.paren(_UNARY)}" if sign < 0 else v.code
+                line = f"{py}.points.append(({point}, {value}))"
             if m is None:
-                self.emit(f"{py}[{', '.join(coords)}] {op} {v.code}")
+                self.emit(line)
             else:
                 cond = m.code[1:-1] if m.prec == _ATOM and m.code.startswith("(") else m.code
                 self.emit(f"if {cond}:")
-                self.emit(f"    {py}[{', '.join(coords)}] {op} {v.code}")
+                self.emit(f"    {line}")
             return v.risky
         self.decide("scatter", f"{py}[{', '.join(coords)}]", tuple(rem))
-        if m is None:
+        if sparse:
+            value = self.align(v, rem, False)
+            mask = "" if m is None else f", {self.align(m, rem, False)}"
+            tail = (mask or ", True") + ", -1" if sign < 0 else mask
+            self.emit(f"{py}.add(({', '.join(coords)},), {value}{tail})")
+        elif m is None:
             self.emit(f"{py}[{', '.join(coords)}] {op} {self.align(v, rem, False)}")
         else:
             self.emit(
@@ -1410,16 +1530,20 @@ def _greedy_path(operands, out, extents, sizes) -> list[tuple[int, ...]]:
 
 
 def lower_program(
-    prog: Program, sizes: Mapping[str, int] | None = None, *, strict: bool = False
+    prog: Program, sizes: Mapping[str, int] | None = None, *, strict: bool = False,
+    structured: bool = False,
 ) -> Lowered:
     """Lower ``prog`` to NumPy source, recording the lowering's decisions.
 
     ``sizes`` (optional) break ties between contraction orders; ``strict`` treats every input as
     possibly non-finite (strong-zero products everywhere: used when an argument holds inf/nan).
+    ``structured``: an output whose terms all write at points fixed by equality brackets
+    (``[i == j] * e``, point reads) is returned as a :class:`~eqsat_ad.backend.structured.Diagonal`
+    or :class:`~eqsat_ad.backend.structured.Sparse` instead of a dense array.
     """
     if not isinstance(prog, Program):
         raise ProgramError(f"expected a Program, got {type(prog).__name__}")
-    return _Codegen(prog, sizes, strict).program()
+    return _Codegen(prog, sizes, strict, structured).program()
 
 
 def lower(prog: Program, sizes: Mapping[str, int] | None = None) -> str:
@@ -1432,7 +1556,10 @@ def _load(lowered: Lowered) -> Any:
     ns: dict[str, Any] = {"np": np, "_rt": runtime, **lowered.namespace_extras}
     code = compile(lowered.source, f"<eqsat_ad generated {lowered.function_name}>", "exec")
     exec(code, ns)  # noqa: S102 - our own generated source
-    return ns[lowered.function_name]
+    fn = ns[lowered.function_name]
+    # The parameters whose finiteness the fast code trusts without checking it itself.
+    fn.finite_inputs = tuple(d.detail for d in lowered.decisions if d.kind == "finite-input")
+    return fn
 
 
 class CompiledProgram:
@@ -1443,9 +1570,10 @@ class CompiledProgram:
     its own compiled function (the same code; contraction orders may use the concrete sizes).
     """
 
-    def __init__(self, prog: Program) -> None:
+    def __init__(self, prog: Program, structured: bool = False) -> None:
         self.program = prog
-        self._lowered = lower_program(prog)
+        self.structured = structured
+        self._lowered = lower_program(prog, structured=structured)
         self._by_signature: dict[tuple, Any] = {}
         self._lock = threading.Lock()
         self._param_index = {n: k for k, n in enumerate(prog.param_names)}
@@ -1515,10 +1643,11 @@ class CompiledProgram:
                 if isinstance(v, (np.ndarray, np.generic)):
                     strong.append(a.dtype)
             raw.append(a)
-        dt = np.float64
-        if strong and all(d == np.float32 for d in strong):
-            dt = np.float32
-        out = [a if p.kind == "relation" else a.astype(dt, copy=False)
+        # (dtype objects, not scalar types: comparing a dtype with a type converts it per call)
+        dt = _F64
+        if strong and all(d == _F32 for d in strong):
+            dt = _F32
+        out = [a if p.kind == "relation" or a.dtype == dt else a.astype(dt)
                for a, p in zip(raw, self.program.params, strict=True)]
         return out, sizes
 
@@ -1533,9 +1662,11 @@ class CompiledProgram:
             with self._lock:
                 hit = self._by_signature.get(key)
                 if hit is None:
-                    lowered = lower_program(self.program, sizes, strict=strict)
+                    lowered = lower_program(self.program, sizes, strict=strict,
+                                            structured=self.structured)
                     check = not strict and (
-                        lower_program(self.program, sizes, strict=True).source != lowered.source
+                        lower_program(self.program, sizes, strict=True,
+                                      structured=self.structured).source != lowered.source
                     )
                     hit = (_load(lowered), check)
                     self._by_signature[key] = hit
@@ -1549,11 +1680,18 @@ class CompiledProgram:
 
             return evaluate(self.program, *args, **kwargs)
         fn, check = self.function_for(arrays, sizes)
-        if check and not runtime.finite(*(a for a in arrays if a.dtype.kind == "f")):
-            # The fast code trusts its inputs to be finite (it guards only what it computes
-            # that may overflow): an inf/nan argument takes strong-zero products everywhere.
-            fn = self.function_for(arrays, sizes, strict=True)[0]
         with np.errstate(all="ignore"):
+            if check:
+                # The fast code trusts the parameters it reads to be finite (it guards only
+                # what it computes that may overflow): it checks some through the results of
+                # their products (raising NonFinite), the caller scans the others here. An
+                # inf/nan argument takes strong-zero products everywhere (the strict code).
+                try:
+                    if runtime.finite(*(arrays[self._param_index[n]] for n in fn.finite_inputs)):
+                        return _finish(fn(*arrays), self.program)
+                except runtime.NonFinite:
+                    pass
+                fn = self.function_for(arrays, sizes, strict=True)[0]
             result = fn(*arrays)
         return _finish(result, self.program)
 
@@ -1564,7 +1702,7 @@ class _Slow(Exception):
 
 def _finish(result: Any, prog: Program) -> Any:
     def one(x: Any) -> Any:
-        if isinstance(x, np.ndarray) and x.ndim > 0:
+        if (isinstance(x, np.ndarray) and x.ndim > 0) or isinstance(x, Sparse):
             return x
         x = np.asarray(x)
         if x.dtype == bool:
@@ -1576,21 +1714,25 @@ def _finish(result: Any, prog: Program) -> Any:
     return one(result)
 
 
-_CACHE: dict[Program, CompiledProgram] = {}
+_CACHE: dict[tuple[Program, bool], CompiledProgram] = {}
 _CACHE_LIMIT = 256
 # Generated code binds registered functions by name: a re-registration invalidates it.
 on_register(_CACHE.clear)
 
 
-def compile_program(prog: Program) -> CompiledProgram:
-    """The compiled form of ``prog`` (cached per program; per shape/dtype inside)."""
+def compile_program(prog: Program, structured: bool = False) -> CompiledProgram:
+    """The compiled form of ``prog`` (cached per program; per shape/dtype inside).
+
+    ``structured``: return diagonal / point-sparse outputs as such (see :func:`lower_program`).
+    """
     if not isinstance(prog, Program):
         raise ProgramError(f"expected a Program, got {type(prog).__name__}")
-    hit = _CACHE.get(prog)
+    key = (prog, bool(structured))
+    hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    compiled = CompiledProgram(prog)
+    compiled = CompiledProgram(prog, bool(structured))
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[prog] = compiled
+    _CACHE[key] = compiled
     return compiled

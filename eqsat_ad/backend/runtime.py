@@ -13,6 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# Structured outputs the generated code builds (ea.grad(..., structured=True)).
+from .structured import Diagonal, Sparse, SparseBuilder  # noqa: F401
+
 Spec = int | tuple[int, int, int] | tuple[int, int, int, int]
 """A dimension of a window: a point index, ``(start, step, count)`` or ``(start, step, count,
 denominator)`` for an axis."""
@@ -37,9 +40,12 @@ def fresh(a: np.ndarray, dtype: type) -> np.ndarray:
 
 
 def smul(a: object, b: object) -> object:
-    """Strong-zero product: ``0 * inf == 0 * nan == 0`` (an Iverson bracket guards its factor)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        r = np.multiply(a, b)
+    """Strong-zero product: ``0 * inf == 0 * nan == 0`` (an Iverson bracket guards its factor).
+
+    (No ``np.errstate`` here: it costs more than a small product, and the generated code runs
+    under ``np.errstate(all="ignore")`` in :class:`~eqsat_ad.backend.numpy.CompiledProgram`.)
+    """
+    r = np.multiply(a, b)
     if np.isnan(r).any():
         r = np.where((np.asarray(a) == 0) | (np.asarray(b) == 0), 0, r)
     return r
@@ -162,3 +168,15 @@ def einsum_sz(spec: str, path: list[object] | bool, *operands: np.ndarray) -> np
 def finite(*arrays: np.ndarray) -> bool:
     """Whether every entry of ``arrays`` is finite (then plain products are strong-zero)."""
     return all(bool(np.isfinite(a).all()) for a in arrays)
+
+
+class NonFinite(ArithmeticError):
+    """A checked result holds inf/nan: the fast code's assumption that its inputs are finite
+    may not hold, so the caller reruns the strict (strong-zero everywhere) code."""
+
+
+def checked(r: np.ndarray) -> np.ndarray:
+    """``r`` (a product of parameters) if every entry is finite; raises :class:`NonFinite`."""
+    if not np.isfinite(r).all():
+        raise NonFinite("a checked product holds inf or nan")
+    return r

@@ -101,6 +101,7 @@ from ..ir.expr import (
     Pred,
     Rel,
     Sum,
+    accessed_names,
     all_index_names,
     children,
     free_indices,
@@ -1007,7 +1008,7 @@ class _Pricer:
     # --- statements ----------------------------------------------------------------------------
     def statement(
         self, name: str, ivs: tuple[IndexVar, ...], body: Expr, text: str, kind: str,
-        returned: bool = True,
+        returned: bool = True, structured: bool = False,
     ) -> StatementCost:
         self.stmt = name
         self.log = []
@@ -1030,6 +1031,10 @@ class _Pricer:
             value = term.value()
             if value is not None:
                 work = work + self.expr(value, {iv.name: iv.extent for iv in term.indices})
+        if structured and ivs and not dense:
+            # Returned as a Diagonal / Sparse: only the scattered points are stored.
+            log = [Materialized(name, "output", scatter), *self.log]
+            return StatementCost(name, text, scatter + work, tuple(log), kind)
         cost = out_size * max(1, dense) + scatter + work
         log = [Materialized(name, "output", out_size), *self.log]
         return StatementCost(name, text, cost, tuple(log), kind)
@@ -1112,7 +1117,8 @@ def statement_cost(
 
 
 def program_cost(
-    prog: Program, sizes: Mapping[str, int] | None = None, *, lowered: bool = False
+    prog: Program, sizes: Mapping[str, int] | None = None, *, lowered: bool = False,
+    structured: bool = False,
 ) -> ProgramCost:
     """Price ``prog`` by the rules of this module's docstring.
 
@@ -1124,13 +1130,25 @@ def program_cost(
     mask: what the optimizer's sum elimination removes). ``lowered=True`` prices what the NumPy
     backend executes, which solves such brackets itself while lowering (rule 2b): the cost
     report uses it, so its predicted speed-ups are the ones the backend can measure.
+    ``structured=True`` (with ``lowered``) prices outputs as ``structured=True`` compiles them: a
+    returned statement read by no other, all of whose terms are scatters (``[i == j] * e``, point
+    brackets), stores its points only, with no dense fill.
     """
     _check_program(prog)
     sizes = _check_sizes(prog, sizes)
     pricer = _Pricer(_shapes(prog), sizes, lowered)
     returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
+    sparse_ok: set[str] = set()
+    if structured and lowered:
+        read: set[str] = set()
+        for s in prog.statements:
+            read |= accessed_names(s.body)
+        for o in prog.outputs:
+            if not (isinstance(o, Access) and not o.indices):
+                read |= accessed_names(o)
+        sparse_ok = returned - read
     details = [pricer.statement(s.name, s.indices, s.body, print_statement(s), "statement",
-                                s.name in returned)
+                                s.name in returned, s.name in sparse_ok)
                for s in prog.statements]
     n = len(prog.outputs)
     details += [pricer.output(k, n, o, prog) for k, o in enumerate(prog.outputs)]

@@ -116,9 +116,10 @@ class ProgramSummary:
     lowered_big_o: str = "O(1)"
 
     @staticmethod
-    def of(prog: Program, sizes: Mapping[str, int], tie_sizes: Mapping[str, int] | None):
+    def of(prog: Program, sizes: Mapping[str, int], tie_sizes: Mapping[str, int] | None,
+           structured: bool = False):
         cost = program_cost(prog, tie_sizes)
-        run = program_cost(prog, tie_sizes, lowered=True)
+        run = program_cost(prog, tie_sizes, lowered=True, structured=structured)
         rows = tuple(
             StatementRow(
                 d.name, d.kind, d.text, d.cost, Fraction(d.poly.evaluate(sizes)), big_o(d.poly)
@@ -194,6 +195,8 @@ class CostReport:
     naive: ProgramSummary
     optimized: ProgramSummary
     stats: SaturationStats
+    structured: bool = False
+    """The backend figures price diagonal / point-sparse outputs as stored points only."""
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
@@ -203,8 +206,12 @@ class CostReport:
         optimized: Program,
         sizes: Mapping[str, int] | None = None,
         stats: SaturationStats | None = None,
+        structured: bool = False,
     ) -> CostReport:
-        """Price both programs. Sizes not given default to :data:`DEFAULT_SIZE` (and say so)."""
+        """Price both programs. Sizes not given default to :data:`DEFAULT_SIZE` (and say so).
+
+        ``structured``: price the run as ``ea.grad(..., structured=True)`` executes it.
+        """
         for what, p in (("naive", naive), ("optimized", optimized)):
             if not isinstance(p, Program):
                 raise EqsatError(f"the {what} program must be a Program, got {type(p).__name__}")
@@ -221,9 +228,10 @@ class CostReport:
         return cls(
             full,
             defaulted,
-            ProgramSummary.of(naive, full, tie),
-            ProgramSummary.of(optimized, full, tie),
+            ProgramSummary.of(naive, full, tie, structured),
+            ProgramSummary.of(optimized, full, tie, structured),
             stats if stats is not None else SaturationStats(),
+            structured,
         )
 
     # --- derived figures -----------------------------------------------------------------------
@@ -260,6 +268,7 @@ class CostReport:
             "optimized": self.optimized.to_dict(),
             "speedup": self.speedup,
             "written_speedup": self.written_speedup,
+            "structured": self.structured,
             "saturation": self.stats.to_dict(),
         }
 
@@ -297,7 +306,8 @@ class CostReport:
             ("cost", str(n.total), str(o.total)),
             ("cost at sizes", _fmt(n.value), _fmt(o.value)),
             ("largest intermediate", largest(n), largest(o)),
-            ("as the backend runs it", n.lowered_big_o, o.lowered_big_o),
+            ("as the backend runs it" + (" (structured)" if self.structured else ""),
+             n.lowered_big_o, o.lowered_big_o),
             ("cost at sizes (backend)", _fmt(n.lowered_value), _fmt(o.lowered_value)),
         ]
         w0 = max(len(r[0]) for r in head) + 2

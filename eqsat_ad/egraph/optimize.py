@@ -22,6 +22,7 @@ from .encode import encode_program
 from .extract import ExtractionError, Extractor, OutOfTime
 from .rules import load_rules, rule_names
 from .saturate import SaturationError, saturate
+from .share import share_statement_bodies
 
 HUGE_SIZE = 2**20
 # the part of Limits.seconds that saturation may use; extraction and decoding get the rest
@@ -102,7 +103,8 @@ def optimize(
     except SaturationError as exc:
         if "produced no e-graph" in str(exc):
             stats = SaturationStats(0, 0, 0, time.perf_counter() - start, "time limit", {})
-            return Optimized(prog, CostReport.build(prog, prog, sizes, stats))
+            shared = share_statement_bodies(prog)
+            return Optimized(shared, CostReport.build(prog, shared, sizes, stats))
         raise
     file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
@@ -116,6 +118,10 @@ def optimize(
         stop_reason = "time limit"  # not even the input's own shape was priced in time
     except ExtractionError:
         result = prog
+    # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
+    # The input with that done is the fallback (reads are never priced above recomputing).
+    shared = share_statement_bodies(prog)
+    result = shared if result is prog else share_statement_bodies(result)
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
@@ -125,8 +131,8 @@ def optimize(
         # the rules of the rule files (the prelude's analyses and arithmetic are bookkeeping)
         rule_counts={k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules},
     )
-    if result is prog:
-        return Optimized(prog, CostReport.build(prog, prog, sizes, stats))
+    if result is shared:
+        return Optimized(shared, CostReport.build(prog, shared, sizes, stats))
     # the safety net reuses the report's pricing (the cost model is the slow part on big programs)
     try:
         report = CostReport.build(prog, result, sizes, stats)
@@ -134,9 +140,9 @@ def optimize(
         if _cost_key(report.optimized.cost, names, sizes) > _cost_key(
             report.naive.cost, names, sizes
         ):
-            result = prog
+            result = shared
     except EqsatError:
-        result = prog  # a program the cost model cannot price is not returned
-    if result is prog:
-        report = CostReport.build(prog, prog, sizes, stats)
+        result = shared  # a program the cost model cannot price is not returned
+    if result is shared:
+        report = CostReport.build(prog, shared, sizes, stats)
     return Optimized(result, report)

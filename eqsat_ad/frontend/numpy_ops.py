@@ -43,6 +43,11 @@ def summation(binders: tuple[IndexVar, ...], body: Expr) -> Expr:
     return Sum(binders, body)
 
 
+def _read_along(t: TVal, k: int, at: Affine, axes: Sequence[str]) -> Expr:
+    """``t`` read at ``at`` along axis ``k`` and at the free indices ``axes`` elsewhere."""
+    return t.at([at if n == k else Affine.var(x) for n, x in enumerate(axes)])
+
+
 class ArrayOps:
     """NumPy semantics on symbolic arrays (the translator provides the abstract helpers)."""
 
@@ -237,9 +242,10 @@ class ArrayOps:
         """``np.max``/``np.min`` over concrete axes as a pairwise tournament.
 
         Tensor SSA has sums but no max-reduction, so each level halves the axis with the binary
-        built-in, ``m[.., k, ..] = max(x[.., 2k, ..], x[.., 2k+1, ..])`` (an odd last element is
-        paired with itself), one statement per level: O(n) work in log2(n) vectorized
-        statements, whose derivatives stay as simple as one binary max each.
+        built-in, ``m[.., k, ..] = max(x[.., 2k, ..], x[.., 2k+1, ..])``, one statement per
+        level: O(n) work in log2(n) vectorized statements, whose derivatives stay as simple as
+        one binary max each. An odd level's last element is set aside (every read stays in
+        range: plain slices, no brackets) and joins the level that ends the axis.
         """
         tv = self.operand(v, node)
         red = self.normalize_axes(axis, tv.ndim, node, what)
@@ -260,25 +266,21 @@ class ArrayOps:
         for k in red:
             m = cur.shape[k]
             assert isinstance(m, int)
+            aside: list[tuple[TVal, int]] = []  # odd levels' last elements: (level, position)
             while m > 1:
                 a = self.fresh()
-
-                first, second = (
-                    cur.at([
-                        Affine.var(a).scale(2) + offset if n == k else Affine.var(x)
-                        for n, x in enumerate(cur.axes)
-                    ])
-                    for offset in (0, 1)
-                )
+                body = call(fn, _read_along(cur, k, Affine.var(a).scale(2), cur.axes),
+                            _read_along(cur, k, Affine.var(a).scale(2) + 1, cur.axes))
                 if m % 2:
-                    pair = Affine.var(a).scale(2) + 1
-                    second = add(mul(bracket(Cmp("<", pair, Affine.constant(m))), second),
-                                 mul(bracket(Cmp(">=", pair, Affine.constant(m))), first))
-                half = (m + 1) // 2
+                    aside.append((cur, m - 1))
+                half = m // 2
+                if half == 1:
+                    for t, pos in aside:  # (the other axes named as this level's)
+                        body = call(fn, body, _read_along(t, k, Affine.constant(pos), cur.axes))
                 level = TVal(
                     cur.shape[:k] + (half,) + cur.shape[k + 1:],
                     cur.axes[:k] + (a,) + cur.axes[k + 1:],
-                    call(fn, first, second),
+                    body,
                 )
                 cur = self.materialize(level, "mx" if fn == "max" else "mn", node)
                 m = half

@@ -1,0 +1,268 @@
+"""Structured gradients: tensors returned as the entries that may be nonzero.
+
+The gradient of ``Σ_i A[i, i]`` is ``[i == j]``: N numbers on a diagonal, but N² once written
+densely, so every dense gradient of a diagonal / point read costs O(output) whatever the program
+costs. An optimized adjoint whose output is a sum of equality-bracket terms says exactly where its
+nonzeros are, so ``ea.grad(..., structured=True)`` can return it as such:
+
+* :class:`Diagonal` — ``out[k, k, ..., k] = values[k]``: the adjoint ``[i == j] · e(i)``.
+* :class:`Sparse` — a coordinate list, ``out[coords[0][n], coords[1][n], ...] += values[n]``
+  (repeated points add up): sums of point brackets (``x[0]``, gathers, ``[i == t]`` scatters).
+
+Both convert to a dense ``ndarray`` on demand (``np.asarray(g)``, ``g.toarray()``), add into an
+existing array in O(nnz) (``g.add_to(x, scale=-lr)``: an optimizer step without densifying) and
+combine with arrays and scalars in arithmetic. NumPy's own operators defer to them, so
+``x + g`` is ``g.__radd__(x)`` rather than an implicit N² conversion followed by an add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Diagonal", "Sparse", "SparseBuilder"]
+
+
+def _shape(shape: Sequence[int]) -> tuple[int, ...]:
+    out = tuple(int(n) for n in shape)
+    if any(n < 0 for n in out):
+        raise ValueError(f"a shape has no negative extents: {out}")
+    return out
+
+
+class Sparse:
+    """A tensor of ``shape`` given by a coordinate list (COO); entries not listed are 0.
+
+    ``coords``: one integer array per axis, all of length ``nnz``; ``values``: ``nnz`` numbers.
+    A point listed twice holds the sum of its values (as in ``np.add.at``).
+    """
+
+    # NumPy operators (ndarray + Sparse) return NotImplemented, so Python asks us (__radd__ ...).
+    __array_ufunc__ = None
+    __slots__ = ("_coords", "shape", "values")
+
+    def __init__(self, shape: Sequence[int], coords: Sequence[Any], values: Any) -> None:
+        self.shape = _shape(shape)
+        vals = np.asarray(values)
+        if vals.ndim != 1:
+            raise ValueError(f"values must be one-dimensional, got shape {vals.shape}")
+        if len(coords) != len(self.shape):
+            raise ValueError(
+                f"{len(coords)} coordinate array(s) for a tensor of {len(self.shape)} axes"
+            )
+        cs = tuple(np.asarray(c, dtype=np.intp) for c in coords)
+        for axis, (c, n) in enumerate(zip(cs, self.shape, strict=True)):
+            if c.shape != vals.shape:
+                raise ValueError(
+                    f"coordinates of axis {axis} have shape {c.shape}, values {vals.shape}"
+                )
+            if c.size and (c.min() < 0 or c.max() >= n):
+                raise ValueError(f"coordinates of axis {axis} lie outside 0..{n - 1}")
+        self._coords: tuple[np.ndarray, ...] | None = cs
+        self.values = vals
+
+    # --- description ---------------------------------------------------------------------------
+    @property
+    def coords(self) -> tuple[np.ndarray, ...]:
+        assert self._coords is not None
+        return self._coords
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.values.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries (points listed twice count twice)."""
+        return int(self.values.shape[0])
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        shape = "x".join(str(n) for n in self.shape) or "scalar"
+        return f"<{type(self).__name__} {shape} {self.dtype}, {self.nnz} stored entries>"
+
+    # --- conversion ----------------------------------------------------------------------------
+    def toarray(self) -> np.ndarray:
+        """The dense tensor (a new array)."""
+        return self.add_to(np.zeros(self.shape, dtype=self.dtype))
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError(f"a {type(self).__name__} cannot be viewed as an array without a copy")
+        out = self.toarray()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def add_to(self, out: np.ndarray, scale: Any = 1) -> np.ndarray:
+        """``out += scale * self`` in place, touching only the stored entries; returns ``out``."""
+        if not isinstance(out, np.ndarray) or out.shape != self.shape:
+            got = getattr(out, "shape", type(out).__name__)
+            raise ValueError(f"add_to needs an array of shape {self.shape}, got {got}")
+        vals = self.values if scale == 1 else scale * self.values
+        np.add.at(out, self.coords, vals)
+        return out
+
+    # --- arithmetic ----------------------------------------------------------------------------
+    def _scaled(self, values: np.ndarray) -> Sparse:
+        return Sparse(self.shape, self.coords, values)
+
+    def __neg__(self) -> Sparse:
+        return self._scaled(-self.values)
+
+    def __pos__(self) -> Sparse:
+        return self
+
+    def __mul__(self, other: Any) -> Sparse | np.ndarray:
+        if np.ndim(other) == 0:
+            return self._scaled(self.values * other)
+        # Elementwise with a dense array: only the stored entries can be nonzero.
+        other = np.broadcast_to(np.asarray(other), self.shape)
+        return self._scaled(self.values * other[self.coords])
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Sparse:
+        if np.ndim(other) != 0:
+            return NotImplemented
+        return self._scaled(self.values / other)
+
+    def __add__(self, other: Any) -> Sparse | np.ndarray:
+        if isinstance(other, Sparse):
+            if other.shape != self.shape:
+                raise ValueError(f"cannot add shapes {self.shape} and {other.shape}")
+            return Sparse(
+                self.shape,
+                tuple(np.concatenate([a, b]) for a, b in zip(self.coords, other.coords,
+                                                             strict=True)),
+                np.concatenate([self.values, other.values]),
+            )
+        dense = np.asarray(other)
+        out = np.array(np.broadcast_to(dense, np.broadcast_shapes(dense.shape, self.shape)),
+                       dtype=np.result_type(dense, self.values))
+        if out.shape != self.shape:
+            raise ValueError(f"cannot add shapes {self.shape} and {dense.shape}")
+        return self.add_to(out)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Sparse | np.ndarray:
+        return self + (-other)
+
+    def __rsub__(self, other: Any) -> Sparse | np.ndarray:
+        return (-self) + other
+
+
+class Diagonal(Sparse):
+    """``out[k, k, ..., k] = values[k]`` for ``k < len(values)``; every other entry is 0.
+
+    For a square matrix this is ``np.diag(values)``; ``g @ x`` scales the rows of ``x``.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, values: Any, shape: Sequence[int], dtype: Any = None) -> None:
+        self.shape = _shape(shape)
+        if len(self.shape) < 2:
+            raise ValueError("a Diagonal has at least two axes")
+        n = min(self.shape)
+        vals = np.asarray(values, dtype=dtype)
+        if vals.ndim > 1 or (vals.ndim == 1 and vals.shape[0] != n):
+            raise ValueError(f"a {self.shape} Diagonal holds {n} values, got shape {vals.shape}")
+        self.values = np.array(np.broadcast_to(vals, (n,)))  # own, writable copy
+        self._coords = None  # built on demand: most uses never need them
+
+    @property
+    def coords(self) -> tuple[np.ndarray, ...]:
+        k = np.arange(self.values.shape[0])
+        return (k,) * len(self.shape)
+
+    def diagonal(self) -> np.ndarray:
+        """The values on the diagonal (a view: no copy)."""
+        return self.values
+
+    def toarray(self) -> np.ndarray:
+        out = np.zeros(self.shape, dtype=self.dtype)
+        k = np.arange(self.values.shape[0])
+        out[(k,) * len(self.shape)] = self.values  # distinct points: no accumulation needed
+        return out
+
+    def _scaled(self, values: np.ndarray) -> Sparse:
+        return Diagonal(values, self.shape, values.dtype)
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        other = np.asarray(other)
+        if len(self.shape) != 2 or other.ndim not in (1, 2) or other.shape[0] != self.shape[1]:
+            raise ValueError(f"cannot multiply a {self.shape} Diagonal by shape {other.shape}")
+        m, n = self.shape
+        k = self.values.shape[0]
+        lead = self.values if other.ndim == 1 else self.values[:, None]
+        out = np.zeros((m,) + other.shape[1:], dtype=np.result_type(self.values, other))
+        out[:k] = lead * other[:k]
+        return out
+
+    def __rmatmul__(self, other: Any) -> np.ndarray:
+        other = np.asarray(other)
+        if len(self.shape) != 2 or other.ndim not in (1, 2) or other.shape[-1] != self.shape[0]:
+            raise ValueError(f"cannot multiply shape {other.shape} by a {self.shape} Diagonal")
+        m, n = self.shape
+        k = self.values.shape[0]
+        out = np.zeros(other.shape[:-1] + (n,), dtype=np.result_type(self.values, other))
+        out[..., :k] = other[..., :k] * self.values
+        return out
+
+
+class SparseBuilder:
+    """Collects the scatter writes of one output statement; :meth:`build` returns the tensor.
+
+    The generated code's counterpart of ``out = np.zeros(shape); out[coords] += value``.
+    """
+
+    __slots__ = ("_coords", "_values", "dtype", "points", "shape")
+
+    def __init__(self, shape: Sequence[int], dtype: Any) -> None:
+        self.shape = _shape(shape)
+        self.dtype = np.dtype(dtype)
+        self._coords: list[list[np.ndarray]] = [[] for _ in self.shape]
+        self._values: list[np.ndarray] = []
+        # Single points as (coords, value): the generated code appends to this list directly
+        # (a point write then costs what a dense ``out[i] += v`` costs).
+        self.points: list[tuple[tuple[int, ...], Any]] = []
+
+    def add(self, coords: Sequence[Any], value: Any, mask: Any = True, sign: int = 1) -> None:
+        """Write ``sign * value`` at ``coords`` (broadcast together) where ``mask`` holds."""
+        parts = np.broadcast_arrays(*[np.asarray(c) for c in coords], np.asarray(value),
+                                    np.asarray(mask))
+        m = parts[-1].astype(bool, copy=False)
+        whole = bool(m.all())
+        vals = parts[-2].ravel() if whole else parts[-2][m]
+        self._values.append(np.asarray(-vals if sign < 0 else vals, dtype=self.dtype).ravel())
+        for acc, c in zip(self._coords, parts[:-2], strict=True):
+            acc.append(np.asarray(c.ravel() if whole else c[m], dtype=np.intp).ravel())
+
+    def build(self) -> Sparse:
+        if self.points:
+            pts = np.array([p for p, _ in self.points], dtype=np.intp).reshape(-1, len(self.shape))
+            self._values.append(np.array([v for _, v in self.points], dtype=self.dtype))
+            for acc, c in zip(self._coords, pts.T, strict=True):
+                acc.append(c)
+            self.points = []
+        if not self._values:
+            empty = np.zeros(0, dtype=np.intp)
+            return Sparse(self.shape, [empty] * len(self.shape), np.zeros(0, self.dtype))
+        if len(self._values) == 1:
+            return Sparse(self.shape, [c[0] for c in self._coords], self._values[0])
+        return Sparse(self.shape, [np.concatenate(c) for c in self._coords],
+                      np.concatenate(self._values))
