@@ -333,6 +333,9 @@ class Compiled:
         self._options = (optimize, rules, limits, sizes)
         self._verbose = verbose
         self._stages: dict[tuple, _Stage] = {}
+        # Positional all-ndarray calls, by (shape, dtype) of each argument: the stage and the
+        # argument positions of its parameters (skips signature binding on repeated calls).
+        self._fast: dict[tuple, tuple[_Stage, tuple | None, tuple[int, ...]]] = {}
         self._forwards: dict[tuple, Program] = {}
         self._latest: _Stage | None = None
         self._latest_key: tuple | None = None
@@ -498,6 +501,14 @@ class Compiled:
             assert self._latest is not None
             return self._latest.compiled(*args, **kwargs)
         assert self._signature is not None
+        fast_key = None
+        if not kwargs and all(type(a) is np.ndarray for a in args):
+            fast_key = tuple((a.shape, a.dtype) for a in args)
+            hit = self._fast.get(fast_key)
+            if hit is not None:
+                stage, key, positions = hit
+                self._latest, self._latest_key = stage, key
+                return stage.compiled(*[args[k] for k in positions])
         fname = getattr(self._fn, "__name__", "function")
         try:
             bound = self._signature.bind(*args, **kwargs)
@@ -528,6 +539,11 @@ class Compiled:
         if stage is None:
             stage = self._specialize(shapes, frozenset(relations), statics)
         names = stage.compiled.program.param_names
+        if fast_key is not None and not statics:
+            order = list(bound.arguments)
+            if all(n in bound.arguments for n in names) and len(self._fast) < 64:
+                self._fast[fast_key] = (stage, self._latest_key,
+                                        tuple(order.index(n) for n in names))
         return stage.compiled(**{n: bound.arguments[n] for n in names if n in bound.arguments})
 
 

@@ -358,3 +358,25 @@ def test_declared_sizes_reach_the_report():
                 optimize=False)
     assert g.specialization.sizes == {"n": 7} and g.report.sizes == {"n": 7}
     assert "n" in str(g.report.optimized_total)
+
+
+def test_repeated_positional_calls_follow_their_own_specialization():
+    """The fast path for repeated array calls keeps .source/.forward on the call's shapes."""
+
+    def f(x, A):
+        return np.sum(A @ x) + np.sum(x * x)
+
+    g = ea.grad(f, wrt=("x", "A"))
+    rng = np.random.default_rng(0)
+    small = (rng.standard_normal(3), rng.standard_normal((3, 3)))
+    wide = (rng.standard_normal(4), rng.standard_normal((2, 4)))
+    for _ in range(2):
+        for x, A in (small, wide):
+            gx, gA = g(x, A)
+            np.testing.assert_allclose(gx, A.T @ np.ones(A.shape[0]) + 2 * x)
+            np.testing.assert_allclose(gA, np.outer(np.ones(A.shape[0]), x))
+            assert sorted(g.specialization.sizes.values()) == sorted(set(A.shape + x.shape))
+            assert len(g.forward.params) == 2
+    assert len(g.specializations) == 2
+    with pytest.raises(ea.EqsatError, match="not aligned"):
+        g(small[0], wide[1])

@@ -189,6 +189,7 @@ def test_optimized_cost_is_not_worse_than_naive(ex_id: str):
     assert sympy.expand(g.report.naive.total - naive.total) == 0
     assert sympy.expand(g.report.optimized.total - optimized.total) == 0
     assert g.report.optimized.value <= g.report.naive.value
+    assert not g.report.stats.note  # extraction read a program back (no silent fallback)
 
 
 def grad_cost(ex, wrt=None):

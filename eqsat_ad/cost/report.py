@@ -39,6 +39,8 @@ class SaturationStats:
     seconds: float = 0.0
     stop_reason: str = "not run"
     rule_counts: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+    """Anything the user should know about the result (e.g. extraction failed: input kept)."""
 
     STOP_REASONS: ClassVar[tuple[str, ...]] = (
         "saturated", "iteration limit", "node limit", "time limit", "not run",
@@ -74,6 +76,7 @@ class SaturationStats:
             "seconds": float(self.seconds),
             "stop_reason": self.stop_reason,
             "rule_counts": dict(self.rule_counts),
+            "note": self.note,
         }
 
 
@@ -299,6 +302,8 @@ class CostReport:
                 f"{st.nodes} nodes, {st.classes} classes, {st.iterations} iterations, "
                 f"{st.seconds:.2f} s, stopped: {st.stop_reason}"
             )
+        if st.note:
+            egraph += f"; {st.note}"
         speed = "n/a" if self.speedup is None else f"{self.speedup:.4g}x"
         written = "n/a" if self.written_speedup is None else f"{self.written_speedup:.4g}x"
         head = [

@@ -109,6 +109,7 @@ def optimize(
     file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
     stop_reason = run.stop_reason
+    note = ""
     try:
         extraction = Extractor(run.snapshot, enc, sizes, deadline).best_program()
         result = extraction.program
@@ -116,8 +117,9 @@ def optimize(
             stop_reason = "time limit"
     except OutOfTime:
         stop_reason = "time limit"  # not even the input's own shape was priced in time
-    except ExtractionError:
-        result = prog
+    except ExtractionError as exc:
+        result = prog  # still correct; the report says why nothing better came out
+        note = f"extraction failed ({exc}): the input program was kept"
     # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
     # The input with that done is the fallback (reads are never priced above recomputing).
     shared = share_statement_bodies(prog)
@@ -130,6 +132,7 @@ def optimize(
         stop_reason=stop_reason,
         # the rules of the rule files (the prelude's analyses and arithmetic are bookkeeping)
         rule_counts={k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules},
+        note=note,
     )
     if result is shared:
         return Optimized(shared, CostReport.build(prog, shared, sizes, stats))
