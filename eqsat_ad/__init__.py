@@ -43,6 +43,7 @@ _LAZY: dict[str, str] = {
     "hessian": "eqsat_ad.api",
     # structured outputs (structured=True)
     "Diagonal": "eqsat_ad.backend.structured",
+    "Outer": "eqsat_ad.backend.structured",
     "Sparse": "eqsat_ad.backend.structured",
 }
 

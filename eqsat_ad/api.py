@@ -612,8 +612,10 @@ def grad(
     ``structured=True``: a gradient the optimized adjoint writes only at points fixed by equality
     brackets comes back as an :class:`eqsat_ad.Diagonal` (``[i == j] * e(i)``: the gradient of a
     trace or ``diag``) or an :class:`eqsat_ad.Sparse` coordinate list (point reads, gathers), in
-    O(nonzeros) time and memory instead of O(size); other gradients stay dense arrays. Both
-    convert with ``np.asarray`` and update an array in place with ``.add_to(x, scale)``.
+    O(nonzeros) time and memory instead of O(size); one that is a single product of factors
+    over disjoint indices (``x[i] * y[j]``) comes back as an :class:`eqsat_ad.Outer` of them.
+    Other gradients stay dense arrays. All convert with ``np.asarray`` and update an array in
+    place with ``.add_to(x, scale)``.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):

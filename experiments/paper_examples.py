@@ -272,6 +272,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure(ex, sizes, budget, interp_limit))
             print(f"  {ex.id} {_sizes_text(sizes)}: opt {_ms(rows[-1].opt)} ms", flush=True)
         groups[ex.id] = rows
+        if ex.id == "E7":
+            # The rows above time the Hessian (its own target: O(N²) time and memory); grad/f
+            # is about the gradient, (A + Aᵀ) x.
+            grad_only = replace(ex, id="E7 ∇")
+            groups["E7 ∇"] = [measure(grad_only, sizes, budget, interp_limit)
+                              for sizes in sizes_list]
         if ex.id == "E3":
             # x̄ = B[i, i] alone (B̄ is a dense N x N output by itself): O(N) work.
             only_x = replace(ex, id="E3 x̄", wrt=("x",))
@@ -371,7 +377,9 @@ def targets(groups: dict[str, list[Row]], quick: bool) -> list[str]:
     if mlp:
         out.append(f"MLP (width 512, B={mlp[0].sizes['B']}): optimized grad / hand-written "
                    f"backprop = {mlp[0].opt / mlp[0].hand:.2f} (target ≤ 1.3)")
-    largest = {name: rows[-1] for name, rows in groups.items() if rows}
+    largest_all = {name: rows[-1] for name, rows in groups.items() if rows}
+    # E7's rows time its Hessian, which has its own target above; "E7 ∇" is its gradient.
+    largest = {name: r for name, r in largest_all.items() if name != "E7"}
     # A gradient whose output is larger than what f reads (E1: N² entries, f reads N) cannot be
     # within 5x of f: the hand-written gradient's ratio (hand/f) shows that bound.
     over = [f"{n} {r.opt / r.f:.2g} (hand/f {r.hand / r.f:.2g})" for n, r in largest.items()
@@ -392,9 +400,9 @@ def targets(groups: dict[str, list[Row]], quick: bool) -> list[str]:
                f"{', '.join(over_s) or 'none'}; brought under 5: {', '.join(fixed) or 'none'} "
                "(target: every one ≤ 5)")
     off = [f"{n} (predicted {r.predicted:.3g}, measured {r.measured:.3g})"
-           for n, r in largest.items()
+           for n, r in largest_all.items()
            if r.predicted is not None and not 1 / 3 <= r.predicted / r.measured <= 3]
-    checked = sum(r.predicted is not None for r in largest.values())
+    checked = sum(r.predicted is not None for r in largest_all.values())
     out.append(f"predicted vs measured (naive backend / opt) speed-up at the largest sizes: "
                f"{checked - len(off)} of {checked} within 3×; outside: {'; '.join(off) or 'none'}")
     # The as-written cost prices the dense naive adjoint, which is what the interpreter evaluates

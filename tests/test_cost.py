@@ -684,3 +684,19 @@ def f(x: [N], B: [N, N]):
     assert big_o(cost_of(returned, lowered=True).statements["D"]) == "O(N**2)"
     transposed = src.replace("1 * B[i, j]", "B[j, i]")
     assert big_o(cost_of(transposed, lowered=True).statements["D"]) == "O(N**2)"
+
+
+def test_transposed_elementwise_operands_cost_a_second_pass():
+    """A[i, j] + A[j, i] reads one operand against its layout: priced above a same-order sum,
+    so the gradient of xᵀAx is two matrix-vector products, not (A + Aᵀ) x."""
+    import eqsat_ad as ea
+    from eqsat_ad.examples import example
+
+    same = ea.parse("def f(A: [N, N], B: [N, N]):\n    y[i: N, j: N] = A[i, j] + B[i, j]\n"
+                    "    return y")
+    swapped = ea.parse("def f(A: [N, N], B: [N, N]):\n    y[i: N, j: N] = A[i, j] + B[j, i]\n"
+                       "    return y")
+    sizes = {"N": 100}
+    assert program_cost(swapped, sizes).value() == program_cost(same, sizes).value() + 100**2
+    g = ea.grad(example("E7").program(), wrt="x", sizes={"N": 2000})
+    assert "A.T" not in g.source and g.source.count(" @ ") == 2

@@ -324,3 +324,107 @@ def test_cost_model_prices_structured_outputs_by_their_points():
     assert g.report.speedup == pytest.approx(k, rel=0.2)
     # Without lowering, or for a statement read by another, the output is dense.
     assert program_cost(g.program, {"N": 1000}, structured=True).big_o() == "O(N**2)"
+
+
+# ================================================================================================
+# Outer products
+# ================================================================================================
+
+
+def test_outer_matches_np_outer_with_strong_zero():
+    from eqsat_ad.backend.structured import Outer
+
+    rng = np.random.default_rng(5)
+    u, v, w = rng.standard_normal(3), rng.standard_normal(4), rng.standard_normal((2, 2))
+    o = Outer((u, v))
+    np.testing.assert_allclose(o.toarray(), np.outer(u, v))
+    assert (o.shape, o.nnz, o.size) == ((3, 4), 7, 12) and "factors 3 x 4" in repr(o)
+    three = Outer((u, v, w), (3, 4, 2, 2))
+    np.testing.assert_allclose(np.asarray(three), np.einsum("i,j,kl->ijkl", u, v, w))
+    x, y = rng.standard_normal((4, 2)), rng.standard_normal((5, 3))
+    np.testing.assert_allclose(o @ x, np.outer(u, v) @ x)
+    np.testing.assert_allclose(o @ x[:, 0], np.outer(u, v) @ x[:, 0])
+    np.testing.assert_allclose(y @ o, y @ np.outer(u, v))
+    np.testing.assert_allclose((2 * o).toarray(), 2 * np.outer(u, v))
+    np.testing.assert_allclose((-o / 4).toarray(), -np.outer(u, v) / 4)
+    z = rng.standard_normal((3, 4))
+    np.testing.assert_allclose(z + o, z + np.outer(u, v))
+    np.testing.assert_allclose(z - o, z - np.outer(u, v))
+    np.testing.assert_allclose(o - z, np.outer(u, v) - z)
+    np.testing.assert_allclose(o * z, np.outer(u, v) * z)
+    np.testing.assert_allclose(o.add_to(z.copy(), scale=-0.5), z - 0.5 * np.outer(u, v))
+    # 0 * inf is 0 in the program's semantics.
+    inf = Outer((np.array([np.inf, 1.0]), np.array([0.0, 2.0])))
+    np.testing.assert_array_equal(inf.toarray(), [[0.0, np.inf], [0.0, 2.0]])
+    # Factors are copies: changing an input later does not change the gradient.
+    u0 = u.copy()
+    u[0] = 99.0
+    np.testing.assert_allclose(o.factors[0], u0)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: __import__("eqsat_ad").Outer((np.ones(2),)), "two factors"),
+        (lambda: __import__("eqsat_ad").Outer((np.ones(2), 3.0)), "one axis"),
+        (lambda: __import__("eqsat_ad").Outer((np.ones(2), np.ones(3)), (3, 2)), "make"),
+    ],
+)
+def test_bad_outer_products_are_value_errors(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_bilinear_gradients_are_outer_products():
+    from eqsat_ad.backend.structured import Outer
+
+    ex = example("E6")
+    inputs = ex.inputs({"N": 6}, seed=2)
+    g = ea.grad(ex.program(), wrt=("A", "x"), structured=True)
+    A_bar, x_bar = g(**inputs)
+    assert isinstance(A_bar, Outer) and A_bar.nnz == 12 and isinstance(x_bar, np.ndarray)
+    assert "_rt.Outer(" in g.source
+    want = ex.numpy_grad(**inputs)
+    np.testing.assert_allclose(A_bar.toarray(), want["A"])
+    chain = example("chain")
+    inputs = chain.inputs({"N": 9, "R": 3}, seed=1)
+    got = ea.grad(chain.program(), wrt=chain.wrt, structured=True)(**inputs)
+    assert [type(v).__name__ for v in got] == ["ndarray", "Outer", "ndarray"]
+    want = chain.numpy_grad(**inputs)
+    for value, name in zip(got, chain.wrt, strict=True):
+        np.testing.assert_allclose(np.asarray(value), want[name], rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "body, outer",
+    [
+        ("y[i: N, j: M] = 2 * w * a[i] * b[j]", True),  # index-free factors join the first
+        ("y[i: N, j: M, k: M] = a[i] * B2[j, k] * b[k]", True),
+        ("y[i: N, j: M] = Sum[k: M](B[i, k] * b[k]) * exp(b[j])", True),
+        ("y[i: N, k: M, j: M] = a[i] * B2[j, k]", True),  # a factor read transposed
+        ("y[i: N, j: M] = a[i] * B[i, j]", False),  # one index in every factor
+        ("y[i: N, j: M, k: N] = C[i, k] * b[j]", False),  # the groups interleave
+        ("y[i: N, j: M] = a[i] * b[j] + a[i]", False),  # two terms
+    ],
+)
+def test_outer_detection_values_and_cost(body, outer):
+    from eqsat_ad.backend.structured import Outer
+    from eqsat_ad.cost.model import program_cost
+
+    prog = ea.parse("def f(a: [N], b: [M], B: [N, M], B2: [M, M], C: [N, N], w: []):\n"
+                    f"    {body}\n    return y")
+    inputs = random_inputs(prog, {"N": 3, "M": 4}, np.random.default_rng(6))
+    got = compile_program(prog, structured=True)(**inputs)
+    assert isinstance(got, Outer) == outer
+    assert_dense_equal(got, evaluate(prog, **inputs))
+    dense = program_cost(prog, {"N": 30, "M": 40}, lowered=True)
+    stored = program_cost(prog, {"N": 30, "M": 40}, lowered=True, structured=True)
+    assert (stored.value() < dense.value()) == outer
+
+
+def test_outer_keeps_strong_zero_between_factors():
+    prog = ea.parse("def f(a: [N], b: [N]):\n    y[i: N, j: N] = exp(a[i]) * b[j]\n    return y")
+    a, b = np.array([1000.0, 0.0]), np.array([0.0, 1.0])
+    got = compile_program(prog, structured=True)(a=a, b=b)
+    assert_dense_equal(got, evaluate(prog, a=a, b=b))
+    assert got.toarray()[0, 0] == 0.0  # exp(1000) = inf times 0

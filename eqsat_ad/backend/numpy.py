@@ -66,7 +66,7 @@ from ..ir.index import Affine, Dim, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Program, Statement
 from . import runtime
-from .structured import Sparse
+from .structured import Outer, Sparse
 
 __all__ = [
     "CompiledProgram",
@@ -1227,6 +1227,10 @@ class _Codegen:
             self.shapes[s.name] = s.shape
             self.kinds[s.name] = "tensor"
             return
+        if s.name in self.structured and len(plans) == 1 and self.outer_output(py, s, plans[0]):
+            self.shapes[s.name] = s.shape
+            self.kinds[s.name] = "tensor"
+            return
         if dense:
             # Terms over the whole output: one expression, assigned (not added to zeros).
             v = self.combine([t for t, _, _ in dense], full)
@@ -1325,6 +1329,42 @@ class _Codegen:
         for t, axes, solved in plans:
             self.write(py, s, t, axes, solved, sparse=True)
         self.emit(f"{py} = {py}.build()")
+
+    def outer_output(self, py: str, s: Statement, plan: tuple) -> bool:
+        """A returned ``y[I, J] = u(I) * v(J)`` as an Outer of its factors; False if not one.
+
+        The factors must split the generators into groups of consecutive axes that share no
+        index (``x[i] * x[j]``, ``ybar * a[i, j] * b[k]``); index-free factors join the first.
+        """
+        from ..cost.model import outer_groups
+
+        t, axes, solved = plan
+        gens = [iv.name for iv in s.indices]
+        if solved or len(gens) < 2 or t.sums or t.conds:
+            return False
+        if not all(ax.is_full() for ax in axes.values()):
+            return False
+        groups = outer_groups(t.factors, gens, lambda f: f.free() if isinstance(f, Term)
+                              else set(free_indices(f)))
+        if groups is None:
+            return False  # an index shared by all factors, or groups that interleave
+        if not groups[0][0]:  # index-free factors join the first group
+            groups = [(groups[1][0], groups[0][1] + groups[1][1]), *groups[2:]]
+        grid = dict(axes)
+        codes = []
+        for k, (order, fs) in enumerate(groups):
+            vals = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
+                    for f in fs]
+            v = self.to_num(self.product(t.coef if k == 0 else 1.0, vals, grid))
+            code = self.align(v, order, False)
+            if set(v.axes) != set(order):
+                shp = self._shape_code([axes[n] for n in order])
+                code = f"np.broadcast_to({code}, {shp})"
+            codes.append(code)
+        shape = self._shape_code([axes[n] for n in gens])
+        self.decide("outer", f"{py}: {len(groups)} factors", tuple(gens))
+        self.emit(f"{py} = _rt.Outer(({', '.join(codes)}), {shape}, _dt)")
+        return True
 
     def write(self, py: str, s: Statement, t: Term, axes: dict[str, Axis],
               solved: dict[str, Affine], sparse: bool = False) -> bool:
@@ -1539,7 +1579,8 @@ def lower_program(
     possibly non-finite (strong-zero products everywhere: used when an argument holds inf/nan).
     ``structured``: an output whose terms all write at points fixed by equality brackets
     (``[i == j] * e``, point reads) is returned as a :class:`~eqsat_ad.backend.structured.Diagonal`
-    or :class:`~eqsat_ad.backend.structured.Sparse` instead of a dense array.
+    or :class:`~eqsat_ad.backend.structured.Sparse` instead of a dense array, and one that is a
+    product of factors over disjoint indices as an :class:`~eqsat_ad.backend.structured.Outer`.
     """
     if not isinstance(prog, Program):
         raise ProgramError(f"expected a Program, got {type(prog).__name__}")
@@ -1721,7 +1762,7 @@ class _Slow(Exception):
 
 def _finish(result: Any, prog: Program) -> Any:
     def one(x: Any) -> Any:
-        if (isinstance(x, np.ndarray) and x.ndim > 0) or isinstance(x, Sparse):
+        if (isinstance(x, np.ndarray) and x.ndim > 0) or isinstance(x, Sparse | Outer):
             return x
         x = np.asarray(x)
         if x.dtype == bool:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 # Structured outputs the generated code builds (ea.grad(..., structured=True)).
-from .structured import Diagonal, Sparse, SparseBuilder  # noqa: F401
+from .structured import Diagonal, Outer, Sparse, SparseBuilder  # noqa: F401
 
 Spec = int | tuple[int, int, int] | tuple[int, int, int, int]
 """A dimension of a window: a point index, ``(start, step, count)`` or ``(start, step, count,

@@ -8,6 +8,8 @@ nonzeros are, so ``ea.grad(..., structured=True)`` can return it as such:
 * :class:`Diagonal` — ``out[k, k, ..., k] = values[k]``: the adjoint ``[i == j] · e(i)``.
 * :class:`Sparse` — a coordinate list, ``out[coords[0][n], coords[1][n], ...] += values[n]``
   (repeated points add up): sums of point brackets (``x[0]``, gathers, ``[i == t]`` scatters).
+* :class:`Outer` — ``out[I, J] = u[I] * v[J]`` kept as its factors: an adjoint that is one
+  product of factors over disjoint indices (the gradient of ``xᵀ A y`` with respect to ``A``).
 
 Both convert to a dense ``ndarray`` on demand (``np.asarray(g)``, ``g.toarray()``), add into an
 existing array in O(nnz) (``g.add_to(x, scale=-lr)``: an optimizer step without densifying) and
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Diagonal", "Sparse", "SparseBuilder"]
+__all__ = ["Diagonal", "Outer", "Sparse", "SparseBuilder"]
 
 
 def _shape(shape: Sequence[int]) -> tuple[int, ...]:
@@ -266,3 +268,125 @@ class SparseBuilder:
             return Sparse(self.shape, [c[0] for c in self._coords], self._values[0])
         return Sparse(self.shape, [np.concatenate(c) for c in self._coords],
                       np.concatenate(self._values))
+
+
+class Outer:
+    """An outer product ``out[I, J, ...] = u[I] * v[J] * ...`` kept as its factors.
+
+    The gradient of a bilinear form (``Σ x[i] A[i, j] y[j]`` with respect to ``A``) is
+    ``x[i] * y[j]``: N + M numbers that a dense gradient spreads over N·M entries. ``factors``
+    hold consecutive groups of axes (``u`` the first ``u.ndim`` axes, and so on); products use
+    strong zero (``0 * inf == 0``), as the program does.
+    """
+
+    __array_ufunc__ = None
+    __slots__ = ("factors", "shape")
+
+    def __init__(self, factors: Sequence[Any], shape: Sequence[int] | None = None,
+                 dtype: Any = None) -> None:
+        fs = tuple(np.array(f, dtype=dtype) for f in factors)  # own copies: inputs may change
+        if len(fs) < 2:
+            raise ValueError("an Outer product has at least two factors")
+        if any(f.ndim == 0 for f in fs):
+            raise ValueError("every factor of an Outer product has at least one axis")
+        full = tuple(n for f in fs for n in f.shape)
+        if shape is not None and _shape(shape) != full:
+            raise ValueError(f"factors of shapes {[f.shape for f in fs]} make {full}, "
+                             f"not {tuple(shape)}")
+        self.factors = fs
+        self.shape = full
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.result_type(*self.factors)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nnz(self) -> int:
+        """Stored numbers (the factors' sizes), not the entries of the dense tensor."""
+        return sum(f.size for f in self.factors)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        shape = "x".join(str(n) for n in self.shape)
+        parts = " x ".join("x".join(str(n) for n in f.shape) for f in self.factors)
+        return f"<Outer {shape} {self.dtype}, factors {parts}>"
+
+    def toarray(self) -> np.ndarray:
+        out = self.factors[0]
+        for f in self.factors[1:]:
+            with np.errstate(invalid="ignore", over="ignore"):
+                prod = np.multiply.outer(out, f)
+            if np.isnan(prod).any():  # 0 * inf: strong zero, as the program means it
+                zero = np.multiply.outer(out == 0, np.ones(f.shape, bool)) | np.multiply.outer(
+                    np.ones(out.shape, bool), f == 0)
+                prod = np.where(zero, 0, prod)
+            out = prod
+        return np.asarray(out, dtype=self.dtype)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("an Outer product cannot be viewed as an array without a copy")
+        out = self.toarray()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def add_to(self, out: np.ndarray, scale: Any = 1) -> np.ndarray:
+        """``out += scale * self`` in place (O(size): every entry may change); returns ``out``."""
+        if not isinstance(out, np.ndarray) or out.shape != self.shape:
+            got = getattr(out, "shape", type(out).__name__)
+            raise ValueError(f"add_to needs an array of shape {self.shape}, got {got}")
+        out += (self * scale).toarray() if scale != 1 else self.toarray()
+        return out
+
+    def __mul__(self, other: Any) -> Outer | np.ndarray:
+        if np.ndim(other) == 0:
+            return Outer((self.factors[0] * other, *self.factors[1:]))
+        return self.toarray() * np.asarray(other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Outer:
+        if np.ndim(other) != 0:
+            return NotImplemented
+        return Outer((self.factors[0] / other, *self.factors[1:]))
+
+    def __neg__(self) -> Outer:
+        return self * -1
+
+    def __pos__(self) -> Outer:
+        return self
+
+    def __add__(self, other: Any) -> np.ndarray:
+        return self.toarray() + np.asarray(other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> np.ndarray:
+        return self.toarray() - np.asarray(other)
+
+    def __rsub__(self, other: Any) -> np.ndarray:
+        return np.asarray(other) - self.toarray()
+
+    def __matmul__(self, other: Any) -> np.ndarray:
+        """``self @ x`` for a two-factor matrix ``u vᵀ``: ``u (v · x)``, O(N + M) per column."""
+        other = np.asarray(other)
+        if len(self.factors) != 2 or self.ndim != 2 or other.shape[:1] != self.shape[1:]:
+            return self.toarray() @ other
+        u, v = self.factors
+        return np.multiply.outer(u, v @ other)
+
+    def __rmatmul__(self, other: Any) -> np.ndarray:
+        other = np.asarray(other)
+        if len(self.factors) != 2 or self.ndim != 2 or other.shape[-1:] != self.shape[:1]:
+            return other @ self.toarray()
+        u, v = self.factors
+        return np.multiply.outer(other @ u, v)
