@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace as dc_replace
 
 import numpy as np
@@ -17,7 +18,7 @@ from eqsat_ad.cost.model import materialized_sizes, program_cost
 from eqsat_ad.cost.poly import degree
 from eqsat_ad.cost.report import CostReport
 from eqsat_ad.egraph.optimize import Limits, Optimized, optimize
-from eqsat_ad.egraph.share import share_statement_bodies
+from eqsat_ad.egraph.share import drop_unit_factors, share_statement_bodies
 from eqsat_ad.examples import example, k_reads, k_traces
 from eqsat_ad.ir import Access, Binary, IndexVar, Neg, Statement, Sum, children
 from eqsat_ad.ir.checks import check_program
@@ -319,3 +320,23 @@ def f(y: [16, 10], t2: [16]):
     (t2_bar,) = res.program.statements
     assert isinstance(t2_bar.body, Binary | Neg) and not isinstance(t2_bar.body, Sum)
     assert _close(ea.evaluate(prog, **inputs), ea.evaluate(res.program, **inputs))
+
+
+def test_unit_factors_are_dropped_from_optimized_programs():
+
+    prog = ea.parse(
+        "def f(x: [N], A: [N, N]):\n"
+        "    y[i: N] = 1 * Sum[j: N](1 * (A[i, j] * x[j])) * 1.0\n"
+        "    return Sum[i: N](y[i] * 1) + 0.1 * Sum[i: N](x[i])"
+    )
+    tidy = drop_unit_factors(prog)
+    text = str(tidy)
+    assert not re.search(r"(?<![\d.])1(\.0)? \*|\* 1(\.0)?\b", text), text
+    assert "0.1 *" in text
+    rng = np.random.default_rng(0)
+    x, A = rng.standard_normal(4), rng.standard_normal((4, 4))
+    assert ea.evaluate(tidy, x=x, A=A) == pytest.approx(ea.evaluate(prog, x=x, A=A))
+    assert drop_unit_factors(tidy) is tidy
+    for ex_id in ("E6", "E7", "E10"):
+        g = ea.grad(example(ex_id).program(), wrt=example(ex_id).wrt)
+        assert not re.search(r"(?<![\d.])1(\.0)? \*", str(g.program)), str(g.program)

@@ -22,7 +22,7 @@ from .encode import encode_program
 from .extract import ExtractionError, Extractor, OutOfTime
 from .rules import load_rules, rule_names
 from .saturate import SaturationError, saturate
-from .share import share_statement_bodies
+from .share import drop_unit_factors, share_statement_bodies
 
 HUGE_SIZE = 2**20
 # the part of Limits.seconds that saturation may use; extraction and decoding get the rest
@@ -103,7 +103,7 @@ def optimize(
     except SaturationError as exc:
         if "produced no e-graph" in str(exc):
             stats = SaturationStats(0, 0, 0, time.perf_counter() - start, "time limit", {})
-            shared = share_statement_bodies(prog)
+            shared = share_statement_bodies(drop_unit_factors(prog))
             return Optimized(shared, CostReport.build(prog, shared, sizes, stats))
         raise
     file_rules = {name for f in files for name in rule_names(f.text)}
@@ -122,8 +122,8 @@ def optimize(
         note = f"extraction failed ({exc}): the input program was kept"
     # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
     # The input with that done is the fallback (reads are never priced above recomputing).
-    shared = share_statement_bodies(prog)
-    result = shared if result is prog else share_statement_bodies(result)
+    shared = share_statement_bodies(drop_unit_factors(prog))
+    result = shared if result is prog else share_statement_bodies(drop_unit_factors(result))
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,

@@ -39,7 +39,7 @@ from ..ir.expr import (
 from ..ir.index import Affine, Dim
 from ..ir.program import Program, Statement
 
-__all__ = ["share_statement_bodies"]
+__all__ = ["drop_unit_factors", "share_statement_bodies"]
 
 # Bodies smaller than this many nodes are not worth a lookup (an access is one node).
 _MIN_NODES = 3
@@ -184,3 +184,23 @@ def share_statement_bodies(prog: Program) -> Program:
     if not changed:
         return prog
     return replace(prog, statements=tuple(statements), outputs=outputs)
+
+
+def drop_unit_factors(prog: Program) -> Program:
+    """``prog`` with every ``1 * e`` and ``e * 1`` written ``e`` (equal for every e, inf and nan
+    included). Reverse mode seeds the output's adjoint with 1; extraction keeps such a factor
+    when the rewrite that drops it ties on cost, and it only makes the program harder to read.
+    """
+
+    def tidy(e: Expr) -> Expr:
+        e = map_children(e, tidy)
+        match e:
+            case Binary("*", Const(1.0), x) | Binary("*", x, Const(1.0)):
+                return x
+        return e
+
+    statements = tuple(replace(s, body=tidy(s.body)) for s in prog.statements)
+    outputs = tuple(tidy(o) for o in prog.outputs)
+    if statements == prog.statements and outputs == prog.outputs:
+        return prog
+    return replace(prog, statements=statements, outputs=outputs)
