@@ -119,3 +119,16 @@ def test_program_prints_in_index_language() -> None:
     )
     assert prog.size_names() == ("N",)
     assert prog.shape_of("A") == (size("N"), size("N"))
+
+
+def test_unread_outputs_are_returned_whole_and_read_by_nothing():
+    from eqsat_ad.frontend.index_lang import parse
+
+    prog = parse(
+        "def f(x: [N]):\n"
+        "    y[i: N] = x[i] * 2\n"
+        "    z[i: N] = y[i] + 1\n"
+        "    w[i: N] = x[i]\n"
+        "    return y, z, Sum[i: N](w[i]), x"
+    )
+    assert prog.unread_outputs() == frozenset({"z"})  # y and w are read; x is a parameter

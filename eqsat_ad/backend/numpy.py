@@ -57,7 +57,6 @@ from ..ir.expr import (
     Pred,
     Rel,
     Sum,
-    accessed_names,
     free_indices,
     substitute,
 )
@@ -459,15 +458,7 @@ class _Codegen:
         # Statements returned whole: they must be fresh arrays (others may be read-only views).
         self.returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
         # Outputs that may be returned as a Diagonal / Sparse: returned whole and read by nothing.
-        self.structured: set[str] = set()
-        if structured:
-            read: set[str] = set()
-            for st in prog.statements:
-                read |= accessed_names(st.body)
-            for o in prog.outputs:
-                if not (isinstance(o, Access) and not o.indices):
-                    read |= accessed_names(o)
-            self.structured = self.returned - read - set(prog.param_names)
+        self.structured: frozenset[str] = prog.unread_outputs() if structured else frozenset()
 
     @staticmethod
     def _pyname(name: str, taken: set[str]) -> str:

@@ -34,16 +34,50 @@ def _shape(shape: Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-class Sparse:
+class _Structured:
+    """What every structured tensor shares: a shape, NumPy conversion, in-place accumulation."""
+
+    # NumPy operators (ndarray + Sparse) return NotImplemented, so Python asks us (__radd__ ...).
+    __array_ufunc__ = None
+    __slots__ = ("shape",)
+    shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def toarray(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError(f"a {type(self).__name__} cannot be viewed as an array without a copy")
+        out = self.toarray()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def _check_target(self, out: Any) -> None:
+        if not isinstance(out, np.ndarray) or out.shape != self.shape:
+            got = getattr(out, "shape", type(out).__name__)
+            raise ValueError(f"add_to needs an array of shape {self.shape}, got {got}")
+
+
+class Sparse(_Structured):
     """A tensor of ``shape`` given by a coordinate list (COO); entries not listed are 0.
 
     ``coords``: one integer array per axis, all of length ``nnz``; ``values``: ``nnz`` numbers.
     A point listed twice holds the sum of its values (as in ``np.add.at``).
     """
 
-    # NumPy operators (ndarray + Sparse) return NotImplemented, so Python asks us (__radd__ ...).
-    __array_ufunc__ = None
-    __slots__ = ("_coords", "shape", "values")
+    __slots__ = ("_coords", "values")
 
     def __init__(self, shape: Sequence[int], coords: Sequence[Any], values: Any) -> None:
         self.shape = _shape(shape)
@@ -76,22 +110,9 @@ class Sparse:
         return self.values.dtype
 
     @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
     def nnz(self) -> int:
         """Stored entries (points listed twice count twice)."""
         return int(self.values.shape[0])
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
 
     def __repr__(self) -> str:
         shape = "x".join(str(n) for n in self.shape) or "scalar"
@@ -102,17 +123,9 @@ class Sparse:
         """The dense tensor (a new array)."""
         return self.add_to(np.zeros(self.shape, dtype=self.dtype))
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        if copy is False:
-            raise ValueError(f"a {type(self).__name__} cannot be viewed as an array without a copy")
-        out = self.toarray()
-        return out if dtype is None else out.astype(dtype, copy=False)
-
     def add_to(self, out: np.ndarray, scale: Any = 1) -> np.ndarray:
         """``out += scale * self`` in place, touching only the stored entries; returns ``out``."""
-        if not isinstance(out, np.ndarray) or out.shape != self.shape:
-            got = getattr(out, "shape", type(out).__name__)
-            raise ValueError(f"add_to needs an array of shape {self.shape}, got {got}")
+        self._check_target(out)
         vals = self.values if scale == 1 else scale * self.values
         np.add.at(out, self.coords, vals)
         return out
@@ -270,7 +283,7 @@ class SparseBuilder:
                       np.concatenate(self._values))
 
 
-class Outer:
+class Outer(_Structured):
     """An outer product ``out[I, J, ...] = u[I] * v[J] * ...`` kept as its factors.
 
     The gradient of a bilinear form (``Σ x[i] A[i, j] y[j]`` with respect to ``A``) is
@@ -279,8 +292,7 @@ class Outer:
     strong zero (``0 * inf == 0``), as the program does.
     """
 
-    __array_ufunc__ = None
-    __slots__ = ("factors", "shape")
+    __slots__ = ("factors",)
 
     def __init__(self, factors: Sequence[Any], shape: Sequence[int] | None = None,
                  dtype: Any = None) -> None:
@@ -301,20 +313,9 @@ class Outer:
         return np.result_type(*self.factors)
 
     @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
     def nnz(self) -> int:
         """Stored numbers (the factors' sizes), not the entries of the dense tensor."""
         return sum(f.size for f in self.factors)
-
-    def __len__(self) -> int:
-        return self.shape[0]
 
     def __repr__(self) -> str:
         shape = "x".join(str(n) for n in self.shape)
@@ -333,17 +334,9 @@ class Outer:
             out = prod
         return np.asarray(out, dtype=self.dtype)
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        if copy is False:
-            raise ValueError("an Outer product cannot be viewed as an array without a copy")
-        out = self.toarray()
-        return out if dtype is None else out.astype(dtype, copy=False)
-
     def add_to(self, out: np.ndarray, scale: Any = 1) -> np.ndarray:
         """``out += scale * self`` in place (O(size): every entry may change); returns ``out``."""
-        if not isinstance(out, np.ndarray) or out.shape != self.shape:
-            got = getattr(out, "shape", type(out).__name__)
-            raise ValueError(f"add_to needs an array of shape {self.shape}, got {got}")
+        self._check_target(out)
         out += (self * scale).toarray() if scale != 1 else self.toarray()
         return out
 

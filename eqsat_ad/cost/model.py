@@ -102,7 +102,6 @@ from ..ir.expr import (
     Pred,
     Rel,
     Sum,
-    accessed_names,
     all_index_names,
     children,
     free_indices,
@@ -1231,15 +1230,7 @@ def program_cost(
     sizes = _check_sizes(prog, sizes)
     pricer = _Pricer(_shapes(prog), sizes, lowered)
     returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
-    sparse_ok: set[str] = set()
-    if structured and lowered:
-        read: set[str] = set()
-        for s in prog.statements:
-            read |= accessed_names(s.body)
-        for o in prog.outputs:
-            if not (isinstance(o, Access) and not o.indices):
-                read |= accessed_names(o)
-        sparse_ok = returned - read
+    sparse_ok = prog.unread_outputs() if structured and lowered else frozenset()
     details = [pricer.statement(s.name, s.indices, s.body, print_statement(s), "statement",
                                 s.name in returned, s.name in sparse_ok)
                for s in prog.statements]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .expr import Expr, Loc, accessed_names, free_indices
+from .expr import Access, Expr, Loc, accessed_names, free_indices
 from .index import Dim, IndexVar, as_dim
 
 
@@ -96,6 +96,20 @@ class Program:
     @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
+
+    def unread_outputs(self) -> frozenset[str]:
+        """Statements returned whole (``return y``) that no statement or other output reads:
+        the backend may return them in any representation (dense, diagonal, ...)."""
+        read: set[str] = set()
+        for s in self.statements:
+            read |= s.reads()
+        whole = set()
+        for o in self.outputs:
+            if isinstance(o, Access) and not o.indices:
+                whole.add(o.name)
+            else:
+                read |= accessed_names(o)
+        return frozenset(whole - read - set(self.param_names))
 
     def size_names(self) -> tuple[str, ...]:
         """Size symbols used in parameter shapes, in order of first appearance."""
