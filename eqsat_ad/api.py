@@ -121,32 +121,36 @@ def _optimize(
     rules: Any,
     limits: Any,
     sizes: Mapping[str, int] | None,
+    structured: bool = False,
 ) -> tuple[Program, Any]:
-    """Run the optimizer (when asked and available); returns (program, CostReport or None)."""
+    """Run the optimizer (when asked and available); returns (program, CostReport or None).
+    ``structured``: the report prices outputs as they are returned (stored points, factors)."""
     if optimize:
         try:
             from .egraph.optimize import optimize as run_optimizer
         except ImportError:
             run_optimizer = None
         if run_optimizer is not None:
-            kwargs: dict[str, Any] = {"sizes": sizes}
+            kwargs: dict[str, Any] = {"sizes": sizes, "structured": structured}
             if rules is not None:
                 kwargs["rules"] = rules
             if limits is not None:
                 kwargs["limits"] = limits
             result = run_optimizer(naive, **kwargs)
             return result.program, result.report
-    return naive, _plain_report(naive, sizes)
+    return naive, _plain_report(naive, sizes, structured)
 
 
-def _plain_report(prog: Program, sizes: Mapping[str, int] | None) -> Any:
+def _plain_report(prog: Program, sizes: Mapping[str, int] | None,
+                  structured: bool = False) -> Any:
     """The cost report of a program that was not optimized (saturation "not run")."""
     try:
         from .cost.report import CostReport, SaturationStats
     except ImportError:
         return None
     stats = SaturationStats(stop_reason="not run")
-    report = CostReport.build(naive=prog, optimized=prog, sizes=sizes, stats=stats)
+    report = CostReport.build(naive=prog, optimized=prog, sizes=sizes, stats=stats,
+                              structured=structured)
     return report
 
 
@@ -376,10 +380,7 @@ class Compiled:
                 print(f"{head}: specialization: {spec.describe()}")
             print(f"{head}: Tensor SSA program\n{print_program(forward)}")
             print(f"{head}: naive program\n{print_program(naive)}")
-        program, report = _optimize(naive, optimize, rules, limits, all_sizes)
-        if self.structured and report is not None:
-            # Price the outputs as they are returned: stored points, not dense fills.
-            report = type(report).build(naive, program, all_sizes, report.stats, structured=True)
+        program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured)
         stage = _Stage(naive, program, report, compile_program(program, self.structured), spec)
         self._stages[key] = stage
         self._forwards[key] = forward
@@ -722,6 +723,17 @@ def _as_program(
     return translate(prog_or_fn, shapes, dtypes)
 
 
+def _program_and_wrt(
+    prog_or_fn: Program | Callable[..., Any], wrt: Wrt, shapes: ShapeSpec | None, dtypes: Any,
+    what: str,
+) -> tuple[Program, tuple[str, ...], bool]:
+    """The program for jvp/vjp and its ``wrt`` names (and whether a tuple was asked for)."""
+    prog = _as_program(prog_or_fn, shapes, dtypes, what)
+    names, several = _wrt_names(list(prog.param_names), [p.kind for p in prog.params], wrt,
+                                repr(prog.name))
+    return prog, names, several
+
+
 def jvp(
     prog_or_fn: Program | Callable[..., Any],
     wrt: Wrt = None,
@@ -732,9 +744,7 @@ def jvp(
     """The forward-mode (tangent) program: one tangent parameter ``<name>_dot`` per input."""
     from .ad import jvp as ad_jvp
 
-    prog = _as_program(prog_or_fn, shapes, dtypes, "jvp")
-    names, _ = _wrt_names(list(prog.param_names), [p.kind for p in prog.params], wrt,
-                          repr(prog.name))
+    prog, names, _ = _program_and_wrt(prog_or_fn, wrt, shapes, dtypes, "jvp")
     return ad_jvp(prog, names if len(names) > 1 else names[0])
 
 
@@ -748,7 +758,5 @@ def vjp(
     """The reverse-mode adjoint program: the output cotangent ``ybar`` as an extra parameter."""
     from .ad import vjp as ad_vjp
 
-    prog = _as_program(prog_or_fn, shapes, dtypes, "vjp")
-    names, several = _wrt_names(list(prog.param_names), [p.kind for p in prog.params], wrt,
-                                repr(prog.name))
+    prog, names, several = _program_and_wrt(prog_or_fn, wrt, shapes, dtypes, "vjp")
     return ad_vjp(prog, names if several else names[0])

@@ -122,11 +122,20 @@ def section_grad(demo: Demo) -> None:
     g = grad(demo.program, wrt=demo.ex.wrt)
     print("  generated NumPy source:")
     print(_indent(g.source))
+    _check_gradient(g, demo)
+
+
+def _check_gradient(g: Any, demo: Demo, structured: bool = False) -> None:
+    """Run ``g`` on the demo's inputs and compare each gradient with the hand-written one."""
     got = g(**demo.inputs)
     got = got if isinstance(got, tuple) else (got,)
     want = demo.ex.numpy_grad(**demo.inputs)
     for name, value in zip(demo.ex.wrt, got, strict=True):
-        _agreement(f"d f / d {name} vs the hand-written gradient", value, want[name], demo)
+        if structured:
+            print(f"    d f / d {name}: {value!r}")
+        label = " (as a dense array)" if structured else ""
+        _agreement(f"d f / d {name}{label} vs the hand-written gradient", np.asarray(value),
+                   want[name], demo)
 
 
 def section_structured(demo: Demo) -> None:
@@ -136,13 +145,7 @@ def section_structured(demo: Demo) -> None:
     print("  the optimized adjoint writes only where [i == j] holds, so it can be returned as")
     print("  the stored points (O(N) numbers instead of an N x N array):")
     print(_indent(g.source))
-    got = g(**demo.inputs)
-    got = got if isinstance(got, tuple) else (got,)
-    want = demo.ex.numpy_grad(**demo.inputs)
-    for name, value in zip(demo.ex.wrt, got, strict=True):
-        print(f"    d f / d {name}: {value!r}")
-        _agreement(f"d f / d {name} (as a dense array) vs the hand-written gradient",
-                   np.asarray(value), want[name], demo)
+    _check_gradient(g, demo, structured=True)
 
 
 def _median_seconds(fn: Callable[[], Any], budget: float = 0.5) -> float:

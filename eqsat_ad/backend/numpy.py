@@ -1420,10 +1420,12 @@ class _Codegen:
             return v.risky
         self.decide("scatter", f"{py}[{', '.join(coords)}]", tuple(rem))
         if sparse:
-            value = self.align(v, rem, False)
-            mask = "" if m is None else f", {self.align(m, rem, False)}"
-            tail = (mask or ", True") + ", -1" if sign < 0 else mask
-            self.emit(f"{py}.add(({', '.join(coords)},), {value}{tail})")
+            args = [f"({', '.join(coords)},)", self.align(v, rem, False)]
+            if m is not None or sign < 0:
+                args.append("True" if m is None else self.align(m, rem, False))
+            if sign < 0:
+                args.append("-1")
+            self.emit(f"{py}.add({', '.join(args)})")
         elif m is None:
             self.emit(f"{py}[{', '.join(coords)}] {op} {self.align(v, rem, False)}")
         else:

@@ -77,9 +77,11 @@ def optimize(
     rules: Sequence[str | Path] | str | Path | None = None,
     limits: Limits | None = None,
     sizes: Mapping[str, int] | None = None,
+    structured: bool = False,
 ) -> Optimized:
     """Optimize ``prog`` with the rule sets ``rules`` (shipped names or paths to ``.egg`` files;
-    default: all shipped sets) under ``limits``; ``sizes`` breaks asymptotic ties."""
+    default: all shipped sets) under ``limits``; ``sizes`` breaks asymptotic ties.
+    ``structured``: the report prices outputs as ``structured=True`` compiles them."""
     from ..cost.report import CostReport, SaturationStats
 
     if not isinstance(prog, Program):
@@ -104,7 +106,7 @@ def optimize(
         if "produced no e-graph" in str(exc):
             stats = SaturationStats(0, 0, 0, time.perf_counter() - start, "time limit", {})
             shared = share_statement_bodies(drop_unit_factors(prog))
-            return Optimized(shared, CostReport.build(prog, shared, sizes, stats))
+            return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
         raise
     file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
@@ -135,10 +137,10 @@ def optimize(
         note=note,
     )
     if result is shared:
-        return Optimized(shared, CostReport.build(prog, shared, sizes, stats))
+        return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
     # the safety net reuses the report's pricing (the cost model is the slow part on big programs)
     try:
-        report = CostReport.build(prog, result, sizes, stats)
+        report = CostReport.build(prog, result, sizes, stats, structured)
         names = sorted(set(prog.size_names()) | set(result.size_names()))
         if _cost_key(report.optimized.cost, names, sizes) > _cost_key(
             report.naive.cost, names, sizes
@@ -147,5 +149,5 @@ def optimize(
     except EqsatError:
         result = shared  # a program the cost model cannot price is not returned
     if result is shared:
-        report = CostReport.build(prog, shared, sizes, stats)
+        report = CostReport.build(prog, shared, sizes, stats, structured)
     return Optimized(result, report)
