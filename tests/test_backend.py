@@ -604,3 +604,26 @@ def test_products_checked_by_their_result_keep_strong_zero(body, sizes, seed, ba
     assert_same(*run_both(prog, inputs))
     inputs[target].flat[int(rng.integers(inputs[target].size))] = bad
     assert_same(*run_both(prog, inputs))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf - inf
+def test_a_factor_that_may_be_inf_stays_inside_its_sum():
+    """Σ_j A[i, j] * x[i] is not x[i] * Σ_j A[i, j] when x[i] = inf and row i of A has both
+    signs (nan, not inf): with inf/nan inputs the product is summed as written."""
+    prog = ea.parse("def f(x: [N], A: [N, N]):\n    y[i: N] = Sum[j: N](A[i, j] * x[i])\n"
+                    "    return y")
+    A = np.array([[-0.5, 0.75], [-0.25, -0.125]])
+    for bad in (np.inf, -np.inf, np.nan):
+        x = np.array([bad, 0.0])
+        got, want = run_both(prog, {"x": x, "A": A})
+        assert np.isnan(got[0]) and got[1] == 0.0
+        assert_same(got, want)
+    # Finite inputs keep the hoisted form (the row sum, then one product).
+    assert "A.sum(axis=1)" in lower_program(prog).source
+    # A computed factor that may overflow is checked before it leaves the sum.
+    risky = ea.parse("def g(x: [N], A: [N, N]):\n    y[i: N] = Sum[j: N](A[i, j] * exp(x[i]))\n"
+                     "    return y")
+    assert "_rt.checked(" in lower_program(risky).source
+    x = np.array([1000.0, 0.0])
+    got, want = run_both(risky, {"x": x, "A": A})
+    assert_same(got, want)

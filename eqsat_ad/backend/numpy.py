@@ -962,11 +962,23 @@ class _Codegen:
         for f in t.factors:
             fv = f.free() if isinstance(f, Term) else set(free_indices(f))
             (inner_f if fv & j else outer_f).append(f)
+        outer = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
+                 for f in outer_f]
         vals: list[Value] = []
         if j:
-            vals.append(self.reduce(t, inner_axes, inner_f, inner_conds, g2))
-        for f in outer_f:
-            vals.append(self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid))
+            # A factor free of the summed indices leaves the sum only where it is finite:
+            # inf * (a + b) is not inf * a + inf * b when a and b differ in sign.
+            risky = [v for v in outer if v.risky]
+            if risky and self.strict:
+                # (the strict code exists for inf/nan: the product stays under the sum)
+                outer = [v for v in outer if not v.risky]
+                vals.append(self.reduce(t, inner_axes, [*inner_f, *risky], inner_conds, g2))
+            else:
+                # fast code: a non-finite factor raises NonFinite and the strict code reruns
+                outer = [replace(v, code=self.temp(f"_rt.checked({v.code})"), risky=False)
+                         if v.risky else v for v in outer]
+                vals.append(self.reduce(t, inner_axes, inner_f, inner_conds, g2))
+        vals += outer
         out = self.product(t.coef, vals, grid)
         masks = [self.cond_mask(c, grid) for c in outer_conds]
         m = self.conj(masks, grid)
@@ -985,11 +997,12 @@ class _Codegen:
             return Value(f"-{out.paren(_UNARY)}", out.axes, risky=out.risky, prec=_UNARY)
         return Value(f"{_num(coef)} * {out.paren(_MUL)}", out.axes, risky=out.risky, prec=_MUL)
 
-    def reduce(self, t: Term, inner: dict[str, Axis], factors: list[Expr | Term],
+    def reduce(self, t: Term, inner: dict[str, Axis], factors: list[Expr | Term | Value],
                conds: list[Cond], g2: dict[str, Axis]) -> Value:
-        """Σ over the axes ``inner`` of the product of ``factors`` and ``conds``."""
+        """Σ over the axes ``inner`` of the product of ``factors`` (values already evaluated
+        on the outer grid are taken as they are) and ``conds``."""
         # Parameters read directly by a contraction may be checked by their result (deferred).
-        vals = [self.term_value(f, g2) if isinstance(f, Term)
+        vals = [f if isinstance(f, Value) else self.term_value(f, g2) if isinstance(f, Term)
                 else self.access(f.name, f.indices, g2, defer=True) if isinstance(f, Access)
                 and self.kinds.get(f.name) != "relation" else self.ev(f, g2) for f in factors]
         masks = [self.cond_mask(c, g2, in_sum=True) for c in conds]
@@ -1016,7 +1029,12 @@ class _Codegen:
             # (the method: np.sum's dispatch costs about as much as summing a small array)
             res = Value(self.temp(f"{v.paren()}.sum({ax})"),
                         tuple(a for a in v.axes if a not in summed), risky=v.risky)
-        elif not masks and vals and len(vals_axes | set(inner)) <= len(_LETTERS):
+        elif not masks and vals and len(vals_axes | set(inner)) <= len(_LETTERS) and not (
+            # A contraction sums an operand over indices private to it, i.e. takes the others
+            # out of that sum: not exact when one may be inf (inf * (a + b) is not
+            # inf * a + inf * b for a, b of opposite signs). Then: the product, summed.
+            any(v.risky for v in vals) and any(not set(summed) <= set(v.axes) for v in vals)
+        ):
             res = self.einsum(vals, summed, g2)
         else:
             if not vals:
