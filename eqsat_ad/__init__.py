@@ -1,6 +1,6 @@
 """eqsat_ad: differentiate tensor programs, then make the derivatives cheap by equality saturation.
 
-The public API (shared/DESIGN.md section 5). Names are imported on first use so that importing
+The public API (docs/api.md). Names are imported on first use so that importing
 the package stays fast and each stage can be used on its own.
 """
 

@@ -1,4 +1,4 @@
-"""The end-to-end API (shared/DESIGN.md section 5): differentiate, optimize, compile, run.
+"""The end-to-end API (docs/api.md): differentiate, optimize, compile, run.
 
     g = ea.grad(prog, wrt="A")     # a callable gradient
     g(A=..., x=...)                # keyword or positional arguments, like the program
@@ -648,7 +648,7 @@ def grad(
     )
 
 
-def compile(  # noqa: A001 - the public name of DESIGN.md section 5
+def compile(  # noqa: A001 - the public name (docs/api.md)
     prog_or_fn: Program | Callable[..., Any],
     *,
     optimize: bool = True,

@@ -1,6 +1,6 @@
 """The demo (``python -m eqsat_ad.demo``, ``make demo``): the paper's k-trace program end to end.
 
-Each section is one stage of the pipeline (shared/DESIGN.md section 2). A stage that is not
+Each section is one stage of the pipeline (docs/design.md, "The pipeline"). A stage that is not
 built yet is reported as such; nothing is ever printed that a stage did not compute. The exit
 status is 1 when a stage that exists fails or disagrees with NumPy.
 """

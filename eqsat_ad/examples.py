@@ -1,4 +1,4 @@
-"""The worked examples (shared/RESEARCH.md section 1), each with independent NumPy answers.
+"""The worked examples (docs/design.md, "Worked examples"), each with independent NumPy answers.
 
 Each :class:`WorkedExample` carries its index-language source, the parameters to differentiate,
 a random-input generator, the function written directly in NumPy and its gradient written by hand
@@ -41,7 +41,7 @@ class WorkedExample:
     id: str
     title: str
     source: str
-    """The program in the index language (shared/DESIGN.md section 4)."""
+    """The program in the index language (docs/index-language.md)."""
     wrt: tuple[str, ...]
     """Parameters the gradient is taken with respect to (keys of ``numpy_grad``'s result)."""
     make_inputs: Callable[[Mapping[str, int], np.random.Generator], Inputs] = field(compare=False)

@@ -1,6 +1,6 @@
 """The paper's worked examples at growing sizes: naive vs optimized gradients, measured.
 
-For every worked example (RESEARCH.md section 1, eqsat_ad/examples.py) and each size N this
+For every worked example (docs/design.md; eqsat_ad/examples.py) and each size N this
 times the forward program, the naive adjoint and the optimized adjoint (both through the NumPy
 backend), the hand-written NumPy gradient and, at small sizes, the reference interpreter on the
 naive adjoint (the dense evaluation the paper's cost column describes). It records peak memory

@@ -1,6 +1,6 @@
 """eqsat_ad's gradients next to other AD systems, as ratios to hand-written NumPy gradients.
 
-Workloads (RESEARCH.md section 4): k traces of A; a Python loop of scalar reads
+Workloads (experiments/README.md): k traces of A; a Python loop of scalar reads
 ``s += x[i] * x[i]`` (translated loop-free: one Σ); a loop-free sum of k scalar reads
 ``x[0]² + ... + x[k-1]²`` (E5: a point-sparse gradient); diag (E3); a strided gather (E9); a
 tanh MLP; the matrix chain Σ(A@B@C) with tall/flat shapes. Systems: hand-written NumPy, eqsat_ad

@@ -1,6 +1,6 @@
 """Tangent's benchmarks through the NumPy front end (``eqsat_ad.grad`` of plain NumPy functions).
 
-Workloads (van Merriënboer et al., *Tangent*, 2017, and RESEARCH.md §2, §4):
+Workloads (van Merriënboer et al., *Tangent*, 2017, and experiments/README.md):
 
 * ``mlp``: one tanh layer + softmax cross-entropy, width 64..4096, batch 16 and 32, float32;
   gradient with respect to all weights and biases;

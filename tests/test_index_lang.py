@@ -89,7 +89,7 @@ def test_design_example_parses_to_the_expected_ir() -> None:
     )
     assert not prog.returns_tuple and len(prog.outputs) == 1
 
-    # ... and it means what DESIGN.md section 4 says.
+    # ... and it means what docs/index-language.md says.
     rng = np.random.default_rng(1)
     A, x = rng.normal(size=(4, 4)), rng.normal(size=4)
     M, w = rng.random((4, 4)) < 0.5, 0.7

@@ -32,7 +32,7 @@ from eqsat_ad.ir.interpreter import bind_arguments, evaluate
 # The default bounds without the wall clock: iterations and nodes stop saturation, so the
 # result does not depend on how busy the machine is.
 LIMITS = replace(Limits(), seconds=120.0)
-# Saturation cut short on purpose: what is extracted must still be correct (DESIGN.md §7).
+# Saturation cut short on purpose: what is extracted must still be correct (docs/design.md).
 SHORT_LIMITS = (
     replace(LIMITS, iterations=0),
     replace(LIMITS, iterations=1),

@@ -2,7 +2,7 @@
 
 Every gradient is compared with the example's hand-written NumPy gradient (never derived by the
 library), with and without the optimizer. The asymptotic targets of the paper's table
-(shared/RESEARCH.md section 1) are checked by counting with the cost model: cost polynomials,
+(docs/design.md, "Worked examples") are checked by counting with the cost model: cost polynomials,
 their degree and O-class, and the element counts of everything the backend materializes.
 """
 

@@ -1,4 +1,4 @@
-"""Automatic differentiation of Tensor SSA programs (DESIGN.md §6).
+"""Automatic differentiation of Tensor SSA programs (docs/design.md, "Differentiation").
 
 * :func:`jvp` — forward mode: the tangent program;
 * :func:`vjp` — reverse mode: the purely functional adjoint program (brackets, no ``+=``);

@@ -1,6 +1,6 @@
 """Reverse mode: the adjoint program of a Tensor SSA program (vjp), purely functional.
 
-Derivation (DESIGN.md §6): for a statement ``y[I] = e`` write the derivative as a sum of linear
+Derivation (docs/design.md): for a statement ``y[I] = e`` write the derivative as a sum of linear
 terms ``D⟦e⟧ = Σ_t Σ_{J_t} c_t(I, J_t) · dx_t[a_t(I, J_t)]`` (pushing D through ``+ - * /``,
 powers, calls and sums). The inner product ``⟨dy, ȳ⟩ = Σ_I ȳ[I] · D⟦e⟧`` then reads, after
 writing each access as ``dx[a] = Σ_K [K = a] · dx[K]`` and exchanging sums,

@@ -1,5 +1,5 @@
-"""The NumPy backend: Tensor SSA programs lowered to readable NumPy source (shared/DESIGN.md
-section 9). :func:`lower` gives the source, :func:`compile_program` a cached callable."""
+"""The NumPy backend: Tensor SSA programs lowered to readable NumPy source (docs/design.md,
+"The backend"). :func:`lower` gives the source, :func:`compile_program` a cached callable."""
 
 from .numpy import CompiledProgram, Decision, Lowered, compile_program, lower, lower_program
 

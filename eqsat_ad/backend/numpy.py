@@ -1,6 +1,6 @@
 """The NumPy backend: lower a Tensor SSA program to readable Python source and run it.
 
-Lowering (shared/DESIGN.md section 9) works on one statement ``y[I] = body`` at a time:
+Lowering (docs/design.md, "The backend") works on one statement ``y[I] = body`` at a time:
 
 1. The body is expanded into a sum of *terms*, each ``coef · Σ_J Π brackets · Π factors``
    (:class:`Term`; a factor may itself be a nested term, so a product of a sum with something

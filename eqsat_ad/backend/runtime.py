@@ -1,6 +1,6 @@
 """Small helpers the generated NumPy code calls where plain NumPy syntax is not enough.
 
-Each helper implements one piece of the index language's semantics (DESIGN.md section 4):
+Each helper implements one piece of the index language's semantics (docs/index-language.md):
 zero padding of out-of-range and fractional reads, strong-zero multiplication, and scatter writes
 of a masked set of points. The code generator uses plain slicing and ``*`` whenever it can prove
 that they mean the same thing, so these helpers only appear where that proof is out of reach.

@@ -1,6 +1,6 @@
 """Cost-based extraction of a whole program from an e-graph snapshot, and decoding to Tensor SSA.
 
-Costs follow the shared cost contract (DESIGN.md section 8): a node is computed once as a tensor
+Costs follow the cost contract (docs/design.md): a node is computed once as a tensor
 over its own free indices, so it costs the product of their extents (a sum: the extents of its
 body's free indices), except that an equality bracket ``[u == t]`` pins ``u``: a product or a sum
 of terms each pinned on ``u`` is a scatter, and costs nothing along ``u`` (diagonals, point

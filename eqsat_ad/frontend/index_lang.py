@@ -1,4 +1,4 @@
-"""Parser of the index language (shared/DESIGN.md section 4).
+"""Parser of the index language (docs/index-language.md).
 
 The source is Python syntax read with :mod:`ast`; it is never executed. One ``def`` with typed
 parameters, single-assignment statements and a ``return``::

@@ -5,7 +5,7 @@ expression's free index variables in sorted (canonical) order, each at its full 
 every labeled array keeps its axes sorted, aligning two of them for an elementwise operation only
 inserts length-1 axes, never transposes.
 
-Semantics (shared/DESIGN.md section 4):
+Semantics (docs/index-language.md, docs/semantics.md):
 
 * an access outside its tensor's bounds, or at a fractional index, reads 0;
 * multiplication is *strongly zero*: ``0 * inf == 0 * nan == 0``, so ``[p] * e`` is 0 wherever

@@ -1,4 +1,4 @@
-"""Print IR values in the index language (Python syntax; see shared/DESIGN.md section 4).
+"""Print IR values in the index language (Python syntax; see docs/index-language.md).
 
 ``parse(print_program(p)) == p`` for every program: the printer adds exactly the parentheses
 Python's precedence needs, prints every bracket parenthesized, and never folds anything.
