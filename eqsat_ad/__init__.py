@@ -11,6 +11,8 @@ from typing import Any
 
 from .ir import (
     EqsatError,
+    EqsatTypeError,
+    EqsatValueError,
     Program,
     ProgramError,
     ShapeError,
@@ -41,13 +43,21 @@ _LAZY: dict[str, str] = {
     "grad": "eqsat_ad.api",
     "compile": "eqsat_ad.api",
     "hessian": "eqsat_ad.api",
+    # JAX-style transformations
+    "value_and_grad": "eqsat_ad.transforms",
+    "jacobian": "eqsat_ad.transforms",
+    # seeing the optimizer's reasoning
+    "explain": "eqsat_ad.explain",
     # structured outputs (structured=True)
     "Diagonal": "eqsat_ad.backend.structured",
     "Outer": "eqsat_ad.backend.structured",
     "Sparse": "eqsat_ad.backend.structured",
 }
 
-__all__ = ["EqsatError", "Program", "ProgramError", "ShapeError", "register_function", *_LAZY]
+__all__ = [
+    "EqsatError", "EqsatTypeError", "EqsatValueError", "Program", "ProgramError", "ShapeError",
+    "register_function", *_LAZY,
+]
 
 
 def __getattr__(name: str) -> Any:

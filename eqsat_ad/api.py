@@ -25,7 +25,8 @@ import numpy as np
 
 from .ad.common import is_tensor_output, prune
 from .backend.numpy import CompiledProgram, compile_program
-from .ir.errors import EqsatError, ProgramError, ShapeError
+from .frontend.closures import ConstantArrays
+from .ir.errors import EqsatError, EqsatTypeError, ProgramError, ShapeError
 from .ir.expr import Access, Const, Expr, map_children
 from .ir.printer import print_program
 from .ir.program import Program, Statement
@@ -55,7 +56,7 @@ def _wrt_names(params: Sequence[str], kinds: Sequence[str], wrt: Wrt, what: str)
     names: list[str] = []
     for w in items:
         if isinstance(w, bool) or not isinstance(w, (str, int)):
-            raise ProgramError(f"wrt must be parameter names or positions, got {w!r}")
+            raise EqsatTypeError(f"wrt must be parameter names or positions, got {w!r}")
         if isinstance(w, int):
             if not -len(params) <= w < len(params):
                 raise ProgramError(
@@ -75,16 +76,27 @@ def _wrt_names(params: Sequence[str], kinds: Sequence[str], wrt: Wrt, what: str)
 
 
 def gradient_program(
-    prog: Program, wrt: Sequence[str], *, as_tuple: bool = False, preserve_result: bool = False
+    prog: Program, wrt: Sequence[str], *, as_tuple: bool = False, preserve_result: bool = False,
+    has_aux: bool = False,
 ) -> Program:
     """The gradient of ``prog``'s scalar output with respect to ``wrt`` (seed 1), as a Program.
 
     Same parameters as ``prog``; returns the gradients in order (a tuple when ``as_tuple`` or
     several names), followed by the function's value when ``preserve_result``. Built from
-    :func:`eqsat_ad.ad.vjp` with the cotangent fixed to 1.
+    :func:`eqsat_ad.ad.vjp` with the cotangent fixed to 1. ``has_aux``: ``prog`` returns a pair
+    (value, aux); the gradient is the value's, and aux is returned last, as computed.
     """
     from .ad import vjp as ad_vjp
 
+    aux: tuple[Expr, ...] = ()
+    if has_aux:
+        if not prog.returns_tuple or len(prog.outputs) != 2:
+            raise ProgramError(
+                f"has_aux=True: {prog.name!r} must return a pair (value, aux); it returns "
+                + (f"{len(prog.outputs)} values" if prog.returns_tuple else "one value")
+            )
+        aux = prog.outputs[1:]
+        prog = Program(prog.params, prog.statements, prog.outputs[:1], False, prog.name)
     if prog.returns_tuple or len(prog.outputs) != 1 or is_tensor_output(prog, prog.outputs[0]):
         raise ProgramError(
             f"grad needs a program with one scalar output; {prog.name!r} returns "
@@ -104,7 +116,8 @@ def gradient_program(
     outputs = tuple(_replace_access(o, seed.name, one) for o in adjoint.outputs)
     if preserve_result:
         outputs += (prog.outputs[0],)
-    several = as_tuple or len(names) > 1 or preserve_result
+    outputs += aux
+    several = as_tuple or len(names) > 1 or preserve_result or has_aux
     return prune(prog.params, stmts, outputs, several, f"{prog.name}_grad")
 
 
@@ -305,6 +318,8 @@ class _Stage:
     report: Any
     compiled: CompiledProgram
     specialization: Specialization | None = None
+    constants: ConstantArrays | None = None
+    """arrays the function captured (closure, module globals): extra arguments of each call"""
 
 
 class Compiled:
@@ -330,8 +345,10 @@ class Compiled:
         shapes: ShapeSpec | None = None,
         dtypes: Mapping[str, Any] | None = None,
         structured: bool = False,
+        post: Callable[[Any], Any] | None = None,
     ) -> None:
         self.kind = kind
+        self._post = post
         self.structured = bool(structured)
         self._build = build
         self._options = (optimize, rules, limits, sizes)
@@ -352,7 +369,7 @@ class Compiled:
             self._latest_key = ()
         else:
             if not callable(target):
-                raise ProgramError(
+                raise EqsatTypeError(
                     f"expected a Program or a Python function, got {type(target).__name__}"
                 )
             self._fn = target
@@ -368,7 +385,8 @@ class Compiled:
 
     # --- stages --------------------------------------------------------------------------------
     def _stage_for(self, forward: Program, key: tuple, spec: Specialization | None,
-                   naive: Program | None = None) -> _Stage:
+                   naive: Program | None = None,
+                   constants: ConstantArrays | None = None) -> _Stage:
         optimize, rules, limits, sizes = self._options
         # A call's own sizes are the truth for its symbols; the user's cover declared names.
         all_sizes = {**(sizes or {}), **(spec.sizes if spec else {})} or None
@@ -381,7 +399,8 @@ class Compiled:
             print(f"{head}: Tensor SSA program\n{print_program(forward)}")
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured)
-        stage = _Stage(naive, program, report, compile_program(program, self.structured), spec)
+        stage = _Stage(naive, program, report, compile_program(program, self.structured), spec,
+                       constants if constants is not None and constants.found else None)
         self._stages[key] = stage
         self._forwards[key] = forward
         if self._verbose:
@@ -393,14 +412,17 @@ class Compiled:
 
     def _translate(
         self, shapes: Mapping[str, Sequence[int | str]], dtypes: Mapping[str, Any],
-        statics: Mapping[str, Any],
-    ) -> tuple[Program, Program]:
-        """The forward program and what ``build`` makes of it."""
+        statics: Mapping[str, Any], dims: Mapping[int, str] | None = None,
+    ) -> tuple[Program, Program, ConstantArrays]:
+        """The forward program, what ``build`` makes of it, and the arrays it captured (their
+        dimensions named by ``dims``: value -> size symbol)."""
         from .frontend.numpy_subset import translate
 
         assert self._fn is not None
-        forward = translate(_with_statics(self._fn, statics), shapes, dtypes or None)
-        return forward, self._build(forward)
+        constants = ConstantArrays(dict(dims or {}))
+        forward = translate(_with_statics(self._fn, statics), shapes, dtypes or None,
+                            constants=constants)
+        return forward, self._build(forward), constants
 
     def _specialize_declared(self) -> _Stage:
         """The specialization for ``shapes=`` given ahead of time: symbolic as given."""
@@ -410,12 +432,12 @@ class Compiled:
         with self._lock:
             stage = self._stages.get(key)
             if stage is None:
-                forward, naive = self._translate(shapes, dtypes, {})
+                forward, naive, consts = self._translate(shapes, dtypes, {})
                 declared = {k: tuple(v) for k, v in shapes.items()}
                 names = {d for dims in declared.values() for d in dims if isinstance(d, str)}
                 given = {k: n for k, n in (self._options[3] or {}).items() if k in names}
                 spec = Specialization(declared, given, {}, {}, None)
-                stage = self._stage_for(forward, key, spec, naive)
+                stage = self._stage_for(forward, key, spec, naive, consts)
             self._latest, self._latest_key = stage, key
         return stage
 
@@ -429,20 +451,24 @@ class Compiled:
         )
         with self._lock:
             stage = self._stages.get(key)
+            if stage is not None and stage.constants is not None \
+                    and not stage.constants.unchanged():
+                stage = None  # a captured array changed shape: translate again
             if stage is None:
                 dtypes = {name: bool for name in relations}
                 symbolic, sizes, origins = _size_symbols(shapes, self._avoid)
+                dims = {n: s for s, n in sizes.items()}
                 try:
-                    forward, naive = self._translate(symbolic, dtypes, statics)
+                    forward, naive, consts = self._translate(symbolic, dtypes, statics, dims)
                     spec = Specialization(symbolic, sizes, origins, dict(statics))
                 except EqsatError as exc:
                     if not sizes:
                         raise
                     # Some constructs (slices, max over an axis, loops over a size) need
                     # concrete extents: use the shapes of this call.
-                    forward, naive = self._translate(shapes, dtypes, statics)
+                    forward, naive, consts = self._translate(shapes, dtypes, statics)
                     spec = Specialization(dict(shapes), {}, {}, dict(statics), str(exc))
-                stage = self._stage_for(forward, key, spec, naive)
+                stage = self._stage_for(forward, key, spec, naive, consts)
             self._latest, self._latest_key = stage, key
         return stage
 
@@ -498,18 +524,38 @@ class Compiled:
         return f"<eqsat_ad {self.kind}: {p.name}({', '.join(p.param_names)})>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        post = self._post
         if self._fn is None:
             assert self._latest is not None
-            return self._latest.compiled(*args, **kwargs)
+            out = self._latest.compiled(*args, **kwargs)
+            return out if post is None else post(out)
+        assert self._signature is not None
+        if not kwargs and all(type(a) is np.ndarray for a in args):
+            hit = self._fast.get(tuple((a.shape, a.dtype) for a in args))
+            if hit is not None:
+                stage, key, positions = hit
+                self._latest, self._latest_key = stage, key
+                out = stage.compiled(*[args[k] for k in positions])
+                return out if post is None else post(out)
+        stage, call = self._prepare(args, kwargs)
+        out = stage.compiled(**call)
+        return out if post is None else post(out)
+
+    def _prepare(self, args: tuple, kwargs: dict[str, Any]) -> tuple[_Stage, dict[str, Any]]:
+        """The specialization for these arguments and the keyword arguments of its compiled
+        program (captured arrays included)."""
+        if self._fn is None:
+            assert self._latest is not None
+            bound = self._latest.compiled.program
+            names = list(bound.param_names)
+            if len(args) > len(names):
+                raise ShapeError(f"{bound.name}() takes {len(names)} argument(s), "
+                                 f"got {len(args)}")
+            return self._latest, {**dict(zip(names, args, strict=False)), **kwargs}
         assert self._signature is not None
         fast_key = None
         if not kwargs and all(type(a) is np.ndarray for a in args):
             fast_key = tuple((a.shape, a.dtype) for a in args)
-            hit = self._fast.get(fast_key)
-            if hit is not None:
-                stage, key, positions = hit
-                self._latest, self._latest_key = stage, key
-                return stage.compiled(*[args[k] for k in positions])
         fname = getattr(self._fn, "__name__", "function")
         try:
             bound = self._signature.bind(*args, **kwargs)
@@ -540,12 +586,15 @@ class Compiled:
         if stage is None:
             stage = self._specialize(shapes, frozenset(relations), statics)
         names = stage.compiled.program.param_names
-        if fast_key is not None and not statics:
+        if fast_key is not None and not statics and stage.constants is None:
             order = list(bound.arguments)
             if all(n in bound.arguments for n in names) and len(self._fast) < 64:
                 self._fast[fast_key] = (stage, self._latest_key,
                                         tuple(order.index(n) for n in names))
-        return stage.compiled(**{n: bound.arguments[n] for n in names if n in bound.arguments})
+        call = {n: bound.arguments[n] for n in names if n in bound.arguments}
+        if stage.constants is not None:
+            call.update(stage.constants.values())
+        return stage, call
 
 
 # ================================================================================================
@@ -557,7 +606,8 @@ def _params_of(target: Program | Callable[..., Any]) -> tuple[list[str], list[st
     if isinstance(target, Program):
         return (list(target.param_names), [p.kind for p in target.params], repr(target.name))
     if not callable(target):
-        raise ProgramError(f"expected a Program or a Python function, got {type(target).__name__}")
+        raise EqsatTypeError(
+            f"expected a Program or a Python function, got {type(target).__name__}")
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError) as exc:
@@ -600,11 +650,16 @@ def grad(
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    argnums: int | Sequence[int] | None = None,
+    has_aux: bool = False,
 ) -> Compiled:
     """The compiled gradient of a scalar-valued program or NumPy-subset function.
 
     ``wrt``: a parameter name or position (default: the first float parameter), or a tuple of
-    them (then the gradient is a tuple). ``optimize=False`` runs the naive adjoint through the
+    them (then the gradient is a tuple); ``argnums`` (an int or a tuple of ints, as in
+    ``jax.grad``) is the same by position. ``has_aux=True``: the function returns a pair
+    ``(value, aux)``; the gradient is the value's and the call returns ``(gradient, aux)``.
+    ``optimize=False`` runs the naive adjoint through the
     same backend. ``rules``/``limits``/``sizes`` go to the optimizer (``sizes`` also break cost
     ties). ``preserve_result``: also return the function's value, after the gradient(s).
     ``verbose`` prints the Tensor SSA program, the naive and the optimized adjoint, the generated
@@ -633,19 +688,43 @@ def grad(
     * ``shapes={name: (...)}`` (and ``dtypes``) compile ahead of time with the shapes as given
       (size names stay symbolic); calls whose shapes fit them use that version.
     """
+    wrt = resolve_argnums(wrt, argnums)
     params, kinds, what = _params_of(prog_or_fn)
     names, several = _wrt_names(params, kinds, wrt, what)
 
     def build(forward: Program) -> Program:
         resolved = _wrt_in(forward, prog_or_fn, wrt, names, what)
         return gradient_program(
-            forward, resolved, as_tuple=several, preserve_result=preserve_result
+            forward, resolved, as_tuple=several, preserve_result=preserve_result,
+            has_aux=has_aux,
         )
+
+    post = None
+    if has_aux:
+        def post(out: tuple) -> tuple:
+            g = out[: len(names)] if several else out[0]
+            rest = out[len(names):]
+            return (g, *rest[:-1], rest[-1]) if preserve_result else (g, rest[-1])
 
     return Compiled(
         "grad", prog_or_fn, build, optimize=optimize, rules=rules, limits=limits, sizes=sizes,
-        verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
+        verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured, post=post,
     )
+
+
+def resolve_argnums(wrt: Wrt, argnums: int | Sequence[int] | None) -> Wrt:
+    """``argnums`` (``jax.grad``'s name: an int or a tuple of ints) as ``wrt``."""
+    if argnums is None:
+        return wrt
+    if wrt is not None:
+        raise EqsatTypeError("give wrt or argnums, not both (argnums is wrt by position)")
+    ok = isinstance(argnums, int) and not isinstance(argnums, bool)
+    if isinstance(argnums, (tuple, list)):
+        ok = all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)
+        argnums = tuple(argnums)
+    if not ok:
+        raise EqsatTypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+    return argnums
 
 
 def compile(  # noqa: A001 - the public name (docs/api.md)
@@ -683,16 +762,19 @@ def hessian(
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    argnums: int | None = None,
 ) -> Compiled:
     """The compiled symbolic Hessian of a scalar program with respect to one input.
 
     Built by :func:`eqsat_ad.ad.hessian_program` (forward over reverse with an indicator seed:
     one program, never N one-hot products) and simplified by the optimizer, e.g. to ``A + Aᵀ``
     for ``xᵀAx``. The result has rank ``2 * rank(wrt)``. ``structured=True``: a diagonal Hessian
-    (of ``Σ_i g(x[i])``) comes back as an :class:`eqsat_ad.Diagonal`, in O(N).
+    (of ``Σ_i g(x[i])``) comes back as an :class:`eqsat_ad.Diagonal`, in O(N). ``argnums``:
+    ``wrt`` by position, as in ``jax.hessian``.
     """
     from .ad import hessian_program
 
+    wrt = resolve_argnums(wrt, argnums)  # type: ignore[assignment]
     params, kinds, what = _params_of(prog_or_fn)
     names, several = _wrt_names(params, kinds, wrt, what)
     if several and len(names) != 1:
@@ -713,7 +795,8 @@ def _as_program(
     if isinstance(prog_or_fn, Program):
         return prog_or_fn
     if not callable(prog_or_fn):
-        raise ProgramError(f"expected a Program or a Python function, got {type(prog_or_fn)}")
+        raise EqsatTypeError(
+            f"expected a Program or a Python function, got {type(prog_or_fn).__name__}")
     if shapes is None:
         raise ProgramError(
             f"{what} of a Python function needs its argument shapes: pass shapes={{name: (...)}}"
@@ -737,12 +820,30 @@ def _program_and_wrt(
 def jvp(
     prog_or_fn: Program | Callable[..., Any],
     wrt: Wrt = None,
+    tangents: Sequence[Any] | None = None,
     *,
     shapes: ShapeSpec | None = None,
     dtypes: Any = None,
-) -> Program:
-    """The forward-mode (tangent) program: one tangent parameter ``<name>_dot`` per input."""
+) -> Any:
+    """The forward-mode (tangent) program: one tangent parameter ``<name>_dot`` per input.
+
+    ``ea.jvp(f, primals, tangents)`` with a Python function ``f`` (and no ``shapes``) is
+    ``jax.jvp``: it returns the values ``(f(*primals), J·tangents)``.
+    """
     from .ad import jvp as ad_jvp
+
+    if not isinstance(prog_or_fn, Program) and shapes is None and callable(prog_or_fn):
+        from .transforms import jvp_of_function
+
+        if tangents is None:
+            raise EqsatTypeError(
+                "jvp of a Python function takes (f, primals, tangents), as jax.jvp; for the "
+                "tangent program give shapes={...}"
+            )
+        return jvp_of_function(prog_or_fn, wrt, tangents)  # type: ignore[arg-type]
+    if tangents is not None:
+        raise EqsatTypeError("jvp of a Program returns the tangent program: it takes no "
+                             "tangents (evaluate the program with them)")
 
     prog, names, _ = _program_and_wrt(prog_or_fn, wrt, shapes, dtypes, "jvp")
     return ad_jvp(prog, names if len(names) > 1 else names[0])
@@ -750,13 +851,30 @@ def jvp(
 
 def vjp(
     prog_or_fn: Program | Callable[..., Any],
+    *args: Any,
     wrt: Wrt = None,
-    *,
     shapes: ShapeSpec | None = None,
     dtypes: Any = None,
-) -> Program:
-    """The reverse-mode adjoint program: the output cotangent ``ybar`` as an extra parameter."""
+) -> Any:
+    """The reverse-mode adjoint program: the output cotangent ``ybar`` as an extra parameter.
+
+    ``ea.vjp(prog, wrt)`` (or ``wrt=``) returns that Program. ``ea.vjp(f, *primals)`` with a
+    Python function ``f`` (and no ``shapes``) is ``jax.vjp``: it returns ``(f(*primals),
+    f_vjp)``, where ``f_vjp(cotangent)`` gives a tuple with one cotangent per primal.
+    """
     from .ad import vjp as ad_vjp
+
+    if not isinstance(prog_or_fn, Program) and shapes is None and callable(prog_or_fn):
+        from .transforms import vjp_of_function
+
+        if wrt is not None:
+            raise EqsatTypeError("vjp of a Python function takes (f, *primals), as jax.vjp; "
+                                 "for the adjoint program give shapes={...}")
+        return vjp_of_function(prog_or_fn, *args)
+    if args:
+        if len(args) > 1 or wrt is not None:
+            raise EqsatTypeError("vjp of a Program takes (prog, wrt)")
+        wrt = args[0]
 
     prog, names, several = _program_and_wrt(prog_or_fn, wrt, shapes, dtypes, "vjp")
     return ad_vjp(prog, names if several else names[0])

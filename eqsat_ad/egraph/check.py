@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from egglog import bindings
 
-from ..ir.errors import EqsatError
+from ..ir.errors import EqsatError, EqsatValueError
 from ..ir.expr import (
     Access,
     Binary,
@@ -542,7 +542,7 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
     differ, with a counterexample; ``exercised`` says how often each rule matched.
     """
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise EqsatError(f"trials must be a positive integer, got {trials!r}")
+        raise EqsatValueError(f"trials must be a positive integer, got {trials!r}")
     rf = load_rule_file(path_or_name)
     cmds = [c for c in parse_sexps(rf.text) if isinstance(c, list) and c]
     decls = [c for c in cmds if c[0] not in ("rewrite", "birewrite", "rule", "ruleset")]

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..ir.errors import EqsatError
+from ..ir.errors import EqsatError, EqsatTypeError, EqsatValueError
 from ..ir.program import Program
 from .encode import encode_program
 from .extract import ExtractionError, Extractor, OutOfTime
@@ -48,10 +48,10 @@ class Limits:
         for name in ("iterations", "nodes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise EqsatError(f"Limits.{name} must be a non-negative integer, got {v!r}")
+                raise EqsatValueError(f"Limits.{name} must be a non-negative integer, got {v!r}")
         s = self.seconds
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0:
-            raise EqsatError(f"Limits.seconds must be a positive number, got {s!r}")
+            raise EqsatValueError(f"Limits.seconds must be a positive number, got {s!r}")
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,14 @@ def optimize(
     from ..cost.report import CostReport, SaturationStats
 
     if not isinstance(prog, Program):
-        raise EqsatError(f"optimize expects a Program, got {type(prog).__name__}")
+        raise EqsatTypeError(f"optimize expects a Program, got {type(prog).__name__}")
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
-        raise EqsatError(f"limits must be eqsat_ad.Limits, got {type(limits).__name__}")
+        raise EqsatTypeError(f"limits must be eqsat_ad.Limits, got {type(limits).__name__}")
     if sizes is not None:
         for k, v in sizes.items():
             if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise EqsatError(
+                raise EqsatValueError(
                     f"sizes must map size names to non-negative ints, got {k!r}: {v!r}"
                 )
     files = load_rules(rules)

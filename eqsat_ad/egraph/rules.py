@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..ir.errors import EqsatError
+from ..ir.errors import EqsatValueError
 
 SHIPPED = ("indicator", "arith", "sumprod", "reindex")
 DEFAULT_RULES = SHIPPED
@@ -26,7 +26,7 @@ _RULESET = re.compile(r"^\s*\(ruleset\s+([A-Za-z_][\w\-]*)\s*\)", re.MULTILINE)
 _SATURATE = re.compile(r"^\s*;\s*schedule:\s*saturate\s*$", re.MULTILINE)
 
 
-class RuleError(EqsatError):
+class RuleError(EqsatValueError):
     """A rule file that cannot be found or read."""
 
 

@@ -17,14 +17,14 @@ from typing import Any
 
 from egglog import bindings
 
-from ..ir.errors import EqsatError
+from ..ir.errors import EqsatValueError
 from .rules import RuleFile, explore_step_text, prelude_text, simplify_round_text
 
 CLASS_SORTS = ("Lin", "IL", "Pred", "E")
 ANALYSES = frozenset({"free", "lfree", "ilfree", "pfree", "lcoef", "extent"})
 
 
-class SaturationError(EqsatError):
+class SaturationError(EqsatValueError):
     """egglog rejected a rule file or the encoded program."""
 
 

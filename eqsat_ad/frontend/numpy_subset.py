@@ -66,6 +66,7 @@ from ..ir.expr import (
 from ..ir.functions import BUILTINS, lookup
 from ..ir.index import Affine, Dim, IndexVar, as_dim, dim_str
 from ..ir.program import Param, Program, Statement
+from .closures import ConstantArrays, closure_cells, lambda_source
 from .numpy_calls import BUILTIN_NAMES, NP_BY_ID
 from .numpy_exprs import NEGATED, ExprOps, eqsat_function
 from .numpy_values import (
@@ -146,6 +147,8 @@ class _Scope:
     env: dict[str, Any]
     frames: list[_Frame] = field(default_factory=list)
     depth: int = 0
+    cells: Mapping[str, Any] = field(default_factory=dict)
+    """the closure's cells, where a captured array is read again at each call"""
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,8 @@ def translate(
     fn: Callable[..., Any],
     shapes: Mapping[str, Sequence[int | str]],
     dtypes: Mapping[str, Any] | None = None,
+    *,
+    constants: ConstantArrays | None = None,
 ) -> Program:
     """Translate the NumPy-subset Python function ``fn`` into a Tensor SSA :class:`Program`.
 
@@ -172,6 +177,11 @@ def translate(
     ``dtypes`` may mark parameters as boolean (``bool`` → a relation, usable as a mask) or float.
     The program's parameters follow ``fn``'s parameter order; its output is ``fn``'s return value
     (a tuple of outputs for a returned tuple).
+
+    ``constants``: where given, arrays the function reads from its closure or module globals
+    become extra parameters after ``fn``'s own (constants of this translation; see
+    :mod:`.closures`), recorded in ``constants.found``; without it such a read is an error.
+    A ``lambda`` is translated like the equivalent ``def``.
 
     >>> import numpy as np
     >>> def f(x):
@@ -185,6 +195,7 @@ def translate(
         return s
     """
     tr = _Translator()
+    tr.constants = constants
     try:
         return tr.run(fn, shapes, dtypes)
     except EqsatError:
@@ -211,6 +222,8 @@ def _source_of(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, str, int, int]:
     """The function's syntax tree, file name, first line in the file and dedent width."""
     fn = inspect.unwrap(fn)
     name = getattr(fn, "__name__", repr(fn))
+    if name == "<lambda>" and isinstance(fn, types.FunctionType):
+        return lambda_source(fn)
     try:
         lines, line0 = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
@@ -301,6 +314,7 @@ class _Translator(ExprOps):
         self.unrolled = 0
         self.scope: _Scope | None = None
         self.node: ast.AST | None = None
+        self.constants: ConstantArrays | None = None
 
     # --- plumbing ------------------------------------------------------------------------------
     def fresh(self) -> str:
@@ -356,7 +370,7 @@ class _Translator(ExprOps):
         tree, filename, line0, col0 = _source_of(real)
         self.scope = _Scope(
             tree.name, filename, line0, col0, getattr(real, "__globals__", {}),
-            _closure_of(real), {},
+            _closure_of(real), {}, cells=closure_cells(real),
         )
         self.index_avoid |= _identifiers(tree)
         self._bind_params(real, tree, shapes, dtypes or {})
@@ -681,15 +695,45 @@ class _Translator(ExprOps):
                 )
             return v
         if name in sc.closure:
-            return self.global_value(name, sc.closure[name], node)
+            obj = sc.closure[name]
+            if isinstance(obj, np.ndarray) and self.constants is not None:
+                return self.constant_array(name, obj, sc.cells[name], node)
+            return self.global_value(name, obj, node)
         if name in sc.globals:
-            return self.global_value(name, sc.globals[name], node)
+            obj = sc.globals[name]
+            if isinstance(obj, np.ndarray) and self.constants is not None:
+                return self.constant_array(name, obj, sc.globals, node)
+            return self.global_value(name, obj, node)
         if name in BUILTIN_NAMES:
             return Builtin(name)
         if hasattr(builtins, name):
             raise self.error(f"the built-in {name!r} is not supported by the NumPy translator",
                              node)
         raise self.error(f"name {name!r} is not defined", node)
+
+    def constant_array(self, name: str, arr: np.ndarray, holder: Any, node: ast.AST) -> TVal:
+        """A captured array: an extra parameter of the program, read again at each call."""
+        consts = self.constants
+        assert consts is not None
+        pname = consts.by_id.get(id(arr))
+        if pname is None:
+            if arr.dtype.kind not in "biuf":
+                raise self.error(f"captured array {name!r} has dtype {arr.dtype}; only float, "
+                                 "int and bool arrays can be constants", node)
+            pname = name if name not in self.taken else self.new_name(name)
+            self.taken.add(pname)
+            self.index_avoid.add(pname)
+            shape = self._shape(consts.shape_of(arr), pname)
+            kind = "relation" if arr.dtype.kind == "b" else "tensor"
+            self.params.append(Param(pname, shape, kind, self.loc(node)))
+            consts.by_id[id(arr)] = pname
+            consts.found[pname] = (holder, name, tuple(arr.shape))
+        param = next(p for p in self.params if p.name == pname)
+        axes = tuple(self.fresh() for _ in param.shape)
+        idx = tuple(Affine.var(x) for x in axes)
+        rel = param.kind == "relation"
+        body: Expr = Bracket(Rel(pname, idx)) if rel else Access(pname, idx)
+        return TVal(param.shape, axes, body, pname, rel)
 
     def global_value(self, name: str, obj: Any, node: ast.AST) -> Any:
         if isinstance(obj, types.ModuleType):
@@ -1344,7 +1388,7 @@ class _Translator(ExprOps):
         caller = self.scope
         self.index_avoid |= _identifiers(tree)
         self.scope = _Scope(tree.name, filename, line0, col0, f.__globals__, _closure_of(f), env,
-                            depth=caller.depth + 1)
+                            depth=caller.depth + 1, cells=closure_cells(f))
         try:
             ret = self.exec_block(tree.body)
             if ret is None:

@@ -1,6 +1,6 @@
 """Tensor SSA: the intermediate representation every stage consumes and produces."""
 
-from .errors import EqsatError, ProgramError, ShapeError
+from .errors import EqsatError, EqsatTypeError, EqsatValueError, ProgramError, ShapeError
 from .expr import (
     CMP_OPS,
     Access,
@@ -42,7 +42,8 @@ from .program import Param, Program, Statement
 
 __all__ = [
     "BUILTINS", "CMP_OPS", "Access", "Affine", "And", "Binary", "Bracket", "Call", "Cmp", "Const",
-    "Dim", "EqsatError", "Expr", "Function", "IndexVar", "Loc", "Neg", "Param", "Pow", "Pred",
+    "Dim", "EqsatError", "EqsatTypeError", "EqsatValueError", "Expr", "Function", "IndexVar",
+    "Loc", "Neg", "Param", "Pow", "Pred",
     "Program", "ProgramError", "Rel", "ShapeError", "Statement", "Sum", "accessed_names", "add",
     "as_dim", "bound_indices", "children", "conj", "const", "dim_str", "dim_value", "div", "eq",
     "free_indices", "fresh_name", "lookup", "map_children", "mul", "pred_free_indices",
