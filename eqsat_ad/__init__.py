@@ -33,7 +33,7 @@ _LAZY: dict[str, str] = {
     "custom_adjoint": "eqsat_ad.ad.custom",
     "stop_gradient": "eqsat_ad.ad.custom",
     # optimizer
-    "optimize": "eqsat_ad.egraph.optimize",
+    "optimize": "eqsat_ad.why.optimizing",
     "Optimized": "eqsat_ad.egraph.optimize",
     "Limits": "eqsat_ad.egraph.optimize",
     "check_rules": "eqsat_ad.egraph.check",
@@ -47,7 +47,7 @@ _LAZY: dict[str, str] = {
     "value_and_grad": "eqsat_ad.transforms",
     "jacobian": "eqsat_ad.transforms",
     # seeing the optimizer's reasoning
-    "explain": "eqsat_ad.explain",
+    "explain": "eqsat_ad.why",
     # structured outputs (structured=True)
     "Diagonal": "eqsat_ad.backend.structured",
     "Outer": "eqsat_ad.backend.structured",

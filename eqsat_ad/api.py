@@ -140,7 +140,7 @@ def _optimize(
     ``structured``: the report prices outputs as they are returned (stored points, factors)."""
     if optimize:
         try:
-            from .egraph.optimize import optimize as run_optimizer
+            from .why.optimizing import optimize as run_optimizer
         except ImportError:
             run_optimizer = None
         if run_optimizer is not None:
@@ -516,6 +516,14 @@ class Compiled:
     def specializations(self) -> tuple[Specialization, ...]:
         """Every specialization compiled so far, oldest first (empty for a Program)."""
         return tuple(s.specialization for s in self._stages.values() if s.specialization)
+
+    def explain(self) -> Any:
+        """Why the optimized program is cheaper: the rewrite chain of each statement of the
+        latest specialization (an :class:`eqsat_ad.why.Explanation`; replays saturation)."""
+        from .why import explain_compiled
+
+        self._latest_stage()
+        return explain_compiled(self)
 
     def __repr__(self) -> str:
         if self._latest is None:

@@ -178,7 +178,7 @@ def _cmd_check_rules(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from .explain import explain_compiled
+    from .why import explain_compiled
 
     g = _compiled_gradient(args)
     explanation = explain_compiled(g)

@@ -275,6 +275,24 @@ class CostReport:
             "saturation": self.stats.to_dict(),
         }
 
+    def explain(self) -> Any:
+        """The chain of rewrites behind this report, per statement (an eqsat_ad.why.Explanation;
+        replays the optimization that made the report: only reports of ``ea.optimize`` and of
+        compiled gradients know it)."""
+        from ..why import explain
+        from ..why.optimizing import context_of
+
+        ctx = context_of(self)
+        if ctx is None:
+            raise EqsatError("this report does not know the optimization that made it; call "
+                             "ea.explain(program) or ea.explain(compiled_gradient)")
+        return explain(*ctx)
+
+    def _repr_html_(self) -> str:
+        from ..why.html import report_html
+
+        return report_html(self)
+
     def _sizes_line(self) -> str:
         if not self.sizes:
             return "sizes: none (all extents are constants)"

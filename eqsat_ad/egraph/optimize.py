@@ -64,6 +64,25 @@ class Optimized:
     def __iter__(self):
         return iter((self.program, self.report))
 
+    def __str__(self) -> str:
+        from ..ir.printer import print_program
+
+        return f"{print_program(self.program)}\n{self.report}"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        from ..ir.printer import print_program
+        from ..why.html import report_html
+
+        return f"<pre>{escape(print_program(self.program))}</pre>{report_html(self.report)}"
+
+    def explain(self):  # -> eqsat_ad.why.Explanation
+        """The chain of rewrites behind this result (replays saturation; see eqsat_ad.why)."""
+        from ..why import explain
+
+        return explain(self)
+
 
 def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tuple:
     """Asymptotic, then concrete, order of a priced program (a ProgramCost)."""
