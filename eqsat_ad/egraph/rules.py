@@ -80,6 +80,10 @@ def load_rule_file(spec: str | Path) -> RuleFile:
     name = names[0]
     if name == "prelude":
         raise RuleError(f"{path}: the ruleset name 'prelude' is reserved")
+    if not (isinstance(spec, str) and spec in SHIPPED):
+        from .rule_errors import check_against_prelude
+
+        check_against_prelude(text, str(path))  # errors in the file's own lines and columns
     return RuleFile(name, str(path), text, bool(_SATURATE.search(text)))
 
 
