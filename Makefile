@@ -11,7 +11,7 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 	/usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: demo test lint experiments clean
+.PHONY: demo test lint experiments docs explain-docs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "error: Python 3.12 not found (install python3.12)"; exit 1; }
@@ -34,6 +34,23 @@ experiments: $(STAMP)
 	$(PY) experiments/paper_examples.py
 	$(PY) experiments/peers.py
 	$(PY) experiments/tangent_benchmarks.py
+
+# docs/api.md from the docstrings (a test checks it is up to date)
+docs: $(STAMP)
+	$(PY) -m eqsat_ad.docs
+
+# docs/explain/: rewrite chains, e-graph pictures and pages of three examples, by the CLI
+EXPLAIN := $(PY) -m eqsat_ad explain
+explain-docs: $(STAMP)
+	mkdir -p docs/explain
+	$(EXPLAIN) docs/examples/ktrace.py --sizes N=1000 \
+		--html docs/explain/ktrace.html --svg docs/explain/ktrace.svg > docs/explain/ktrace.txt
+	$(EXPLAIN) docs/examples/matrix_chain.py --wrt A B C --sizes N=1000 R=10 \
+		--html docs/explain/matrix_chain.html --svg docs/explain/matrix_chain.svg \
+		> docs/explain/matrix_chain.txt
+	$(EXPLAIN) docs/examples/prefix_sum.py --wrt x --sizes N=1000 \
+		--html docs/explain/prefix_sum.html --svg docs/explain/prefix_sum.svg \
+		> docs/explain/prefix_sum.txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

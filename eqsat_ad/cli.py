@@ -1,6 +1,7 @@
 """The command line: ``eqsat-ad`` (or ``python -m eqsat_ad``).
 
-    eqsat-ad grad FILE.py [--function F] [--wrt A ...] [--sizes N=1000 ...] [--shape x=N,N] [--json]
+    eqsat-ad grad FILE.py [--function F] [--wrt A ...] [--sizes N=1000 ...] [--shape x=N,N]
+                          [--rules NAME|FILE.egg ...] [--json]
     eqsat-ad check-rules FILE.egg|NAME
     eqsat-ad explain FILE.py --html OUT.html [--svg OUT.svg]
     eqsat-ad fuzz ...            (when the eqsat_ad.fuzz package is installed)
@@ -139,7 +140,7 @@ def _compiled_gradient(args: argparse.Namespace) -> Any:
             "give each array argument's shape, e.g. --shape x=N --shape A=N,M"
         )
     g = grad(target, wrt=_wrt(args.wrt), sizes=_sizes(args.sizes), shapes=shapes,
-             optimize=not args.no_optimize)
+             optimize=not args.no_optimize, rules=args.rules)
     g.program  # noqa: B018 - compiles now (and raises now) for a Program or declared shapes
     return g
 
@@ -185,10 +186,10 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     print(explanation)
     if args.html:
         Path(args.html).write_text(explanation.html())
-        print(f"\nwrote {args.html}")
+        print(f"wrote {args.html}", file=sys.stderr)
     if args.svg:
         Path(args.svg).write_text(explanation.svg())
-        print(f"wrote {args.svg}")
+        print(f"wrote {args.svg}", file=sys.stderr)
     return 0
 
 
@@ -226,6 +227,9 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", action="append", metavar="x=N,M",
                    help="shape of an array argument of a NumPy function (repeat per argument; "
                         "'s=()' for a scalar)")
+    p.add_argument("--rules", nargs="+", metavar="NAME|FILE.egg",
+                   help="rule sets: shipped names (indicator arith sumprod reindex) and paths to "
+                        ".egg files (default: the four shipped sets)")
     p.add_argument("--no-optimize", action="store_true",
                    help="compile the naive adjoint (no equality saturation)")
 

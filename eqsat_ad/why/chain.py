@@ -60,7 +60,11 @@ class ChainLink:
     fired: dict[str, int] = field(default_factory=dict)
 
 
-def _fired_text(fired: Mapping[str, int], most: int = 6) -> str:
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.4g}"
+
+
+def _fired_text(fired: Mapping[str, int], most: int = 40) -> str:
     if not fired:
         return "no rule of the rule files fired: the prelude's normal form and extraction"
     items = sorted(fired.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -124,7 +128,7 @@ class Explanation:
                     fired[k] = fired.get(k, 0) + v
             lines.append(
                 f"{name}: {links[0].cost} → {links[-1].cost} "
-                f"({len(links) - 1} step{'s' if len(links) > 2 else ''}; {_fired_text(fired, 4)})"
+                f"({len(links) - 1} step{'s' if len(links) > 2 else ''}; {_fired_text(fired, 6)})"
             )
         return lines
 
@@ -134,8 +138,8 @@ class Explanation:
         head = [
             f"Rewrite chains of {self.naive.name!r} (sizes: {sizes}; saturation stopped: "
             f"{self.stop_reason}; {self.replays} replays)",
-            f"  program cost: {first.total} = {first.value:g}  →  {last.total} = "
-            f"{last.value:g}",
+            f"  program cost: {first.total} = {_num(first.value)}  →  {last.total} = "
+            f"{_num(last.value)}",
         ]
         why = self.why_lines()
         if why:
@@ -147,7 +151,7 @@ class Explanation:
             for k, link in enumerate(links):
                 if k:
                     body.append(f"    ↓ {_fired_text(link.fired)}")
-                body.append(f"  [{link.label}] cost {link.cost} = {link.value:g}")
+                body.append(f"  [{link.label}] cost {link.cost} = {_num(link.value)}")
                 body.append(f"      {link.text}")
         return "\n".join(head + body)
 
