@@ -69,11 +69,21 @@ def _section(name: str, obj: Any) -> str:
     return f"## `{name}`\n\n" + _block(_doc(obj))
 
 
+# what the public functions return, documented with them
+EXTRA = (("Compiled", "eqsat_ad.api"), ("Specialization", "eqsat_ad.api"),
+         ("Explanation", "eqsat_ad.why"), ("RuleCheck", "eqsat_ad.egraph.check"))
+
+
 def api_markdown() -> str:
     """The text of docs/api.md."""
+    import importlib
+
     sections = [HEADER]
     for name in eqsat_ad.__all__:
         sections.append(_section(name, getattr(eqsat_ad, name)))
+    sections.append("# Returned types\n")
+    for name, module in EXTRA:
+        sections.append(_section(name, getattr(importlib.import_module(module), name)))
     return "\n".join(sections).rstrip() + "\n"
 
 
