@@ -66,3 +66,8 @@ def test_check_rules_command_from_the_wheel(installed: Path, tmp_path: Path) -> 
     assert "0 unsound" in out and "rules checked" in out
     out = _run([str(installed / "python"), "-m", "eqsat_ad", "check-rules", "--help"], tmp_path)
     assert "FILE.egg|NAME" in out
+    out = _run([str(installed / "python"), "-c",
+                "import eqsat_ad as ea; r = ea.check_rules('indicator'); print(r.ok, r.path)"],
+               tmp_path)
+    ok, path = out.split()
+    assert ok == "True" and Path(path).is_relative_to(installed.parent)

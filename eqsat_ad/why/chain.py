@@ -1,8 +1,9 @@
 """Why the optimizer chose what it chose: the chain of rewrites from the naive program to the
 extracted one, with the cost after each step.
 
-egglog keeps no proof of an equality (its explanation mode is gone from the bindings this
-project uses), so the chain is recorded the direct way: saturation is replayed with 0, 1, 2, ...
+egglog 14 proves an equality (``prove``) only when run with ``--proofs``, which its Python
+bindings do not expose (``EGraph()`` takes no such option; ``explain`` is not a command), so the
+chain is recorded the direct way: saturation is replayed with 0, 1, 2, ...
 iterations allowed, the cheapest program is extracted after each, and a step is kept wherever
 the extracted program changed, together with the rules that fired since the step before (their
 match counts) and the cost report of that program. Each statement's chain is its text at each
