@@ -525,6 +525,18 @@ class Compiled:
         self._latest_stage()
         return explain_compiled(self)
 
+    def _repr_html_(self) -> str:
+        """Notebooks: the optimized program, the generated source and the cost report."""
+        from html import escape
+
+        from .why.html import report_html
+
+        if self._latest is None:
+            return f"<pre>{escape(repr(self))}</pre>"
+        report = self.report
+        return (f"<pre>{escape(print_program(self.program))}</pre><pre>{escape(self.source)}"
+                "</pre>" + (report_html(report) if report is not None else ""))
+
     def __repr__(self) -> str:
         if self._latest is None:
             return f"<eqsat_ad {self.kind} of {getattr(self._fn, '__name__', '?')} (not compiled)>"

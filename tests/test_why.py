@@ -92,6 +92,13 @@ def test_optimized_prints_as_program_and_report_and_explains_itself():
     assert "<pre>" in res._repr_html_()
 
 
+def test_compiled_gradient_renders_in_notebooks(grad_and_explanation):
+    g, _ = grad_and_explanation
+    html = g._repr_html_()
+    assert "A_bar[i: N, j: N] = 2 * (i == j)" in html and "def f_grad(A):" in html
+    assert "<table>" in html
+
+
 def test_explain_rejects_what_it_cannot_explain():
     with pytest.raises(TypeError, match="explain takes"):
         explain(42)
