@@ -34,6 +34,7 @@ experiments: $(STAMP)
 	$(PY) experiments/paper_examples.py
 	$(PY) experiments/peers.py
 	$(PY) experiments/tangent_benchmarks.py
+	$(PY) experiments/sweep.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
