@@ -47,15 +47,33 @@ from sweep_summary import write_results  # noqa: E402
 OUT = HERE / "out"  # git-ignored scratch; the committed run used --out experiments/results
 
 
-def _pin_one_core() -> None:
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+def _idlest_core(seconds: float = 0.3) -> int:
+    """The core of this process's affinity with the most idle time over ``seconds`` (the machine
+    may be shared); the first one where /proc/stat cannot be read."""
+    cores = sorted(os.sched_getaffinity(0))
+
+    def idle() -> dict[int, int]:
+        out = {}
+        for line in Path("/proc/stat").read_text().splitlines():
+            head, *fields = line.split()
+            if head.startswith("cpu") and head[3:].isdigit():
+                out[int(head[3:])] = int(fields[3]) + int(fields[4])  # idle + iowait
+        return out
+
+    try:
+        before = idle()
+        time.sleep(seconds)
+        after = idle()
+        return max(cores, key=lambda c: (after.get(c, 0) - before.get(c, 0), -c))
+    except (OSError, ValueError, IndexError):
+        return cores[0]
 
 
 def run_child(name: str, quick: bool, budget: float, repeats: int, timeout: float,
-              mem_gb: float) -> dict[str, Any]:
+              mem_gb: float, core: int | None) -> dict[str, Any]:
     """Measure one program in a child process; what it printed before any failure is kept."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name,
+    core = _idlest_core() if core is None else core
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--core", str(core),
            "--budget", str(budget), "--repeats", str(repeats)] + (["--quick"] if quick else [])
     cap = int(mem_gb * 2**30)
 
@@ -94,13 +112,15 @@ def run_child(name: str, quick: bool, budget: float, repeats: int, timeout: floa
         status = "incomplete"
     result["status"] = status
     result["wall_s"] = time.perf_counter() - start
+    result["core"] = core
     return result
 
 
-def child(name: str, quick: bool, budget: float, repeats: int) -> int:
+def child(name: str, quick: bool, budget: float, repeats: int, core: int) -> int:
     from sweep_measure import measure
 
-    _pin_one_core()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {core})
     sp = program(name)
     measure(sp, sp.quick if quick else sp.bench, budget, repeats)
     return 0
@@ -118,16 +138,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mem-gb", type=float, default=4.0,
                     help="address-space cap per program in GiB (default: %(default)s)")
     ap.add_argument("--budget", type=float, default=None,
-                    help="seconds of interleaved timing per program (default: 2, quick: 0.2)")
+                    help="seconds of interleaved timing per program (default: 3, quick: 0.2)")
     ap.add_argument("--repeats", type=int, default=None,
-                    help="most interleaved rounds per program (default: 15, quick: 3)")
+                    help="most interleaved rounds per program (default: 31, quick: 3)")
+    ap.add_argument("--core", type=int, default=None,
+                    help="core to pin each program to (default: the idlest at its start)")
+    ap.add_argument("--no-fallback", action="store_true",
+                    help="do not rerun a program whose gradients failed at the benchmark sizes "
+                         "at its quick sizes")
     ap.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     quick = args.quick
-    budget = args.budget if args.budget is not None else (0.2 if quick else 2.0)
-    repeats = args.repeats if args.repeats is not None else (3 if quick else 15)
+    budget = args.budget if args.budget is not None else (0.2 if quick else 3.0)
+    repeats = args.repeats if args.repeats is not None else (3 if quick else 31)
     if args.child:
-        return child(args.child, quick, budget, repeats)
+        return child(args.child, quick, budget, repeats, args.core or 0)
     timeout = args.timeout if args.timeout is not None else (60.0 if quick else 150.0)
     names = [p.name for p in CATALOGUE]
     for n in args.only or []:
@@ -137,7 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     for n in chosen:
         sp = program(n)
         print(f"{n:18} ", end="", flush=True)
-        r = run_child(n, quick, budget, repeats, timeout, args.mem_gb)
+        r = run_child(n, quick, budget, repeats, timeout, args.mem_gb, args.core)
+        failed = not all(k in r.get("times", {}) for k in ("opt", "naive"))
+        if failed and not quick and not args.no_fallback:
+            # Some figure at all: the same program at its smoke-test sizes.
+            r["fallback"] = run_child(n, True, budget, repeats, timeout, args.mem_gb, args.core)
         r.update(name=n, family=sp.family, frontend=sp.frontend, note=sp.note,
                  chain=list(sp.chain))
         rows.append(r)

@@ -240,6 +240,8 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
             emit("check", check(sp, built["naive"], built["opt"]))
         except Exception as e:  # noqa: BLE001
             emit("check", {"ok": False, "worst": "error", "worst_err": None, "error": _short(e)})
+    if index and "opt" in built:  # priced at the bench sizes already: known even if a run fails
+        _emit_prices("prices", built["opt"])
 
     inputs = sp.inputs(sizes, seed=0)
     forward = ea.compile(target, **opts)
@@ -274,6 +276,7 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
         for n in fast[r % len(fast):] + fast[:r % len(fast)] if fast else []:
             times[n].append(_once(variants[n]))
     emit("times", {n: float(np.median(times[n])) if times[n] else probes[n] for n in probes})
+    emit("times_min", {n: float(np.min(times[n])) if times[n] else probes[n] for n in probes})
     emit("rounds", rounds)
     for n in ("opt", "naive", "hand"):
         if n in fast:
