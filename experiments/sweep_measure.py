@@ -107,10 +107,12 @@ def report_prices(report: Any) -> dict[str, float | None]:
         "largest_naive": _largest(naive), "largest_optimized": _largest(opt),
         "largest_eager": _largest(eager),
     }
-    sp = _number(d.get("speedup"))
-    if sp is None and out["naive"] and out["optimized"]:
-        sp = out["naive"] / out["optimized"]
-    out["speedup"] = sp
+    # The predicted speed-up is naive price / optimized price; the report's own figure only
+    # where a price is missing.
+    if out["naive"] is not None and out["optimized"]:
+        out["speedup"] = out["naive"] / out["optimized"]
+    else:
+        out["speedup"] = _number(d.get("speedup"))
     return out
 
 

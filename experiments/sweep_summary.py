@@ -106,16 +106,18 @@ def fallback_text(fb: Row) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ("| program | front end | sizes | pred. naive | pred. opt | pred. × | meas. × | "
+    head = ("| program | front end | sizes | pred. eager | pred. naive | pred. opt | pred. × | "
+            "meas. × | "
             "pred/meas | opt/naive | opt/hand | grad/f | opt ms | naive ms | hand ms | "
             "largest (pred.) | first call s | peak MB opt/naive/hand | status |")
-    lines = [head, "|" + "---|" * 18]
+    lines = [head, "|" + "---|" * 19]
     for r in rows:
         p = r.get("prices", {})
         d = disagreement(r)
         pm = None if d is None else (predicted_speedup(r) or 0) / (measured_speedup(r) or 1)
         lines.append(
-            f"| {r['name']} | {r.get('frontend', '')} | {_sizes(r)} | {_g(p.get('naive'))} | "
+            f"| {r['name']} | {r.get('frontend', '')} | {_sizes(r)} | {_g(p.get('eager'))} | "
+            f"{_g(p.get('naive'))} | "
             f"{_g(p.get('optimized'))} | {_g(predicted_speedup(r))} | "
             f"{_g(measured_speedup(r))} | {_g(pm)} | {_g(_ratio(_t(r, 'opt'), _t(r, 'naive')))} | "
             f"{_g(_ratio(_t(r, 'opt'), _t(r, 'hand')))} | "
@@ -277,9 +279,10 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         f"Each program ran in its own process with a {meta['timeout_s']:g} s limit and a "
         f"{meta['mem_gb']:g} GiB address-space cap; a failure is recorded in its row.",
         "",
-        "Columns: *pred. naive / pred. opt*: the cost report's prices at the sizes (as the "
-        "backend runs them); *pred. ×* = their ratio; *meas. ×* = naive time / optimized "
-        "time; *pred/meas* their ratio; *opt/naive*, *opt/hand*: time ratios; *grad/f*: "
+        "Columns: *pred. eager / naive / opt*: the cost report's prices at the sizes (as the "
+        "backend runs them; *eager* is the eager-AD column where the report has one); "
+        "*pred. ×* = naive / opt price; *meas. ×* = naive time / optimized time; "
+        "*pred/meas* their ratio; *opt/naive*, *opt/hand*: time ratios; *grad/f*: "
         "optimized gradient time / function time (the faster of the NumPy function and "
         "eqsat_ad's compiled forward); *largest (pred.)*: the report's "
         "largest intermediate of the optimized program (entries); *first call*: parse + "
@@ -328,6 +331,10 @@ def plot(rows: list[Row], path: Path) -> bool:
     for key, label, marker in (("naive", "opt / optimize=False", "o"), ("hand", "opt / hand", "s")):
         vals = [_ratio(_t(r, "opt"), _t(r, key)) for r in rows]
         ax2.semilogx([v if v else math.nan for v in vals], list(ys), marker, label=label, ms=4)
+    for y, r in zip(ys, rows, strict=True):
+        if _ratio(_t(r, "opt"), _t(r, "naive")) is None:
+            ax2.annotate("no timing at the bench sizes (see sweep.md)", (1.0, y), fontsize=6,
+                         color="r", xytext=(4, -2), textcoords="offset points")
     ax2.axvline(1.0, color="k", lw=0.8)
     ax2.axvline(1.1, color="r", lw=0.6, ls="--")
     ax2.set_yticks(list(ys), names, fontsize=7)
