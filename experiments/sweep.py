@@ -1,4 +1,4 @@
-"""The sweep benchmark (issue 10, item 7): naive vs optimized gradients over 35 programs.
+"""The sweep benchmark (issue 10, item 7): naive vs optimized gradients over 37 programs.
 
 For every program of experiments/sweep_programs.py a child process (one pinned core, one BLAS
 thread, a time limit and an address-space cap, so a program that fails, allocates a huge mask or
@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     timeout = args.timeout if args.timeout is not None else (60.0 if quick else 150.0)
     names = [p.name for p in CATALOGUE]
     for n in args.only or []:
-        program(n)  # an unknown name fails here, with the known names
+        if n not in names:
+            ap.error(f"--only {n}: no such program; known: {', '.join(names)}")
     chosen = [n for n in names if not args.only or n in args.only]
     rows: list[dict[str, Any]] = []
     for n in chosen:

@@ -89,7 +89,8 @@ def _from_example(ex: WorkedExample, name: str | None = None) -> SweepProgram:
     return SweepProgram(
         name=name or ex.id, family="worked example", target=ex.source, wrt=tuple(ex.wrt),
         make_inputs=ex.make_inputs, f=ex.numpy_f, hand=ex.numpy_grad, small=small,
-        quick=dict(ex.default_sizes), bench=_EXAMPLE_BENCH[ex.id], note=ex.title,
+        quick=dict(ex.default_sizes), bench=_EXAMPLE_BENCH[ex.id],
+        note=ex.title + (" (the sweep times the gradient)" if ex.numpy_hessian else ""),
     )
 
 
@@ -233,6 +234,33 @@ def total_variation(x: [H, W]):
     f=lambda x: float(np.sum(_tv_parts(x)[2])), hand=_tv_grad, small={"H": 4, "W": 5},
     quick={"H": 64, "W": 64}, bench={"H": 1024, "W": 1024},
     note="smoothed isotropic total variation (image gradient)",
+)
+
+
+def total_variation_np(x):
+    dx = x[1:, :-1] - x[:-1, :-1]
+    dy = x[:-1, 1:] - x[:-1, :-1]
+    return np.sum(np.sqrt(dx * dx + dy * dy + 0.01))
+
+
+def _tv_np_grad(x: np.ndarray) -> Grads:
+    dx = x[1:, :-1] - x[:-1, :-1]
+    dy = x[:-1, 1:] - x[:-1, :-1]
+    t = np.sqrt(dx * dx + dy * dy + 0.01)
+    gx, gy = dx / t, dy / t
+    g = np.zeros_like(x)
+    g[1:, :-1] += gx
+    g[:-1, 1:] += gy
+    g[:-1, :-1] -= gx + gy
+    return {"x": g}
+
+
+TV_NP = SweepProgram(
+    name="total_variation_np", family="image", target=total_variation_np, wrt=("x",),
+    make_inputs=lambda s, rng: {"x": _normal(rng, s["H"], s["W"])},
+    f=lambda x: float(total_variation_np(x)), hand=_tv_np_grad, small={"H": 4, "W": 5},
+    quick={"H": 64, "W": 64}, bench={"H": 1024, "W": 1024},
+    note="total variation with sliced differences (NumPy front end)",
 )
 
 
@@ -394,6 +422,19 @@ def nmf(V: [M, N], W: [M, R], H: [R, N]):
 )
 
 
+def nmf_np(V, W, H):
+    R = V - W @ H
+    return np.sum(R * R)
+
+
+NMF_NP = SweepProgram(
+    name="nmf_numpy", family="learning", target=nmf_np, wrt=("W", "H"),
+    make_inputs=NMF.make_inputs, f=lambda V, W, H: float(nmf_np(V, W, H)), hand=_nmf_grad,
+    small={"M": 4, "N": 5, "R": 2}, quick={"M": 64, "N": 48, "R": 4},
+    bench={"M": 1024, "N": 768, "R": 16}, note="the NMF loss written in NumPy",
+)
+
+
 def softmax_xent(z, Y):
     lse = np.log(np.sum(np.exp(z), axis=1))
     return np.sum(lse) - np.sum(Y * z)
@@ -526,9 +567,9 @@ CATALOGUE: tuple[SweepProgram, ...] = (
     *(_from_example(ex) for ex in WORKED_EXAMPLES),
     _from_example(k_traces(32), name="E2-k32"),
     *CHAINS,
-    BLUR9, BLUR_WINDOW, TV,
+    BLUR9, BLUR_WINDOW, TV, TV_NP,
     CONV1D, PREFIX, MOVING, STENCIL,
-    ATTENTION, NMF, XENT, MLP_NP, LAYER_NORM, LOGSUMEXP, NBODY,
+    ATTENTION, NMF, NMF_NP, XENT, MLP_NP, LAYER_NORM, LOGSUMEXP, NBODY,
 )
 
 
