@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds of interleaved timing per program (default: 3, quick: 0.2)")
     ap.add_argument("--repeats", type=int, default=None,
-                    help="most interleaved rounds per program (default: 31, quick: 3)")
+                    help="most interleaved rounds per program (default: 201, quick: 3)")
     ap.add_argument("--core", type=int, default=None,
                     help="core to pin each program to (default: the idlest at its start)")
     ap.add_argument("--no-fallback", action="store_true",
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     quick = args.quick
     budget = args.budget if args.budget is not None else (0.2 if quick else 3.0)
-    repeats = args.repeats if args.repeats is not None else (3 if quick else 31)
+    repeats = args.repeats if args.repeats is not None else (3 if quick else 201)
     if args.child:
         return child(args.child, quick, budget, repeats, args.core or 0)
     timeout = args.timeout if args.timeout is not None else (60.0 if quick else 150.0)
