@@ -34,6 +34,7 @@ experiments: $(STAMP)
 	$(PY) experiments/paper_examples.py
 	$(PY) experiments/peers.py
 	$(PY) experiments/tangent_benchmarks.py
+	$(PY) experiments/sweep.py
 
 # docs/api.md from the docstrings (a test checks it is up to date)
 docs: $(STAMP)
