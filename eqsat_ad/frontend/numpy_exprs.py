@@ -42,7 +42,7 @@ from .numpy_values import (
 
 NP_CONST = {"pi": math.pi, "e": math.e, "newaxis": None}
 MATH_FUNCS = {"exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos",
-              "sqrt": "sqrt", "fabs": "abs"}
+              "sqrt": "sqrt", "fabs": "abs", "log1p": "log1p", "expm1": "expm1"}
 CMP_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
               ast.NotEq: "!="}
 NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
