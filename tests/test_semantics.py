@@ -134,3 +134,23 @@ def f(w: []):
 """
     want, plain, _ = _all_three(src, w=np.inf)
     assert np.isnan(want) and np.isnan(plain)
+
+
+@pytest.mark.parametrize("x", [[1.0, -1.0], [2.0, -1.0], [0.0, 1.0]])
+def test_factoring_an_infinite_weight_out_of_a_sum_is_not_done(x):
+    # Σ_i w * x[i] with w = inf: the optimizer keeps the product under the sum (w is not known
+    # to be finite), so optimized code gives the interpreter's nan, not inf * Σ x = inf or nan.
+    src = """
+def f(w: [], x: [N], v: [N], A: [N, N]):
+    s = Sum[i: N](w * x[i])
+    y[i: N] = Sum[j: N](v[i] * A[i, j])
+    return s, y
+"""
+    x = np.array(x)
+    v = np.array([np.inf, 1.0])
+    a = np.array([[1.0, -1.0], [2.0, 3.0]])
+    want, plain, opt = _all_three(src, w=np.inf, x=x, v=v, A=a)
+    for got in (plain, opt):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert np.isnan(want[1][0])  # inf * 1 + inf * -1

@@ -138,6 +138,11 @@ BUILTINS = frozenset(_REGISTRY)
 BUILTIN_FUNCTIONS = tuple(_REGISTRY.values())
 
 
+def finite_functions() -> list[str]:
+    """Names of the registered functions that map finite arguments to a finite value."""
+    return sorted(name for name, f in _REGISTRY.items() if f.finite)
+
+
 def lookup(name: str) -> Function | None:
     return _REGISTRY.get(name)
 
