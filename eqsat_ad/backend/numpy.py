@@ -484,6 +484,10 @@ class _Codegen:
         last = self.lines[-1] if self.lines else ""
         if re.fullmatch(r"_t\d+", code) and last.startswith(f"    {code} = "):
             self.lines[-1] = f"    {name} = {last[len(code) + 7:]}"
+            # the temporary no longer exists: later uses of its code recompute it (a statement
+            # variable may still be written in place, so it cannot stand for the code)
+            for k in [k for k, t in self.memo.items() if t == code]:
+                del self.memo[k]
             return
         self.emit(f"{name} = {code}")
 
@@ -595,6 +599,10 @@ class _Codegen:
         level = _ADD if op in "+-" else _MUL
         left = self.align(a, target, level)
         right = self.align(b, target, level + (0.5 if op in "-/" else 0))
+        if op == "/" and not target:
+            # two Python numbers: 1 / 0 would raise ZeroDivisionError, NumPy's gives inf
+            return Value(f"np.divide({self.align(a, target, False)}, "
+                         f"{self.align(b, target, False)}, dtype=_dt)", target, risky=True)
         return Value(f"{left} {op} {right}", target, risky=risky, prec=level)
 
     def where(self, mask: Value, v: Value, grid: Mapping[str, Axis]) -> Value:
@@ -832,6 +840,8 @@ class _Codegen:
                 v = self.to_num(self.ev(base, grid))
                 risky = v.risky or k < 0 or k != int(k)
                 kc = _num(k) if k >= 0 else f"({_num(k)})"
+                if not v.axes:  # a Python number: 0 ** -1 raises, (-1) ** 0.5 is complex
+                    return Value(f"np.power({v.code}, {kc}, dtype=_dt)", (), risky=risky)
                 return Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW)
             case Binary("/", lhs, rhs):
                 return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
@@ -1680,7 +1690,10 @@ class CompiledProgram:
         sizes: dict[str, int] = {}
         for p, dims in zip(self.program.params, self._dims, strict=True):
             v = given[p.name]
-            a = v if type(v) is np.ndarray else np.asarray(v)
+            try:
+                a = v if type(v) is np.ndarray else np.asarray(v)
+            except (ValueError, TypeError):  # a ragged list: the slow path names the argument
+                raise _Slow from None
             if a.ndim != len(dims):
                 raise _Slow
             for d, n in zip(dims, a.shape, strict=True):

@@ -18,6 +18,7 @@ from ..ir.functions import BUILTIN_FUNCTIONS
 from ..ir.index import Affine
 from .numpy_ops import ArrayOps
 from .numpy_values import (
+    IndexChoice,
     Method,
     TVal,
     add,
@@ -86,6 +87,12 @@ class CallOps(ArrayOps):
                     raise self.error(f"{name}() of one array: use np.{name}(x)", e)
                 if all(is_static_number(a) for a in args):
                     return (min if name == "min" else max)(args)
+                if any(isinstance(a, Affine) for a in args) and all(
+                        isinstance(a, Affine) or (isinstance(a, int) and not isinstance(a, bool))
+                        for a in args):
+                    # an index such as min(i + 1, n - 1): a choice between reads, by brackets
+                    return IndexChoice.of(name, [a if isinstance(a, Affine) else
+                                                 Affine.constant(a) for a in args])
                 out = args[0]
                 for a in args[1:]:
                     out = self.elementwise((out, a), lambda x, y: call(name, x, y), e)
