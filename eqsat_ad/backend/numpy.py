@@ -21,8 +21,8 @@ Lowering (docs/design.md, "The backend") works on one statement ``y[I] = body`` 
 
 Every program lowers (the general path handles whatever the fast patterns do not), and the result
 equals the reference interpreter's: out-of-range and fractional reads are 0, a false bracket
-gives 0 whatever its factor is (strong zero, via ``np.where`` and, for products that may see
-inf/nan, :func:`~eqsat_ad.backend.runtime.smul`), empty sums are 0.
+gives 0 whatever its factor is (strong zero, via ``np.where``), every other product is IEEE
+754 (``0 * inf`` is nan; docs/semantics.md), empty sums are 0.
 
 Public: :func:`lower`, :func:`lower_program` (source plus the lowering's decisions),
 :func:`compile_program` and :class:`CompiledProgram`.
@@ -76,8 +76,6 @@ __all__ = [
     "lower_program",
 ]
 
-# Built-ins that map finite values to finite values (others may produce inf/nan).
-_FINITE_FNS = frozenset({"sin", "cos", "tanh", "sigmoid", "abs", "max", "min", "stop_gradient"})
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _RESERVED = frozenset({"np", "max", "min", "range", "float", "int", "abs", "sum", "len", "print"})
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -486,6 +484,10 @@ class _Codegen:
         last = self.lines[-1] if self.lines else ""
         if re.fullmatch(r"_t\d+", code) and last.startswith(f"    {code} = "):
             self.lines[-1] = f"    {name} = {last[len(code) + 7:]}"
+            # the temporary no longer exists: later uses of its code recompute it (a statement
+            # variable may still be written in place, so it cannot stand for the code)
+            for k in [k for k, t in self.memo.items() if t == code]:
+                del self.memo[k]
             return
         self.emit(f"{name} = {code}")
 
@@ -594,14 +596,13 @@ class _Codegen:
         a, b = self.shared(self.to_num(a), False), self.shared(self.to_num(b), False)
         target = self.order(grid, a.axes, b.axes)
         risky = a.risky or b.risky or op == "/"
-        if op == "*" and (a.risky or b.risky):
-            return Value(
-                f"_rt.smul({self.align(a, target, False)}, {self.align(b, target, False)})",
-                target, risky=risky,
-            )
         level = _ADD if op in "+-" else _MUL
         left = self.align(a, target, level)
         right = self.align(b, target, level + (0.5 if op in "-/" else 0))
+        if op == "/" and not target:
+            # two Python numbers: 1 / 0 would raise ZeroDivisionError, NumPy's gives inf
+            return Value(f"np.divide({self.align(a, target, False)}, "
+                         f"{self.align(b, target, False)}, dtype=_dt)", target, risky=True)
         return Value(f"{left} {op} {right}", target, risky=risky, prec=level)
 
     def where(self, mask: Value, v: Value, grid: Mapping[str, Axis]) -> Value:
@@ -839,6 +840,8 @@ class _Codegen:
                 v = self.to_num(self.ev(base, grid))
                 risky = v.risky or k < 0 or k != int(k)
                 kc = _num(k) if k >= 0 else f"({_num(k)})"
+                if not v.axes:  # a Python number: 0 ** -1 raises, (-1) ** 0.5 is complex
+                    return Value(f"np.power({v.code}, {kc}, dtype=_dt)", (), risky=risky)
                 return Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW)
             case Binary("/", lhs, rhs):
                 return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
@@ -853,7 +856,7 @@ class _Codegen:
         if len(args) != f.arity:
             raise ProgramError(f"{fn} takes {f.arity} argument(s), got {len(args)}", e.loc)
         vals = [self.to_num(self.ev(a, grid)) for a in args]
-        risky = any(v.risky for v in vals) or fn not in _FINITE_FNS
+        risky = any(v.risky for v in vals) or not f.finite
         if fn == "stop_gradient":
             return vals[0]
         target = self.order(grid, *(v.axes for v in vals))
@@ -864,6 +867,10 @@ class _Codegen:
             head = f"_fn_{fn}"
             self.extras[head] = f.numpy
         code = f"{head}({codes})"
+        if f.strong:
+            # a data comparison is a condition (boolean array): a product applies it with
+            # np.where, so a false comparison is a strong zero as in the interpreter
+            return Value(code, target, mask=True)
         if not target:  # np.tanh(0.5) is a float64 scalar: keep float32 programs in float32
             code = f"_dt({code})"
         return self.shared(Value(code, target, risky=risky), create=False)
@@ -985,6 +992,12 @@ class _Codegen:
         return out if m is None else self.where(m, out, grid)
 
     def product(self, coef: float, vals: list[Value], grid: Mapping[str, Axis]) -> Value:
+        masks = [v for v in vals if v.mask]
+        if masks:  # conditions (data comparisons) guard the product: np.where, not * 0/1
+            out = self.product(coef, [v for v in vals if not v.mask], grid)
+            m = self.conj(masks, grid)
+            assert m is not None
+            return self.where(m, out, grid)
         vals = [self.to_num(v) for v in vals]
         if not vals:
             return Value(_num(coef), (), prec=_ATOM if coef >= 0 else _UNARY)
@@ -1074,7 +1087,7 @@ class _Codegen:
             return v
         if v.code == "1" and not v.axes:
             return Value(mult, (), prec=_MUL if "*" in mult else _ATOM)
-        if v.risky:  # an empty range times inf is 0 (strong zero)
+        if v.risky:  # an empty range has no term: 0 even times inf (a strong zero)
             return Value(f"_rt.smul({mult}, {v.code})", v.axes, risky=True)
         return Value(f"{mult} * {v.paren(_MUL)}", v.axes, prec=_MUL)
 
@@ -1110,8 +1123,9 @@ class _Codegen:
         """One contraction step (one or two operands) with the result's axes in order ``out``.
 
         A matrix product (or matrix-vector product, batched or not) becomes ``@`` on transposed
-        views; anything else stays ``np.einsum``. Strong zero: an operand that may hold inf/nan
-        is checked first, and only a non-finite one takes the exact (slow) ``einsum_sz``.
+        views; anything else stays ``np.einsum``. An operand that may hold inf/nan is checked
+        first, and a non-finite one takes ``einsum_sz``, the plain sum of products (what BLAS
+        computes need not be: it may skip a zero factor, hiding 0 * inf = nan).
 
         An ``unchecked`` parameter operand is verified by the result instead when that is the
         smaller array: every operand entry meets the result in some product, and 0 * inf, inf
@@ -1136,7 +1150,7 @@ class _Codegen:
         if len(ops) == 2 and set(ops[0].axes) | set(ops[1].axes) <= set(out):
             # Nothing summed: an elementwise or outer product, broadcast.
             a, b = (self.align(v, out, False if risky else _MUL) for v in ops)
-            code = f"_rt.smul({a}, {b})" if risky else checked(f"{a} * {b}")
+            code = f"{a} * {b}" if risky else checked(f"{a} * {b}")
             return Value(self.temp(code), out, risky=bool(risky))
         spec_of = ",".join("".join(letters[a] for a in v.axes) for v in ops)
         blas = self.matmul(ops, out) if len(ops) == 2 else None
@@ -1676,7 +1690,10 @@ class CompiledProgram:
         sizes: dict[str, int] = {}
         for p, dims in zip(self.program.params, self._dims, strict=True):
             v = given[p.name]
-            a = v if type(v) is np.ndarray else np.asarray(v)
+            try:
+                a = v if type(v) is np.ndarray else np.asarray(v)
+            except (ValueError, TypeError):  # a ragged list: the slow path names the argument
+                raise _Slow from None
             if a.ndim != len(dims):
                 raise _Slow
             for d, n in zip(dims, a.shape, strict=True):

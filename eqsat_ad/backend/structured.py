@@ -288,8 +288,9 @@ class Outer(_Structured):
 
     The gradient of a bilinear form (``Σ x[i] A[i, j] y[j]`` with respect to ``A``) is
     ``x[i] * y[j]``: N + M numbers that a dense gradient spreads over N·M entries. ``factors``
-    hold consecutive groups of axes (``u`` the first ``u.ndim`` axes, and so on); products use
-    strong zero (``0 * inf == 0``), as the program does.
+    hold consecutive groups of axes (``u`` the first ``u.ndim`` axes, and so on). Its value is
+    the dense IEEE product (``0 * inf`` is nan, as in the program); products with it that
+    reassociate (``u (v · x)``) are used only where every number is finite.
     """
 
     __slots__ = ("factors",)
@@ -324,15 +325,15 @@ class Outer(_Structured):
 
     def toarray(self) -> np.ndarray:
         out = self.factors[0]
-        for f in self.factors[1:]:
-            with np.errstate(invalid="ignore", over="ignore"):
-                prod = np.multiply.outer(out, f)
-            if np.isnan(prod).any():  # 0 * inf: strong zero, as the program means it
-                zero = np.multiply.outer(out == 0, np.ones(f.shape, bool)) | np.multiply.outer(
-                    np.ones(out.shape, bool), f == 0)
-                prod = np.where(zero, 0, prod)
-            out = prod
+        with np.errstate(invalid="ignore", over="ignore"):
+            for f in self.factors[1:]:
+                out = np.multiply.outer(out, f)
         return np.asarray(out, dtype=self.dtype)
+
+    def _finite_with(self, other: np.ndarray) -> bool:
+        """Whether reassociating a product with ``other`` is exact (no inf or nan anywhere)."""
+        return bool(np.isfinite(other).all()) and all(
+            bool(np.isfinite(f).all()) for f in self.factors)
 
     def add_to(self, out: np.ndarray, scale: Any = 1) -> np.ndarray:
         """``out += scale * self`` in place (O(size): every entry may change); returns ``out``."""
@@ -372,14 +373,16 @@ class Outer(_Structured):
     def __matmul__(self, other: Any) -> np.ndarray:
         """``self @ x`` for a two-factor matrix ``u vᵀ``: ``u (v · x)``, O(N + M) per column."""
         other = np.asarray(other)
-        if len(self.factors) != 2 or self.ndim != 2 or other.shape[:1] != self.shape[1:]:
+        if (len(self.factors) != 2 or self.ndim != 2 or other.shape[:1] != self.shape[1:]
+                or not self._finite_with(other)):
             return self.toarray() @ other
         u, v = self.factors
         return np.multiply.outer(u, v @ other)
 
     def __rmatmul__(self, other: Any) -> np.ndarray:
         other = np.asarray(other)
-        if len(self.factors) != 2 or self.ndim != 2 or other.shape[-1:] != self.shape[:1]:
+        if (len(self.factors) != 2 or self.ndim != 2 or other.shape[-1:] != self.shape[:1]
+                or not self._finite_with(other)):
             return other @ self.toarray()
         u, v = self.factors
         return np.multiply.outer(other @ u, v)
