@@ -26,9 +26,11 @@ import numpy as np
 from .ad.common import is_tensor_output, prune
 from .backend.numpy import CompiledProgram, compile_program
 from .ir.errors import EqsatError, ProgramError, ShapeError
-from .ir.expr import Access, Const, Expr, map_children
+from .ir.expr import Access, Const, Expr
+from .ir.outline import outline
 from .ir.printer import print_program
 from .ir.program import Program, Statement
+from .ir.traverse import rebuild
 
 __all__ = ["Compiled", "Specialization", "compile", "grad", "hessian", "jvp", "vjp"]
 
@@ -110,9 +112,13 @@ def gradient_program(
 
 def _replace_access(e: Expr, name: str, value: Expr) -> Expr:
     """``e`` with every read of the scalar ``name`` replaced by ``value``."""
-    if isinstance(e, Access):
-        return value if e.name == name and not e.indices else e
-    return map_children(e, lambda c: _replace_access(c, name, value))
+
+    def post(x: Expr, _ctx: object) -> Expr:
+        if isinstance(x, Access) and x.name == name and not x.indices:
+            return value
+        return x
+
+    return rebuild(e, post)
 
 
 def _optimize(
@@ -374,6 +380,7 @@ class Compiled:
         all_sizes = {**(sizes or {}), **(spec.sizes if spec else {})} or None
         if naive is None:
             naive = self._build(forward)
+        naive = outline(naive)  # the backend and CPython's compiler take shallow expressions
         if self._verbose:
             head = f"# eqsat_ad.{self.kind}"
             if spec is not None:
