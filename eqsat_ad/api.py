@@ -128,6 +128,8 @@ def _optimize(
     limits: Any,
     sizes: Mapping[str, int] | None,
     structured: bool = False,
+    progress: Callable[[Any], None] | None = None,
+    verbose: bool = False,
 ) -> tuple[Program, Any]:
     """Run the optimizer (when asked and available); returns (program, CostReport or None).
     ``structured``: the report prices outputs as they are returned (stored points, factors)."""
@@ -137,13 +139,15 @@ def _optimize(
         except ImportError:
             run_optimizer = None
         if run_optimizer is not None:
-            kwargs: dict[str, Any] = {"sizes": sizes, "structured": structured}
+            kwargs: dict[str, Any] = {"sizes": sizes, "structured": structured,
+                                      "progress": progress, "verbose": verbose}
             if rules is not None:
                 kwargs["rules"] = rules
             if limits is not None:
                 kwargs["limits"] = limits
             result = run_optimizer(naive, **kwargs)
             return result.program, result.report
+    naive = outline(naive)  # the backend and CPython's compiler take shallow expressions
     return naive, _plain_report(naive, sizes, structured)
 
 
@@ -336,8 +340,10 @@ class Compiled:
         shapes: ShapeSpec | None = None,
         dtypes: Mapping[str, Any] | None = None,
         structured: bool = False,
+        progress: Callable[[Any], None] | None = None,
     ) -> None:
         self.kind = kind
+        self._progress = progress
         self.structured = bool(structured)
         self._build = build
         self._options = (optimize, rules, limits, sizes)
@@ -380,14 +386,14 @@ class Compiled:
         all_sizes = {**(sizes or {}), **(spec.sizes if spec else {})} or None
         if naive is None:
             naive = self._build(forward)
-        naive = outline(naive)  # the backend and CPython's compiler take shallow expressions
         if self._verbose:
             head = f"# eqsat_ad.{self.kind}"
             if spec is not None:
                 print(f"{head}: specialization: {spec.describe()}")
             print(f"{head}: Tensor SSA program\n{print_program(forward)}")
             print(f"{head}: naive program\n{print_program(naive)}")
-        program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured)
+        program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
+                                    self._progress, self._verbose)
         stage = _Stage(naive, program, report, compile_program(program, self.structured), spec)
         self._stages[key] = stage
         self._forwards[key] = forward
@@ -607,6 +613,7 @@ def grad(
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    progress: Callable[[Any], None] | None = None,
 ) -> Compiled:
     """The compiled gradient of a scalar-valued program or NumPy-subset function.
 
@@ -615,7 +622,8 @@ def grad(
     same backend. ``rules``/``limits``/``sizes`` go to the optimizer (``sizes`` also break cost
     ties). ``preserve_result``: also return the function's value, after the gradient(s).
     ``verbose`` prints the Tensor SSA program, the naive and the optimized adjoint, the generated
-    code and the cost report.
+    code and the cost report, and the optimizer's progress to stderr; ``progress``: a callback
+    given an ``eqsat_ad.egraph.progress.Progress`` after every saturation step.
 
     ``structured=True``: a gradient the optimized adjoint writes only at points fixed by equality
     brackets comes back as an :class:`eqsat_ad.Diagonal` (``[i == j] * e(i)``: the gradient of a
@@ -652,6 +660,7 @@ def grad(
     return Compiled(
         "grad", prog_or_fn, build, optimize=optimize, rules=rules, limits=limits, sizes=sizes,
         verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
+        progress=progress,
     )
 
 
@@ -666,6 +675,7 @@ def compile(  # noqa: A001 - the public name of DESIGN.md section 5
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    progress: Callable[[Any], None] | None = None,
 ) -> Compiled:
     """The forward program through the same optimizer and backend, as a callable.
 
@@ -675,6 +685,7 @@ def compile(  # noqa: A001 - the public name of DESIGN.md section 5
     return Compiled(
         "compile", prog_or_fn, lambda p: p, optimize=optimize, rules=rules, limits=limits,
         sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
+        progress=progress,
     )
 
 
@@ -690,6 +701,7 @@ def hessian(
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    progress: Callable[[Any], None] | None = None,
 ) -> Compiled:
     """The compiled symbolic Hessian of a scalar program with respect to one input.
 
@@ -710,7 +722,7 @@ def hessian(
     return Compiled(
         "hessian", prog_or_fn, build, optimize=optimize,
         rules=rules, limits=limits, sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
-        structured=structured,
+        structured=structured, progress=progress,
     )
 
 

@@ -12,6 +12,7 @@ from eqsat_ad.egraph.encode import encode_program
 from eqsat_ad.ir.checks import check_program
 from eqsat_ad.ir.expr import Access, Binary
 from eqsat_ad.ir.outline import MAX_HEIGHT, max_height, outline
+from eqsat_ad.ir.printer import print_expr
 from eqsat_ad.ir.traverse import height
 
 RNG = np.random.default_rng(11)
@@ -46,7 +47,7 @@ def test_5000_term_expression_parse_print_evaluate_and_differentiate() -> None:
     x = RNG.standard_normal(n)
     assert ea.evaluate(prog, x) == pytest.approx(float(x @ x))
     adjoint = ea.vjp(prog, "x")
-    assert max_height(adjoint) <= MAX_HEIGHT  # outlined: what the backend compiles is shallow
+    assert max_height(outline(adjoint)) <= MAX_HEIGHT  # what the backend compiles is shallow
     np.testing.assert_allclose(ea.evaluate(adjoint, x, 0.5), x, rtol=1e-12)
     tangent = ea.jvp(prog, "x")
     v = RNG.standard_normal(n)
@@ -122,3 +123,137 @@ def test_deep_structural_equality_and_hash() -> None:
         a, b = Binary("+", a, Access("x")), Binary("+", b, Access("x"))
     assert a == b and hash(a) == hash(b)
     assert Binary("-", a, Access("x")) != Binary("+", b, Access("x"))
+
+
+# ------------------------------------------------------------------------------------------------
+# like terms (item 3)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_merge_like_terms_keeps_values_and_signs() -> None:
+    from eqsat_ad.ir.like_terms import merge_like_terms
+
+    prog = ea.parse(
+        "def f(x: [N], A: [N, N]):\n"
+        "    y[i: N] = 2 * x[i] + Sum[j: N](A[i, j]) - x[i] + x[i] * 3 + Sum[k: N](A[i, k])"
+        " + 0 * x[i] + 1 + 2\n"
+        "    return Sum[i: N](y[i])\n"
+    )
+    merged = merge_like_terms(prog)
+    # the two alpha-equivalent sums merge, 2x and 3x merge, -x stays apart (inf - inf), 1 + 2
+    assert print_expr(merged.statements[0].body) == (
+        "5 * x[i] + 2 * Sum[j: N](A[i, j]) - x[i] + 3"
+    )
+    x, A = RNG.standard_normal(5), RNG.standard_normal((5, 5))
+    assert ea.evaluate(merged, x, A) == pytest.approx(ea.evaluate(prog, x, A))
+
+
+@pytest.mark.parametrize("k", [16, 64, 256])
+def test_k_traces_merge_with_linear_e_graphs(k: int) -> None:
+    """k copies of a trace: one bracket term, and an e-graph whose size does not grow like k²."""
+    from eqsat_ad.api import gradient_program
+    from eqsat_ad.examples import k_traces
+
+    ex = k_traces(k)
+    naive = gradient_program(ex.program(), ("A",))
+    out = ea.optimize(naive)
+    assert print_expr(out.program.statements[-1].body) == f"{k} * (i == j)"
+    assert out.report.stats.stop_reason == "saturated"
+    assert out.report.stats.nodes <= 4 * k + 50
+    A = ex.inputs({"N": 6})["A"]
+    np.testing.assert_allclose(ea.evaluate(out.program, A), k * np.eye(6))
+
+
+# ------------------------------------------------------------------------------------------------
+# limits, progress, cache (items 4, 5, 6)
+# ------------------------------------------------------------------------------------------------
+
+
+def rnn_adjoint(steps: int) -> ea.Program:
+    lines = ["def f(x: [N], W: [N, N]):", "    h0[i: N] = x[i]"]
+    lines += [
+        f"    h{t}[i: N] = tanh(Sum[j: N](W[i, j] * h{t - 1}[j]))" for t in range(1, steps + 1)
+    ]
+    lines.append(f"    return Sum[i: N](h{steps}[i])")
+    return ea.vjp(ea.parse("\n".join(lines) + "\n"), "W")
+
+
+def test_stop_reason_names_the_bound_and_progress_is_reported(capsys) -> None:
+    events: list = []
+    prog = rnn_adjoint(8)
+    out = ea.optimize(prog, limits=ea.Limits(iterations=2), progress=events.append)
+    assert out.report.stats.stop_reason in ("iteration limit", "node limit")
+    steps = [e for e in events if e.phase == "saturate"]
+    assert [e.iteration for e in steps] == list(range(1, len(steps) + 1))
+    assert events[-1].phase == "done"
+    assert events[-1].stop_reason == out.report.stats.stop_reason
+    assert any(e.phase == "extract" and e.cost is not None for e in events)
+    ea.optimize(ea.parse("def f(x: [N]):\n    return Sum[i: N](x[i])\n"), verbose=True)
+    assert "eqsat_ad: done: iteration" in capsys.readouterr().err
+
+
+def test_saturated_only_at_a_fixed_point() -> None:
+    from eqsat_ad.egraph.encode import encode_program as encode
+    from eqsat_ad.egraph.rules import load_rules, verify_step_text
+    from eqsat_ad.egraph.saturate import saturate
+
+    prog = ea.vjp(ea.parse("def f(x: [N]):\n    return Sum[i: N](x[i] * x[i])\n"), "x")
+    files = load_rules(None)
+    run = saturate(encode(prog).text, files, 50, 100000, 60.0)
+    assert run.stop_reason == "saturated"
+    assert "verify" not in verify_step_text(files)  # a plain run of every set, no scheduler
+    assert "(run sumprod)" in verify_step_text(files)
+
+
+def test_grad_reports_progress_to_a_callback() -> None:
+    events: list = []
+    g = ea.grad(ea.parse(sum_of_squares(5)), "x", progress=events.append)
+    np.testing.assert_allclose(g(np.arange(5.0)), 2 * np.arange(5.0))
+    assert events and events[-1].phase == "done"
+
+
+def test_the_disk_cache_returns_the_stored_optimization(tmp_path, monkeypatch) -> None:
+    import eqsat_ad.egraph.optimize as opt
+    from eqsat_ad.egraph import cache
+
+    monkeypatch.setenv("EQSAT_AD_CACHE", "1")
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path))
+    prog = ea.vjp(ea.parse("def f(A: [N, N]):\n    return Sum[i: N](A[i, i])\n"), "A")
+    first = ea.optimize(prog)
+    entries = list(tmp_path.glob("*/*.pickle"))
+    assert len(entries) == 1
+
+    def no_optimizer(*args, **kwargs):
+        raise AssertionError("the optimizer ran although the result was cached")
+
+    monkeypatch.setattr(opt, "_optimize", no_optimizer)
+    second = ea.optimize(prog)
+    assert second.program == first.program
+    assert str(second.report) == str(first.report)
+    # other limits, rules or programs are other keys
+    with pytest.raises(AssertionError, match="optimizer ran"):
+        ea.optimize(prog, limits=ea.Limits(iterations=3))
+    with pytest.raises(AssertionError, match="optimizer ran"):
+        ea.optimize(prog, cache=False)
+    # a damaged entry is a miss, not an error
+    entries[0].write_bytes(b"not a pickle")
+    assert cache.load(entries[0].stem) is None
+    monkeypatch.setenv("EQSAT_AD_CACHE", "0")
+    assert not cache.enabled()
+
+
+def test_cache_writes_are_atomic_under_concurrent_writers(tmp_path, monkeypatch) -> None:
+    import multiprocessing as mp
+
+    from eqsat_ad.egraph import cache
+
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path))
+    value = {"payload": list(range(200000))}
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=cache.store, args=("ab" + "0" * 62, value)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    assert cache.load("ab" + "0" * 62) == value
+    assert not list(tmp_path.glob("*/.tmp-*"))  # no temporary file left behind

@@ -45,11 +45,11 @@ def transformation[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         # Deep expressions (long sums, unrolled recurrences) are outlined into shallow
-        # statements first, so the recursive derivative rules see bounded depth.
+        # statements first, so the recursive derivative rules see bounded depth. The result
+        # may be deep again (an adjoint sums one term per use): later stages take any depth.
         args = tuple(outline(a) if isinstance(a, Program) else a for a in args)  # type: ignore
         try:
-            out = fn(*args, **kwargs)
-            return outline(out) if isinstance(out, Program) else out  # type: ignore[return-value]
+            return fn(*args, **kwargs)
         except RecursionError:
             raise DifferentiationError(
                 f"{fn.__name__}: the program is nested too deeply for Python's recursion "

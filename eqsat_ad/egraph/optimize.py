@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ir.errors import EqsatError
+from ..ir.like_terms import merge_like_terms
 from ..ir.outline import outline
 from ..ir.program import Program
 from .encode import encode_program
@@ -130,10 +131,13 @@ def _optimize(
 ) -> Optimized:
     from ..cost.report import CostReport, SaturationStats
 
-    prog = outline(prog)  # every later pass (and the generated code) takes shallow expressions
+    # like terms are merged in one pass over each flattened sum (the e-graph's binary rules
+    # would need ~k²/2 nodes for k copies); every later pass takes shallow expressions
+    merged = outline(merge_like_terms(prog))
+    prog = outline(prog)
     # Limits.seconds is CPU time: this process's (encoding, extraction) plus the worker's
     start = time.process_time()
-    enc = encode_program(prog)
+    enc = encode_program(merged)
     sat_seconds = max(SATURATION_SHARE * limits.seconds - (time.process_time() - start), 1e-3)
     try:
         run = saturate(enc.text, files, limits.iterations, limits.nodes, sat_seconds, progress)
@@ -168,7 +172,7 @@ def _optimize(
     # The input with that done is the fallback (reads are never priced above recomputing).
     shared = share_statement_bodies(drop_unit_factors(prog))
     result = shared if result is prog else share_statement_bodies(
-        drop_unit_factors(outline(result))
+        drop_unit_factors(outline(merge_like_terms(result)))
     )
     stats = SaturationStats(
         iterations=run.iterations,

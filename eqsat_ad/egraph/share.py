@@ -40,7 +40,7 @@ from ..ir.index import Affine, Dim
 from ..ir.program import Program, Statement
 from ..ir.traverse import fold
 
-__all__ = ["drop_unit_factors", "share_statement_bodies"]
+__all__ = ["alpha_key", "drop_unit_factors", "share_statement_bodies"]
 
 # Bodies smaller than this many nodes are not worth a lookup (an access is one node).
 _MIN_NODES = 3
@@ -142,6 +142,12 @@ def _fits(inner: Dim, outer: Dim) -> bool:
 def _canon(e: Expr) -> tuple[tuple, list[str]]:
     c = _Canon()
     return c.key(e), c.order
+
+
+def alpha_key(e: Expr) -> tuple:
+    """Equal for expressions equal up to the names of their sum binders (free names kept)."""
+    key, order = _canon(e)
+    return (key, tuple(order))
 
 
 def share_statement_bodies(prog: Program) -> Program:
