@@ -36,6 +36,7 @@ _LAZY: dict[str, str] = {
     "optimize": "eqsat_ad.why.optimizing",
     "Optimized": "eqsat_ad.egraph.optimize",
     "Limits": "eqsat_ad.egraph.optimize",
+    "Progress": "eqsat_ad.egraph.progress",
     "check_rules": "eqsat_ad.egraph.check",
     "CostReport": "eqsat_ad.cost.report",
     "program_cost": "eqsat_ad.cost.model",

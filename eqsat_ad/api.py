@@ -27,9 +27,11 @@ from .ad.common import is_tensor_output, prune
 from .backend.numpy import CompiledProgram, compile_program
 from .frontend.closures import ConstantArrays
 from .ir.errors import EqsatError, EqsatTypeError, ProgramError, ShapeError
-from .ir.expr import Access, Const, Expr, map_children
+from .ir.expr import Access, Const, Expr
+from .ir.outline import outline
 from .ir.printer import print_program
 from .ir.program import Program, Statement
+from .ir.traverse import rebuild
 
 __all__ = ["Compiled", "Specialization", "compile", "grad", "hessian", "jvp", "vjp"]
 
@@ -123,9 +125,13 @@ def gradient_program(
 
 def _replace_access(e: Expr, name: str, value: Expr) -> Expr:
     """``e`` with every read of the scalar ``name`` replaced by ``value``."""
-    if isinstance(e, Access):
-        return value if e.name == name and not e.indices else e
-    return map_children(e, lambda c: _replace_access(c, name, value))
+
+    def post(x: Expr, _ctx: object) -> Expr:
+        if isinstance(x, Access) and x.name == name and not x.indices:
+            return value
+        return x
+
+    return rebuild(e, post)
 
 
 def _optimize(
@@ -135,6 +141,8 @@ def _optimize(
     limits: Any,
     sizes: Mapping[str, int] | None,
     structured: bool = False,
+    progress: Callable[[Any], None] | None = None,
+    verbose: bool = False,
 ) -> tuple[Program, Any]:
     """Run the optimizer (when asked and available); returns (program, CostReport or None).
     ``structured``: the report prices outputs as they are returned (stored points, factors)."""
@@ -144,13 +152,15 @@ def _optimize(
         except ImportError:
             run_optimizer = None
         if run_optimizer is not None:
-            kwargs: dict[str, Any] = {"sizes": sizes, "structured": structured}
+            kwargs: dict[str, Any] = {"sizes": sizes, "structured": structured,
+                                      "progress": progress, "verbose": verbose}
             if rules is not None:
                 kwargs["rules"] = rules
             if limits is not None:
                 kwargs["limits"] = limits
             result = run_optimizer(naive, **kwargs)
             return result.program, result.report
+    naive = outline(naive)  # the backend and CPython's compiler take shallow expressions
     return naive, _plain_report(naive, sizes, structured)
 
 
@@ -346,9 +356,11 @@ class Compiled:
         dtypes: Mapping[str, Any] | None = None,
         structured: bool = False,
         post: Callable[[Any], Any] | None = None,
+        progress: Callable[[Any], None] | None = None,
     ) -> None:
         self.kind = kind
         self._post = post
+        self._progress = progress
         self.structured = bool(structured)
         self._build = build
         self._options = (optimize, rules, limits, sizes)
@@ -398,7 +410,8 @@ class Compiled:
                 print(f"{head}: specialization: {spec.describe()}")
             print(f"{head}: Tensor SSA program\n{print_program(forward)}")
             print(f"{head}: naive program\n{print_program(naive)}")
-        program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured)
+        program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
+                                    self._progress, self._verbose)
         stage = _Stage(naive, program, report, compile_program(program, self.structured), spec,
                        constants if constants is not None and constants.found else None)
         self._stages[key] = stage
@@ -672,6 +685,7 @@ def grad(
     structured: bool = False,
     argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
+    progress: Callable[[Any], None] | None = None,
 ) -> Compiled:
     """The compiled gradient of a scalar-valued program or NumPy-subset function.
 
@@ -683,7 +697,8 @@ def grad(
     same backend. ``rules``/``limits``/``sizes`` go to the optimizer (``sizes`` also break cost
     ties). ``preserve_result``: also return the function's value, after the gradient(s).
     ``verbose`` prints the Tensor SSA program, the naive and the optimized adjoint, the generated
-    code and the cost report.
+    code and the cost report, and the optimizer's progress to stderr; ``progress``: a callback
+    given an ``eqsat_ad.egraph.progress.Progress`` after every saturation step.
 
     ``structured=True``: a gradient the optimized adjoint writes only at points fixed by equality
     brackets comes back as an :class:`eqsat_ad.Diagonal` (``[i == j] * e(i)``: the gradient of a
@@ -729,6 +744,7 @@ def grad(
     return Compiled(
         "grad", prog_or_fn, build, optimize=optimize, rules=rules, limits=limits, sizes=sizes,
         verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured, post=post,
+        progress=progress,
     )
 
 
@@ -758,6 +774,7 @@ def compile(  # noqa: A001 - the public name (docs/api.md)
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    progress: Callable[[Any], None] | None = None,
 ) -> Compiled:
     """The forward program through the same optimizer and backend, as a callable.
 
@@ -767,6 +784,7 @@ def compile(  # noqa: A001 - the public name (docs/api.md)
     return Compiled(
         "compile", prog_or_fn, lambda p: p, optimize=optimize, rules=rules, limits=limits,
         sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
+        progress=progress,
     )
 
 
@@ -783,6 +801,7 @@ def hessian(
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
     argnums: int | None = None,
+    progress: Callable[[Any], None] | None = None,
 ) -> Compiled:
     """The compiled symbolic Hessian of a scalar program with respect to one input.
 
@@ -805,7 +824,7 @@ def hessian(
     return Compiled(
         "hessian", prog_or_fn, build, optimize=optimize,
         rules=rules, limits=limits, sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
-        structured=structured,
+        structured=structured, progress=progress,
     )
 
 

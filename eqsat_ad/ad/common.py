@@ -15,7 +15,6 @@ from ..ir.expr import (
     Access,
     Binary,
     Bracket,
-    Call,
     Cmp,
     Const,
     Expr,
@@ -31,7 +30,9 @@ from ..ir.expr import (
     rename,
 )
 from ..ir.index import Affine, IndexVar
+from ..ir.outline import outline
 from ..ir.program import Param, Program, Statement
+from ..ir.traverse import Done, rebuild
 
 
 class DifferentiationError(ProgramError):
@@ -43,6 +44,10 @@ def transformation[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        # Deep expressions (long sums, unrolled recurrences) are outlined into shallow
+        # statements first, so the recursive derivative rules see bounded depth. The result
+        # may be deep again (an adjoint sums one term per use): later stages take any depth.
+        args = tuple(outline(a) if isinstance(a, Program) else a for a in args)  # type: ignore
         try:
             return fn(*args, **kwargs)
         except RecursionError:
@@ -240,32 +245,31 @@ def deshadow(e: Expr, outer: set[str]) -> Expr:
     Shadowing is legal but confusing (and some checks reject it); adjoint bodies are assembled
     from pieces of different statements, so this is where it would creep in.
     """
-    match e:
-        case Sum(ivs, body, loc):
-            avoid = outer | all_index_names(body)
-            renames: dict[str, str] = {}
-            new_ivs: list[IndexVar] = []
-            for iv in ivs:
-                if iv.name in outer:
-                    nn = fresh_name(iv.name, avoid)
-                    avoid.add(nn)
-                    renames[iv.name] = nn
-                    new_ivs.append(IndexVar(nn, iv.extent))
-                else:
-                    new_ivs.append(iv)
-            if renames:
-                body = rename(body, renames)
-            inner = outer | {iv.name for iv in new_ivs}
-            return Sum(tuple(new_ivs), deshadow(body, inner), loc)
-        case Binary(op, lhs, rhs, loc):
-            return Binary(op, deshadow(lhs, outer), deshadow(rhs, outer), loc)
-        case Neg(arg, loc):
-            return Neg(deshadow(arg, outer), loc)
-        case Pow(base, k, loc):
-            return Pow(deshadow(base, outer), k, loc)
-        case Call(fn, args, loc):
-            return Call(fn, tuple(deshadow(a, outer) for a in args), loc)
-    return e
+
+    def pre(x: Expr, bound: set[str]) -> tuple[Expr, set[str]] | Done:
+        if isinstance(x, Const | Access | Bracket):
+            return Done(x)
+        if not isinstance(x, Sum):
+            return x, bound
+        ivs, body = x.indices, x.body
+        renames: dict[str, str] = {}
+        new_ivs: list[IndexVar] = []
+        avoid: set[str] | None = None
+        for iv in ivs:
+            if iv.name in bound:
+                avoid = (bound | all_index_names(body)) if avoid is None else avoid
+                nn = fresh_name(iv.name, avoid)
+                avoid.add(nn)
+                renames[iv.name] = nn
+                new_ivs.append(IndexVar(nn, iv.extent))
+            else:
+                new_ivs.append(iv)
+        if renames:
+            body = rename(body, renames)
+            x = Sum(tuple(new_ivs), body, x.loc)
+        return x, bound | {iv.name for iv in new_ivs}
+
+    return rebuild(e, pre=pre, ctx=set(outer))
 
 
 # ================================================================================================

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ..ir.expr import Access, Expr
 from ..ir.index import Affine
+from ..ir.outline import outline
 from ..ir.program import Program
 from .common import (
     DifferentiationError,
@@ -52,7 +53,9 @@ def hessian_program(prog: Program, wrt: str | Sequence[str]) -> Program:
     shape = prog.param(x).shape
     taken = Names(prog)
     stmts, x_bar = gradient_statements(prog, x, taken)
-    gradient = Program(prog.params, tuple(stmts), (Access(x_bar),), False, prog.name)
+    # the gradient's sums may be long: outline them before differentiating again
+    gradient = outline(Program(prog.params, tuple(stmts), (Access(x_bar),), False, prog.name))
+    taken.variables |= {s.name for s in gradient.statements}
 
     def indicator(name: str, idx: tuple[Affine, ...], extra: tuple[str, ...]) -> Expr:
         # dx[a] = [a = M]: the tangent family of all unit directions at once.

@@ -38,6 +38,7 @@ from ..ir.expr import (
     substitute,
 )
 from ..ir.index import Affine, Dim, IndexVar, dim_str
+from ..ir.outline import outline
 from ..ir.program import Program, Statement
 
 # Inlined copies allowed per program: a long chain of statements each using the previous one
@@ -345,5 +346,6 @@ class _Encoder:
 
 
 def encode_program(prog: Program) -> Encoded:
-    """The egglog text of ``prog`` (to run after the prelude and the rule files)."""
-    return _Encoder(prog).encode()
+    """The egglog text of ``prog`` (to run after the prelude and the rule files); deep
+    expressions are outlined first (``Encoded.program`` is the program encoded)."""
+    return _Encoder(outline(prog)).encode()

@@ -104,7 +104,8 @@ class Extractor:
         self, snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None,
         deadline: float | None = None,
     ) -> None:
-        """``deadline``: a ``time.perf_counter()`` value after which the search stops."""
+        """``deadline``: a ``time.process_time()`` value (this process's CPU time: the limit
+        counts work done, not the load of the machine) after which the search stops."""
         self.deadline = INF if deadline is None else deadline
         self.snap = snap
         self.enc = enc
@@ -282,7 +283,7 @@ class Extractor:
         while heap:
             hi, lo, c, k = heapq.heappop(heap)
             pops += 1
-            if pops % CLOCK_EVERY == 0 and time.perf_counter() > deadline:
+            if pops % CLOCK_EVERY == 0 and time.process_time() > deadline:
                 raise OutOfTime("extraction ran past its deadline")
             old = best.get(c)
             if old is not None and old <= (hi, lo):
@@ -454,7 +455,7 @@ class Extractor:
         return Extraction(prog, found[0], used, complete)
 
     def _check_clock(self) -> None:
-        if time.perf_counter() > self.deadline:
+        if time.process_time() > self.deadline:
             raise OutOfTime("extraction ran past its deadline")
 
     # --- decoding -----------------------------------------------------------------------------
@@ -534,6 +535,7 @@ class _Decoder:
         self.choice = choice
         self.names = dict(names)
         self.taken = set(taken) | set(names.values())
+        self.memo: dict[int, Expr] = {}
 
     def name(self, i: int) -> str:
         if i not in self.names:
@@ -569,22 +571,52 @@ class _Decoder:
         rhs = self.affine((neg, -const if const < 0 else Fraction(0)))
         return Cmp({"Eq": "==", "Ne": "!=", "Ge": ">=", "Gt": ">"}[op], lhs, rhs)
 
-    def expr(self, c: int) -> Expr:
-        k = self.choice[c]
-        op, _, args = self.ex.snap.nodes[k]
+    def expr(self, root: int) -> Expr:
+        """The chosen term of class ``root`` (an explicit stack: chains may be thousands deep;
+        indices are named in the order a left-to-right reading meets them)."""
+        nodes = self.ex.snap.nodes
+        out: list[Expr] = []
+        stack: list[tuple[int, bool]] = [(root, False)]
+        while stack:
+            c, expanded = stack.pop()
+            op, _, args = nodes[self.choice[c]]
+            kids = node_children(op, args)
+            if not expanded:
+                if c in self.memo:
+                    out.append(self.memo[c])
+                    continue
+                if not kids:
+                    self.memo[c] = self.leaf(op, args)
+                    out.append(self.memo[c])
+                    continue
+                if op == "Sum":
+                    self.name(args[0])
+                stack.append((c, True))
+                stack.extend((x, False) for x in reversed(kids))
+                continue
+            vals = out[len(out) - len(kids):]
+            del out[len(out) - len(kids):]
+            self.memo[c] = self.combine(op, args, vals)
+            out.append(self.memo[c])
+        return out[0]
+
+    def leaf(self, op: str, args: tuple) -> Expr:
         if op == "Num":
             return Const(args[0])
         if op == "Acc":
             return Access(args[0], tuple(self.affine(lv) for lv in self.ex.il[args[1]]))
         if op == "Br":
             return Bracket(self.pred(self.ex.pred[args[0]]))
+        raise ExtractionError(f"cannot decode {op}")
+
+    def combine(self, op: str, args: tuple, vals: list[Expr]) -> Expr:
         if op == "Add":
-            a, b = self.expr(args[0]), self.expr(args[1])
+            a, b = vals
             if isinstance(b, Neg):
                 return Binary("-", a, b.arg)
             return Binary("+", a, b)
         if op == "Mul":
-            a, b = self.expr(args[0]), self.expr(args[1])
+            a, b = vals
             if isinstance(a, Const) and a.value == -1.0:
                 return Neg(b)
             if isinstance(b, Const) and b.value == -1.0:
@@ -597,17 +629,15 @@ class _Decoder:
                 return Binary("*", Bracket(conj(a.pred, b.lhs.pred)), b.rhs)
             return Binary("*", a, b)
         if op == "Div":
-            return Binary("/", self.expr(args[0]), self.expr(args[1]))
+            return Binary("/", vals[0], vals[1])
         if op == "Pow":
-            return Pow(self.expr(args[0]), args[1])
-        if op == "Call1":
-            return Call(args[0], (self.expr(args[1]),))
-        if op == "Call2":
-            return Call(args[0], (self.expr(args[1]), self.expr(args[2])))
+            return Pow(vals[0], args[1])
+        if op in ("Call1", "Call2"):
+            return Call(args[0], tuple(vals))
         if op == "Sum":
-            j, n, b = args
+            j = args[0]
             iv = IndexVar(self.name(j), self.ex.enc.ids.extent[j])
-            body = self.expr(b)
+            body = vals[0]
             if isinstance(body, Sum) and iv.name not in {x.name for x in body.indices}:
                 return Sum((iv,) + body.indices, body.body)
             return Sum((iv,), body)

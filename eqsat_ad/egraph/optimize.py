@@ -12,15 +12,18 @@ the rest (an anytime search: the best program found when the time is up, else th
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..ir.errors import EqsatError, EqsatTypeError, EqsatValueError
+from ..ir.like_terms import merge_like_terms
+from ..ir.outline import outline
 from ..ir.program import Program
 from .encode import encode_program
 from .extract import ExtractionError, Extractor, OutOfTime
-from .rules import load_rules, rule_names
+from .progress import Progress, reporter
+from .rules import RuleFile, load_rules, rule_names
 from .saturate import SaturationError, saturate
 from .share import drop_unit_factors, share_statement_bodies
 
@@ -35,9 +38,11 @@ class Limits:
 
     ``iterations``: steps: rounds of the terminating rule sets, then exploratory steps (each
     followed by the terminating sets to a bounded fixpoint);
-    ``nodes``: e-graph size at which growth stops; ``seconds``: wall time of the whole call:
-    saturation (the worker is killed mid-iteration if need be) and extraction (which stops with
-    the best program found so far), up to a margin for decoding and pricing the result.
+    ``nodes``: e-graph size at which growth stops; ``seconds``: CPU time of saturation (the
+    worker process's, which starts a step only if it fits at the pace of the last one and is
+    killed mid-step past 15% over) and extraction (which stops with the best program found so
+    far): CPU time, so the result does not depend on how loaded the machine is. Decoding and
+    pricing the result come on top.
     """
 
     iterations: int = 16
@@ -97,11 +102,19 @@ def optimize(
     limits: Limits | None = None,
     sizes: Mapping[str, int] | None = None,
     structured: bool = False,
+    progress: Callable[[Progress], None] | None = None,
+    verbose: bool = False,
+    cache: bool | None = None,
 ) -> Optimized:
     """Optimize ``prog`` with the rule sets ``rules`` (shipped names or paths to ``.egg`` files;
     default: all shipped sets) under ``limits``; ``sizes`` breaks asymptotic ties.
-    ``structured``: the report prices outputs as ``structured=True`` compiles them."""
-    from ..cost.report import CostReport, SaturationStats
+    ``structured``: the report prices outputs as ``structured=True`` compiles them.
+    ``progress``: called with a :class:`Progress` after every saturation step and at the end;
+    ``verbose``: print those reports to stderr (a terminal gets them after about a second
+    anyway). ``cache``: look the result up in (and store it to) the on-disk cache of optimized
+    programs (default: on unless ``EQSAT_AD_CACHE=0``; see :mod:`eqsat_ad.egraph.cache`).
+    """
+    from . import cache as disk
 
     if not isinstance(prog, Program):
         raise EqsatTypeError(f"optimize expects a Program, got {type(prog).__name__}")
@@ -115,18 +128,46 @@ def optimize(
                     f"sizes must map size names to non-negative ints, got {k!r}: {v!r}"
                 )
     files = load_rules(rules)
-    start = time.perf_counter()
-    deadline = start + limits.seconds
-    enc = encode_program(prog)
-    sat_seconds = max(start + SATURATION_SHARE * limits.seconds - time.perf_counter(), 1e-3)
+    use_cache = disk.enabled() if cache is None else cache
+    key = disk.key(prog, files, limits, sizes, structured) if use_cache else None
+    if key is not None:
+        hit = disk.load(key)
+        if isinstance(hit, Optimized):
+            return hit
+    result = _optimize(prog, files, limits, sizes, structured, reporter(progress, verbose))
+    if key is not None:
+        disk.store(key, result)
+    return result
+
+
+def _optimize(
+    prog: Program,
+    files: Sequence[RuleFile],
+    limits: Limits,
+    sizes: Mapping[str, int] | None,
+    structured: bool,
+    progress: Callable[[Progress], None] | None,
+) -> Optimized:
+    from ..cost.report import CostReport, SaturationStats
+
+    # like terms are merged in one pass over each flattened sum (the e-graph's binary rules
+    # would need ~k²/2 nodes for k copies); every later pass takes shallow expressions
+    merged = outline(merge_like_terms(prog))
+    prog = outline(prog)
+    # Limits.seconds is CPU time: this process's (encoding, extraction) plus the worker's
+    start = time.process_time()
+    enc = encode_program(merged)
+    sat_seconds = max(SATURATION_SHARE * limits.seconds - (time.process_time() - start), 1e-3)
     try:
-        run = saturate(enc.text, files, limits.iterations, limits.nodes, sat_seconds)
+        run = saturate(enc.text, files, limits.iterations, limits.nodes, sat_seconds, progress)
     except SaturationError as exc:
         if "produced no e-graph" in str(exc):
-            stats = SaturationStats(0, 0, 0, time.perf_counter() - start, "time limit", {})
+            stats = SaturationStats(0, 0, 0, time.process_time() - start, "time limit", {})
             shared = share_statement_bodies(drop_unit_factors(prog))
             return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
         raise
+    # what the worker used comes out of the extraction's share
+    deadline = start + limits.seconds - run.seconds
     file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
     stop_reason = run.stop_reason
@@ -136,6 +177,11 @@ def optimize(
         result = extraction.program
         if not extraction.complete:
             stop_reason = "time limit"
+        if progress is not None:
+            cpu = time.process_time() - start + run.seconds
+            progress(Progress(
+                "extract", run.iterations, run.snapshot.n_nodes, cpu, extraction.cost[1]
+            ))
     except OutOfTime:
         stop_reason = "time limit"  # not even the input's own shape was priced in time
     except ExtractionError as exc:
@@ -144,17 +190,23 @@ def optimize(
     # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
     # The input with that done is the fallback (reads are never priced above recomputing).
     shared = share_statement_bodies(drop_unit_factors(prog))
-    result = shared if result is prog else share_statement_bodies(drop_unit_factors(result))
+    result = shared if result is prog else share_statement_bodies(
+        drop_unit_factors(outline(merge_like_terms(result)))
+    )
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
         classes=run.snapshot.n_classes,
-        seconds=time.perf_counter() - start,
+        seconds=time.process_time() - start + run.seconds,
         stop_reason=stop_reason,
         # the rules of the rule files (the prelude's analyses and arithmetic are bookkeeping)
         rule_counts={k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules},
         note=note,
     )
+    if progress is not None:
+        progress(Progress(
+            "done", run.iterations, run.snapshot.n_nodes, stats.seconds, None, stop_reason
+        ))
     if result is shared:
         return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
     # the safety net reuses the report's pricing (the cost model is the slow part on big programs)

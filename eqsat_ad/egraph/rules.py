@@ -138,3 +138,10 @@ def explore_step_text(files: Sequence[RuleFile]) -> str:
         f"(let-scheduler bo (back-off :match-limit {MATCH_LIMIT})) (seq {explore}) {fixpoint} "
         "(saturate (run prelude)))"
     )
+
+
+def verify_step_text(files: Sequence[RuleFile]) -> str:
+    """One plain pass of every set (no scheduler skips a rule): changing nothing is a fixed
+    point."""
+    runs = " ".join(f"(run {f.name})" for f in files)
+    return f"(run-schedule (seq {runs}) (saturate (run prelude)))"

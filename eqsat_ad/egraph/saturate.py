@@ -10,15 +10,23 @@ far is still correct.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from egglog import bindings
 
 from ..ir.errors import EqsatValueError
-from .rules import RuleFile, explore_step_text, prelude_text, simplify_round_text
+from .progress import Progress
+from .rules import (
+    RuleFile,
+    explore_step_text,
+    prelude_text,
+    simplify_round_text,
+    verify_step_text,
+)
 
 CLASS_SORTS = ("Lin", "IL", "Pred", "E")
 ANALYSES = frozenset({"free", "lfree", "ilfree", "pfree", "lcoef", "extent"})
@@ -92,16 +100,9 @@ class RunResult:
     snapshot: Snapshot
     iterations: int
     seconds: float
+    """CPU seconds the worker used"""
     stop_reason: str
     rule_counts: dict[str, int]
-
-
-def _node_count(eg: bindings.EGraph) -> int:
-    frozen = eg.freeze()
-    return sum(
-        len(f.rows) for n, f in frozen.functions.items()
-        if not f.is_let_binding and n not in ANALYSES and f.output_sort in CLASS_SORTS
-    )
 
 
 def _report_counts(outputs: list, counts: dict[str, int]) -> bool:
@@ -118,10 +119,39 @@ def _report_counts(outputs: list, counts: dict[str, int]) -> bool:
     return changed
 
 
-def _worker(conn, text: str, files: Sequence[RuleFile], iterations: int, nodes: int) -> None:
+class _Sizer:
+    """E-graph size from egglog's per-function row counts (``print-size``): no copy of the
+    e-graph, unlike ``freeze``."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.constructors = {name for name, _, _ in snap.nodes}
+
+    def __call__(self, eg: bindings.EGraph) -> int:
+        out = eg.parse_and_run_program("(print-size)")
+        total = 0
+        for o in out:
+            for name, k in getattr(o, "sizes", ()):
+                if name in self.constructors:
+                    total += k
+        return total
+
+
+# a step predicted to take more than this factor of the last one is not started if it would
+# not fit in the time left (steps grow with the e-graph)
+GROWTH = 2.0
+
+
+def _worker(
+    conn, text: str, files: Sequence[RuleFile], iterations: int, nodes: int, seconds: float
+) -> None:
     """Grow the e-graph one step at a time: first rounds of the terminating (simplification)
-    sets until they change nothing, then exploratory steps. Send ('snap', snapshot, step,
-    counts, node_count) after loading and after every step, and ('done', reason) at the end."""
+    sets until they change nothing, then exploratory steps, within ``seconds`` of this
+    process's CPU time: a step is started only if, at the pace of the last one, it and the
+    final snapshot fit. Sends ('snap', snapshot, step, counts, cpu) once after loading (the
+    fallback), ('progress', step, nodes, cpu) after every step, and at the end the final
+    ('snap', ...) and ('done', reason)."""
+    clock = time.process_time
+    t0 = clock()
     try:
         eg = bindings.EGraph()
         counts: dict[str, int] = {}
@@ -134,60 +164,114 @@ def _worker(conn, text: str, files: Sequence[RuleFile], iterations: int, nodes: 
                 return
         eg.parse_and_run_program(text, filename="<encoded program>")
         _report_counts(eg.parse_and_run_program("(run-schedule (saturate (run prelude)))"), counts)
+        t_snap = clock()
+        first = take_snapshot(eg)
+        per_node = (clock() - t_snap) / max(first.n_nodes, 1)
+        conn.send(("snap", first, 0, dict(counts), clock() - t0))
+        size = _Sizer(first)
         simplify = any(f.saturate for f in files)
         explore = any(not f.saturate for f in files)
-        it = 0
-        while True:
-            n = _node_count(eg)
-            conn.send(("snap", take_snapshot(eg), it, dict(counts), n))
-            if not simplify and not explore:
-                conn.send(("done", "saturated"))
-                return
+        it, last_step, n = 0, 0.0, first.n_nodes
+        reason = "saturated"
+        while simplify or explore:
             if n >= nodes:
-                conn.send(("done", "node limit"))
-                return
+                reason = "node limit"
+                break
             if it >= iterations:
-                conn.send(("done", "iteration limit"))
-                return
+                reason = "iteration limit"
+                break
+            used = clock() - t0
+            if used + GROWTH * last_step + per_node * n > seconds:
+                reason = "time limit"
+                break
+            t_step = clock()
             step = simplify_round_text(files) if simplify else explore_step_text(files)
             changed = _report_counts(eg.parse_and_run_program(step), counts)
+            if not changed and explore and not simplify:
+                # the back-off scheduler may have skipped rules that still match: only a plain
+                # run that changes nothing is a fixed point
+                changed = _report_counts(
+                    eg.parse_and_run_program(verify_step_text(files)), counts
+                )
             it += 1
+            last_step = clock() - t_step
+            n = size(eg)
+            conn.send(("progress", it, n, clock() - t0))
             if not changed:
                 if simplify and explore:
                     simplify = False  # simplified to a fixpoint: start exploring
                     continue
-                conn.send(("snap", take_snapshot(eg), it, dict(counts), _node_count(eg)))
-                conn.send(("done", "saturated"))
-                return
+                reason = "saturated"
+                break
+        final = first if it == 0 else take_snapshot(eg)
+        conn.send(("snap", final, it, dict(counts), clock() - t0))
+        conn.send(("done", reason))
     except Exception as exc:  # egglog errors cross the process boundary as text
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of a live process, from /proc; None where unavailable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+try:
+    _TICKS = os.sysconf("SC_CLK_TCK")
+except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+    _TICKS = 100
+# the worker is killed past its budget by this factor (plus POLL): a step that ran far longer
+# than the last one predicted
+HARD_FACTOR = 1.15
+POLL = 0.05
+# a machine so loaded that the worker gets almost no CPU still ends: wall time is capped too
+WALL_FACTOR = 20.0
+
+
 def saturate(
-    text: str, files: Sequence[RuleFile], iterations: int, nodes: int, seconds: float
+    text: str, files: Sequence[RuleFile], iterations: int, nodes: int, seconds: float,
+    progress: Callable[[Progress], None] | None = None,
 ) -> RunResult:
-    """Run the rule sets on the encoded program under the three bounds."""
+    """Run the rule sets on the encoded program under the three bounds; ``seconds`` is CPU
+    time of the worker process. ``progress`` is called after every step."""
     start = time.perf_counter()
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(child, text, files, iterations, nodes), daemon=True)
+    proc = ctx.Process(
+        target=_worker, args=(child, text, files, iterations, nodes, seconds), daemon=True
+    )
     proc.start()
     child.close()
     snap: Snapshot | None = None
-    its, counts, reason = 0, {}, "time limit"
+    its, counts, reason, cpu = 0, {}, "time limit", 0.0
+    hard = HARD_FACTOR * seconds + POLL
     try:
         while True:
-            left = seconds - (time.perf_counter() - start)
-            if left <= 0 or not parent.poll(max(left, 0.0)):
-                reason = "time limit"
-                break
+            if not parent.poll(POLL):
+                used = _cpu_seconds(proc.pid)
+                wall = time.perf_counter() - start
+                if (used is not None and used > hard) or wall > WALL_FACTOR * seconds + 5 or (
+                    used is None and wall > hard
+                ):
+                    reason = "time limit"
+                    cpu = max(cpu, used or wall)
+                    break
+                continue
             try:
                 msg = parent.recv()
             except EOFError:
                 reason = "time limit" if snap is not None else "worker died"
                 break
             if msg[0] == "snap":
-                _, snap, its, counts, _n = msg
+                _, snap, its, counts, cpu = msg
+            elif msg[0] == "progress":
+                _, step, n, cpu = msg
+                if progress is not None:
+                    progress(Progress("saturate", step, n, cpu))
             elif msg[0] == "done":
                 reason = msg[1]
                 break
@@ -203,4 +287,4 @@ def saturate(
             f"equality saturation produced no e-graph within {seconds} s ({reason}); "
             "raise Limits.seconds"
         )
-    return RunResult(snap, its, time.perf_counter() - start, reason, counts)
+    return RunResult(snap, its, cpu, reason, counts)

@@ -38,8 +38,9 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, Dim
 from ..ir.program import Program, Statement
+from ..ir.traverse import fold
 
-__all__ = ["drop_unit_factors", "share_statement_bodies"]
+__all__ = ["alpha_key", "drop_unit_factors", "share_statement_bodies"]
 
 # Bodies smaller than this many nodes are not worth a lookup (an access is one node).
 _MIN_NODES = 3
@@ -143,16 +144,24 @@ def _canon(e: Expr) -> tuple[tuple, list[str]]:
     return c.key(e), c.order
 
 
+def alpha_key(e: Expr) -> tuple:
+    """Equal for expressions equal up to the names of their sum binders (free names kept)."""
+    key, order = _canon(e)
+    return (key, tuple(order))
+
+
 def share_statement_bodies(prog: Program) -> Program:
     """``prog`` with subexpressions equal to an earlier statement's body read from it."""
     table: dict[tuple, Statement] = {}  # body key -> the first statement with that body
     orders: dict[str, list[str]] = {}  # statement -> its body's free indices in token order
+    body_sizes: set[int] = set()  # only a subexpression of one of these sizes can match
+    sizes: dict[int, int] = {}
     changed = False
 
     def rewrite(e: Expr, scope: Mapping[str, Dim]) -> Expr:
         if not table or isinstance(e, Access | Const | Bracket):
             return e
-        if _size(e, _MIN_NODES) >= _MIN_NODES:
+        if sizes.get(id(e), 0) in body_sizes:
             key, order = _canon(e)
             s = table.get(key)
             if s is not None:
@@ -168,6 +177,8 @@ def share_statement_bodies(prog: Program) -> Program:
 
     statements: list[Statement] = []
     for s in prog.statements:
+        sizes.clear()
+        fold(s.body, lambda x, kids: sizes.setdefault(id(x), 1 + sum(kids)))
         body = rewrite(s.body, {iv.name: iv.extent for iv in s.indices})
         if body != s.body:
             changed = True
@@ -178,8 +189,14 @@ def share_statement_bodies(prog: Program) -> Program:
         if set(order) == {iv.name for iv in s.indices} and key not in table:
             table[key] = s
             orders[s.name] = order
-    outputs = tuple(o if isinstance(o, Access) and not o.indices else rewrite(o, {})
-                    for o in prog.outputs)
+            if _size(s.body, _MIN_NODES) >= _MIN_NODES:
+                body_sizes.add(_size(s.body, 1 << 62))
+    outputs = []
+    for o in prog.outputs:
+        sizes.clear()
+        fold(o, lambda x, kids: sizes.setdefault(id(x), 1 + sum(kids)))
+        outputs.append(o if isinstance(o, Access) and not o.indices else rewrite(o, {}))
+    outputs = tuple(outputs)
     changed |= outputs != prog.outputs
     if not changed:
         return prog

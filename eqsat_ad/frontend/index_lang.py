@@ -45,6 +45,7 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, Dim, IndexVar, as_dim
 from ..ir.program import Param, Program, Statement
+from .long_chains import Operand, split_long_chains
 
 __all__ = ["parse", "tensor_fn"]
 
@@ -142,6 +143,8 @@ class _Parser:
         self.col_offset = col_offset
         self.relations: set[str] = set()
         self.sizes: set[str] = set()
+        # long +/- chains read in pieces (see long_chains): placeholder name -> operands
+        self.chains: dict[str, list[Operand]] = {}
 
     # --- locations and errors ------------------------------------------------------------------
     def loc(self, node: ast.AST) -> Loc:
@@ -307,6 +310,8 @@ class _Parser:
         match node:
             case ast.Constant(value=v):
                 return Const(self.number(node, v), loc)
+            case ast.Name(id=name) if name in self.chains:
+                return self.chain(self.chains[name], scope)
             case ast.Name(id=name):
                 if name in self.relations:
                     return Bracket(Rel(name, (), loc), loc)
@@ -336,11 +341,8 @@ class _Parser:
                 raise self.error(f"cannot call '{self.text(node.func)}'", node.func)
             case ast.BinOp(left=lhs, op=ast.Pow(), right=rhs):
                 return Pow(self.expr(lhs, scope), self.exponent(rhs), loc)
-            case ast.BinOp(left=lhs, op=op, right=rhs):
-                sym = _BINOPS.get(type(op))
-                if sym is None:
-                    raise self.error(f"{_construct(op)} is not supported", node)
-                return Binary(sym, self.expr(lhs, scope), self.expr(rhs, scope), loc)
+            case ast.BinOp():
+                return self.binop_chain(node, scope)
             case ast.UnaryOp(op=ast.USub(), operand=arg):
                 if (
                     isinstance(arg, ast.Constant)
@@ -354,6 +356,30 @@ class _Parser:
             case ast.Compare() | ast.BoolOp():
                 return Bracket(self.pred(node, scope), loc)
         raise self.unsupported(node, "in an expression")
+
+    def binop_chain(self, node: ast.BinOp, scope: frozenset[str]) -> Expr:
+        """A left-nested chain ``a op b op c ...`` read along its left spine with a loop (a
+        chain of thousands of terms is as deep as it is long)."""
+        spine: list[ast.BinOp] = []
+        cur: ast.expr = node
+        while isinstance(cur, ast.BinOp) and not isinstance(cur.op, ast.Pow):
+            spine.append(cur)
+            cur = cur.left
+        acc = self.expr(cur, scope)
+        for b in reversed(spine):
+            sym = _BINOPS.get(type(b.op))
+            if sym is None:
+                raise self.error(f"{_construct(b.op)} is not supported", b)
+            acc = Binary(sym, acc, self.expr(b.right, scope), self.loc(b))
+        return acc
+
+    def chain(self, operands: list[Operand], scope: frozenset[str]) -> Expr:
+        acc = self.expr(operands[0].tree, scope)
+        if operands[0].sign == "-":
+            acc = Neg(acc, acc.loc)
+        for op in operands[1:]:
+            acc = Binary(op.sign, acc, self.expr(op.tree, scope), self.loc(op.tree))
+        return acc
 
     def number(self, node: ast.AST, v: Any) -> float:
         if not _is_number(v):
@@ -497,7 +523,12 @@ def _parse(src: str, filename: str, line_offset: int, col_offset: int, decorated
     col_offset += _indent(src) - _indent(dedented)
     parser = _Parser(dedented, filename, line_offset, col_offset)
     try:
-        tree = _parse_tree(dedented, filename, line_offset, col_offset)
+        try:
+            tree = _parse_tree(dedented, filename, line_offset, col_offset)
+        except RecursionError:
+            # a chain of thousands of terms: read the long chains in pieces
+            shallow, parser.chains = split_long_chains(dedented)
+            tree = _parse_tree(shallow, filename, line_offset, col_offset)
         prog = parser.function(_the_function(parser, tree, decorated))
         check_program(prog)
     except RecursionError:

@@ -98,7 +98,7 @@ from .numpy_values import (
 
 __all__ = ["translate", "MAX_UNROLL"]
 
-MAX_UNROLL = 1000
+MAX_UNROLL = 10000
 """Most iterations a single loop that is not an accumulation is unrolled to."""
 
 MAX_TOTAL_UNROLL = 20000

@@ -140,6 +140,16 @@ class _Checker:
     def expr(
         self, e: Expr, scope: dict[str, IndexVar], outer: Loc | None, output: bool = False
     ) -> None:
+        # a worklist, left to right: expressions may be thousands of nodes deep
+        work: list[tuple[Expr, dict[str, IndexVar], Loc | None]] = [(e, scope, outer)]
+        while work:
+            x, sc, out = work.pop()
+            self.node(x, sc, out, output, work)
+
+    def node(
+        self, e: Expr, scope: dict[str, IndexVar], outer: Loc | None, output: bool,
+        work: list[tuple[Expr, dict[str, IndexVar], Loc | None]],
+    ) -> None:
         loc = e.loc if e.loc is not None else outer
         match e:
             case Const(v) | Pow(_, v) if not math.isfinite(v):
@@ -168,10 +178,9 @@ class _Checker:
             case Bracket(pred):
                 self.pred(pred, scope, loc, output)
             case Binary(_, lhs, rhs):
-                self.expr(lhs, scope, loc, output)
-                self.expr(rhs, scope, loc, output)
+                work += [(rhs, scope, loc), (lhs, scope, loc)]
             case Neg(arg) | Pow(arg, _):
-                self.expr(arg, scope, loc, output)
+                work.append((arg, scope, loc))
             case Call(fn, args):
                 f = lookup(fn)
                 if f is None:
@@ -181,13 +190,12 @@ class _Checker:
                     raise ProgramError(
                         f"'{fn}' takes {f.arity} {plural} but is given {len(args)}", loc
                     )
-                for a in args:
-                    self.expr(a, scope, loc, output)
+                work.extend((a, scope, loc) for a in reversed(args))
             case Sum(ivs, body):
                 if not ivs:
                     raise ProgramError("Sum binds no index", loc)
                 self.binder(ivs, loc, "one Sum")
-                self.expr(body, {**scope, **{iv.name: iv for iv in ivs}}, loc, output)
+                work.append((body, {**scope, **{iv.name: iv for iv in ivs}}, loc))
             case _:
                 raise ProgramError(f"not an expression: {e!r}", outer)
 
@@ -255,10 +263,12 @@ def _indices(n: int) -> str:
 
 def _sum_binders(e: Expr) -> list[tuple[IndexVar, ...]]:
     out: list[tuple[IndexVar, ...]] = []
-    if isinstance(e, Sum):
-        out.append(e.indices)
-    for c in children(e):
-        out.extend(_sum_binders(c))
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Sum):
+            out.append(x.indices)
+        stack.extend(reversed(children(x)))
     return out
 
 

@@ -171,6 +171,71 @@ class Bracket:
 Expr = Const | Access | Binary | Neg | Pow | Call | Sum | Bracket
 
 
+# Structural equality and hashing without recursion: a chain of thousands of terms is as deep
+# as it is long, and the generated dataclass methods would recurse once per level.
+_INNER = (Binary, Neg, Pow, Call, Sum)
+
+
+def _own_fields(e: Expr) -> object:
+    """The fields of an inner node other than its child expressions (and its location)."""
+    match e:
+        case Binary():
+            return e.op
+        case Pow(_, k):
+            return k
+        case Call(fn, args):
+            return (fn, len(args))
+        case Sum(ivs, _):
+            return ivs
+    return None
+
+
+def _deep_eq(a: Expr, b: Expr) -> bool:
+    stack: list[tuple[Expr, Expr]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, _INNER):
+            if _own_fields(x) != _own_fields(y):
+                return False
+            stack.extend(zip(children(x), children(y), strict=True))
+        elif x != y:
+            return False
+    return True
+
+
+def _deep_hash(e: Expr) -> int:
+    out: list[int] = []
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        x, expanded = stack.pop()
+        if not isinstance(x, _INNER):
+            out.append(hash(x))
+        elif expanded:
+            n = len(children(x))
+            kids = out[len(out) - n:]
+            del out[len(out) - n:]
+            out.append(hash((type(x).__name__, _own_fields(x), *kids)))
+        else:
+            stack.append((x, True))
+            stack.extend((c, False) for c in reversed(children(x)))
+    return out[0]
+
+
+def _eq(self: Expr, other: object) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return _deep_eq(self, other)  # type: ignore[arg-type]
+
+
+for _cls in _INNER:
+    _cls.__eq__ = _eq  # type: ignore[method-assign,assignment]
+    _cls.__hash__ = _deep_hash  # type: ignore[method-assign,assignment]
+
+
 # ================================================================================================
 # Helpers for building expressions (used by AD and the optimizer's decoder)
 # ================================================================================================
@@ -247,32 +312,44 @@ def children(e: Expr) -> tuple[Expr, ...]:
 
 def free_indices(e: Expr) -> frozenset[str]:
     """Index variables that occur in ``e`` without being bound by an enclosing ``Sum`` in ``e``."""
-    match e:
-        case Const():
-            return frozenset()
-        case Access(_, idx):
-            out: frozenset[str] = frozenset()
-            for a in idx:
-                out |= a.free_indices()
-            return out
-        case Bracket(p):
-            return pred_free_indices(p)
-        case Sum(ivs, body):
-            return free_indices(body) - {iv.name for iv in ivs}
-    out = frozenset()
-    for c in children(e):
-        out |= free_indices(c)
-    return out
+    if isinstance(e, Access):
+        out: frozenset[str] = frozenset()
+        for a in e.indices:
+            out |= a.free_indices()
+        return out
+    if isinstance(e, Bracket):
+        return pred_free_indices(e.pred)
+    if isinstance(e, Const):
+        return frozenset()
+    # one walk with the names bound on the way down (expressions may be thousands deep)
+    found: set[str] = set()
+    none: frozenset[str] = frozenset()
+    stack: list[tuple[Expr, frozenset[str]]] = [(e, none)]
+    while stack:
+        x, bound = stack.pop()
+        match x:
+            case Access(_, idx):
+                for a in idx:
+                    found.update(n for n in a.free_indices() if n not in bound)
+            case Bracket(p):
+                found.update(n for n in pred_free_indices(p) if n not in bound)
+            case Sum(ivs, body):
+                stack.append((body, bound | {iv.name for iv in ivs}))
+            case _:
+                stack.extend((c, bound) for c in children(x))
+    return frozenset(found)
 
 
 def bound_indices(e: Expr) -> frozenset[str]:
     """All index names bound by some ``Sum`` inside ``e``."""
-    out: frozenset[str] = frozenset()
-    if isinstance(e, Sum):
-        out |= {iv.name for iv in e.indices}
-    for c in children(e):
-        out |= bound_indices(c)
-    return out
+    out: set[str] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Sum):
+            out |= {iv.name for iv in x.indices}
+        stack.extend(children(x))
+    return frozenset(out)
 
 
 def all_index_names(e: Expr) -> frozenset[str]:
@@ -306,47 +383,53 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
 
     A ``Sum`` whose binder would capture a free index of a replacement is renamed first.
     """
+    from .traverse import Done, rebuild
+
     mapping = {k: v for k, v in mapping.items() if not (v.as_var() == k)}
     if not mapping:
         return e
-    match e:
-        case Const():
-            return e
-        case Access(name, idx):
-            return Access(name, tuple(a.substitute(mapping) for a in idx), e.loc)
-        case Bracket(p):
-            return Bracket(substitute_pred(p, mapping), e.loc)
-        case Binary(op, lhs, rhs):
-            return Binary(op, substitute(lhs, mapping), substitute(rhs, mapping), e.loc)
-        case Neg(arg):
-            return Neg(substitute(arg, mapping), e.loc)
-        case Pow(base, k):
-            return Pow(substitute(base, mapping), k, e.loc)
-        case Call(fn, args):
-            return Call(fn, tuple(substitute(a, mapping) for a in args), e.loc)
-        case Sum(ivs, body):
-            bound = {iv.name for iv in ivs}
-            inner = {k: v for k, v in mapping.items() if k not in bound}
-            if not inner:
-                return e
-            captured: set[str] = set()
-            for v in inner.values():
-                captured |= v.free_indices()
-            avoid = set(all_index_names(body)) | captured | set(inner) | bound
-            new_ivs: list[IndexVar] = []
-            renames: dict[str, Affine] = {}
-            for iv in ivs:
-                if iv.name in captured:
-                    nn = fresh_name(iv.name, avoid)
-                    avoid.add(nn)
-                    renames[iv.name] = Affine.var(nn)
-                    new_ivs.append(IndexVar(nn, iv.extent))
-                else:
-                    new_ivs.append(iv)
-            if renames:
-                body = substitute(body, renames)
-            return Sum(tuple(new_ivs), substitute(body, inner), e.loc)
-    raise TypeError(e)
+
+    def pre(x: Expr, m: Mapping[str, Affine]) -> tuple[Expr, Mapping[str, Affine]] | Done:
+        match x:
+            case Const():
+                return Done(x)
+            case Access(name, idx):
+                return Done(Access(name, tuple(a.substitute(m) for a in idx), x.loc))
+            case Bracket(p):
+                return Done(Bracket(substitute_pred(p, m), x.loc))
+            case Sum(ivs, body):
+                return _enter_sum(x, ivs, body, m)
+        return x, m
+
+    return rebuild(e, pre=pre, ctx=mapping)
+
+
+def _enter_sum(x: Sum, ivs: tuple[IndexVar, ...], body: Expr, mapping: Mapping[str, Affine]):
+    """The mapping inside ``x`` (its binders removed), with binders that would capture a
+    replacement's free index renamed first."""
+    from .traverse import Done
+
+    bound = {iv.name for iv in ivs}
+    inner = {k: v for k, v in mapping.items() if k not in bound}
+    if not inner:
+        return Done(x)
+    captured: set[str] = set()
+    for v in inner.values():
+        captured |= v.free_indices()
+    if not captured & bound:
+        return x, inner
+    avoid = set(all_index_names(body)) | captured | set(inner) | bound
+    new_ivs: list[IndexVar] = []
+    renames: dict[str, Affine] = {}
+    for iv in ivs:
+        if iv.name in captured:
+            nn = fresh_name(iv.name, avoid)
+            avoid.add(nn)
+            renames[iv.name] = Affine.var(nn)
+            new_ivs.append(IndexVar(nn, iv.extent))
+        else:
+            new_ivs.append(iv)
+    return Sum(tuple(new_ivs), substitute(body, renames), x.loc), inner
 
 
 def rename(e: Expr, mapping: Mapping[str, str]) -> Expr:
@@ -357,23 +440,21 @@ def rename(e: Expr, mapping: Mapping[str, str]) -> Expr:
 def accessed_names(e: Expr) -> frozenset[str]:
     """Names of tensors, scalars and relations read by ``e``."""
     out: set[str] = set()
-
-    def pred(p: Pred) -> None:
-        if isinstance(p, Rel):
-            out.add(p.name)
-        elif isinstance(p, And):
-            for q in p.preds:
-                pred(q)
-
-    def go(x: Expr) -> None:
+    stack: list[Expr] = [e]
+    preds: list[Pred] = []
+    while stack:
+        x = stack.pop()
         if isinstance(x, Access):
             out.add(x.name)
         elif isinstance(x, Bracket):
-            pred(x.pred)
-        for c in children(x):
-            go(c)
-
-    go(e)
+            preds.append(x.pred)
+        stack.extend(children(x))
+    while preds:
+        p = preds.pop()
+        if isinstance(p, Rel):
+            out.add(p.name)
+        elif isinstance(p, And):
+            preds.extend(p.preds)
     return frozenset(out)
 
 

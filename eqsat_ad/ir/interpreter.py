@@ -50,6 +50,7 @@ from .expr import (
 )
 from .functions import lookup
 from .index import Affine, Dim, IndexVar, dim_str
+from .outline import outline
 from .program import Param, Program
 
 __all__ = ["bind_arguments", "evaluate", "evaluate_expr", "evaluate_statements"]
@@ -97,6 +98,7 @@ def evaluate(prog: Program, *args: Any, **kwargs: Any) -> float | np.ndarray | t
     :class:`ProgramError` for a program that cannot be evaluated (unknown name, unbound index...).
     """
     env, sizes = bind_arguments(prog, *args, **kwargs)
+    prog = outline(prog)  # the evaluator recurses: it is given expressions of bounded depth
     env = evaluate_statements(prog, env, sizes)
     outs = tuple(_output(o, env, sizes) for o in prog.outputs)
     if prog.returns_tuple:

@@ -70,38 +70,43 @@ def _prec(e: Expr) -> int:
     return _ATOM
 
 
-def _wrap(e: Expr, need: int) -> str:
-    s = print_expr(e)
-    return f"({s})" if _prec(e) < need else s
-
-
 def print_expr(e: Expr) -> str:
-    match e:
-        case Const(v):
-            return format_number(v)
-        case Access(name, idx):
-            return f"{name}[{', '.join(map(str, idx))}]" if idx else name
-        case Bracket(Rel() as r):
-            return print_pred(r)
-        case Bracket(p):
-            return f"({print_pred(p)})"
-        case Binary(op, lhs, rhs):
-            p = _BIN_PREC[op]
-            # Left-associative: the right operand needs parentheses at equal precedence.
-            return f"{_wrap(lhs, p)} {op} {_wrap(rhs, p + 1)}"
-        case Neg(arg):
-            # -(2) keeps Neg(Const(2)) apart from Const(-2); -x ** 2 is -(x ** 2) in Python.
-            if isinstance(arg, Const):
-                return f"-({print_expr(arg)})"
-            return f"-{_wrap(arg, _UNARY)}"
-        case Pow(base, k):
-            # ** is right-associative and binds tighter than unary minus on its left.
-            return f"{_wrap(base, _ATOM)} ** {_wrap(Const(k), _ATOM)}"
-        case Call(fn, args):
-            return f"{fn}({', '.join(print_expr(a) for a in args)})"
-        case Sum(ivs, body):
-            return f"Sum[{', '.join(map(str, ivs))}]({print_expr(body)})"
-    raise TypeError(f"not an expression: {e!r}")
+    """``e`` in the index language (iterative: any depth)."""
+    from .traverse import fold
+
+    def wrap(child: Expr, text: str, need: int) -> str:
+        return f"({text})" if _prec(child) < need else text
+
+    def step(x: Expr, kids: list[str]) -> str:
+        match x:
+            case Const(v):
+                return format_number(v)
+            case Access(name, idx):
+                return f"{name}[{', '.join(map(str, idx))}]" if idx else name
+            case Bracket(Rel() as r):
+                return print_pred(r)
+            case Bracket(p):
+                return f"({print_pred(p)})"
+            case Binary(op, lhs, rhs):
+                p = _BIN_PREC[op]
+                # Left-associative: the right operand needs parentheses at equal precedence.
+                return f"{wrap(lhs, kids[0], p)} {op} {wrap(rhs, kids[1], p + 1)}"
+            case Neg(arg):
+                # -(2) keeps Neg(Const(2)) apart from Const(-2); -x ** 2 is -(x ** 2) in Python.
+                if isinstance(arg, Const):
+                    return f"-({kids[0]})"
+                return f"-{wrap(arg, kids[0], _UNARY)}"
+            case Pow(base, k):
+                # ** is right-associative and binds tighter than unary minus on its left.
+                kc = Const(k)
+                return f"{wrap(base, kids[0], _ATOM)} ** {wrap(kc, format_number(k), _ATOM)}"
+            case Call(fn, _):
+                return f"{fn}({', '.join(kids)})"
+            case Sum(ivs, _):
+                return f"Sum[{', '.join(map(str, ivs))}]({kids[0]})"
+        raise TypeError(f"not an expression: {x!r}")
+
+    return fold(e, step)
 
 
 def print_param(p: Param) -> str:
