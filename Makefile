@@ -11,7 +11,7 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 	/usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: demo test lint experiments clean
+.PHONY: demo test lint fuzz experiments clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "error: Python 3.12 not found (install python3.12)"; exit 1; }
@@ -26,6 +26,18 @@ test: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments
 	$(PY) -m pytest -p no:cacheprovider tests
 
+# Differential fuzzing (interpreter vs compiled, optimize=False vs optimized, gradients vs finite
+# differences): FUZZ_N programs from seed FUZZ_SEED; minimized reproducers go to FUZZ_OUT.
+# Exits non-zero when it finds a defect.
+FUZZ_N ?= 200
+FUZZ_SEED ?= 0
+FUZZ_OUT ?= fuzz_out
+FUZZ_TIME_LIMIT ?= 60
+
+fuzz: $(STAMP)
+	$(PY) -m eqsat_ad.fuzz --n $(FUZZ_N) --seed $(FUZZ_SEED) --out $(FUZZ_OUT) \
+		--time-limit $(FUZZ_TIME_LIMIT)
+
 lint: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments
 
@@ -36,4 +48,4 @@ experiments: $(STAMP)
 	$(PY) experiments/tangent_benchmarks.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache fuzz_out
