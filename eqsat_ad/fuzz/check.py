@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.errors import EqsatError
+from ..ir.printer import print_program
 from ..ir.program import Program
 from .case import Case
 from .compare import mismatch, short
@@ -54,7 +55,12 @@ class Finding:
     @property
     def signature(self) -> tuple[str, str, str]:
         """What must persist while a reproducer is minimized."""
-        head = self.detail.split(":")[0] if self.outcome in ("internal", "raises") else ""
+        if self.outcome in ("internal", "raises"):
+            head = self.detail.split(":")[0]  # the exception type
+        elif "pattern differs" in self.detail:  # which of nan / +inf / -inf
+            head = self.detail[self.detail.rindex("(") + 1:]
+        else:
+            head = ""
         return (self.outcome, self.stage, head)
 
 
@@ -209,7 +215,8 @@ def _check_inputs(st: _Stages, kind: str, inputs: dict[str, Any], fd: bool) -> l
     for opt in (False, True):
         name = "grad" if opt else "grad(optimize=False)"
         compare(name, gref, lambda opt=opt: st.grad_fn(opt, wrt)(**inputs), "gradient")
-    if fd and kind == "finite":
+    # stop_gradient's derivative is 0 by definition, not by finite differences
+    if fd and kind == "finite" and "stop_gradient(" not in print_program(forward):
         findings.extend(_check_fd(forward, inputs, wrt, gref, float(ref)))
     return findings
 

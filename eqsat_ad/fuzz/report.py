@@ -54,7 +54,7 @@ def write_reproducer(folder: Path, reduced: Reduced, kind: str, origin: str, ind
            f"({reduced.tried} candidates run).\n{f.detail}\n")
     text = f'''"""{doc.replace(chr(92), chr(92) * 2).replace('"""', "'''")}"""
 
-from numpy import array, inf, nan  # noqa: F401 - the inputs below are written with them
+from numpy import array, float64, inf, nan  # noqa: F401 - the inputs are written with them
 
 from eqsat_ad.fuzz import Case, check_case
 
