@@ -11,7 +11,7 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 	/usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: demo test lint experiments docs explain-docs clean
+.PHONY: demo test lint fuzz experiments docs explain-docs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "error: Python 3.12 not found (install python3.12)"; exit 1; }
@@ -25,6 +25,18 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments
 	$(PY) -m pytest -p no:cacheprovider tests
+
+# Differential fuzzing (interpreter vs compiled, optimize=False vs optimized, gradients vs finite
+# differences): FUZZ_N programs from seed FUZZ_SEED; minimized reproducers go to FUZZ_OUT.
+# Exits non-zero when it finds a defect.
+FUZZ_N ?= 200
+FUZZ_SEED ?= 0
+FUZZ_OUT ?= fuzz_out
+FUZZ_TIME_LIMIT ?= 60
+
+fuzz: $(STAMP)
+	$(PY) -m eqsat_ad.fuzz --n $(FUZZ_N) --seed $(FUZZ_SEED) --out $(FUZZ_OUT) \
+		--time-limit $(FUZZ_TIME_LIMIT)
 
 lint: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments
@@ -54,4 +66,4 @@ explain-docs: $(STAMP)
 		> docs/explain/prefix_sum.txt
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache fuzz_out

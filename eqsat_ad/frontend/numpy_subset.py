@@ -498,14 +498,20 @@ class _Translator(ExprOps):
             if tv.ndim == 0 and not has_sum(tv.body) and not free_indices(tv.body):
                 outs.append(self._pretty_expr(tv.body))
                 continue
-            body = tv.body
-            ident = isinstance(body, Access) and body.indices == tuple(
-                Affine.var(a) for a in tv.axes
-            ) and body.name not in {p.name for p in self.params}
-            if not ident:
+            if not self._whole_statement(tv):
                 tv = self.materialize(tv, hint, node, keep_unit_axes=True)
             outs.append(Access(tv.body.name) if tv.ndim else tv.body)
         return tuple(outs), isinstance(value, tuple | list)
+
+    def _whole_statement(self, tv: TVal) -> bool:
+        """Whether ``tv`` is an earlier statement read whole (not a slice such as ``t[:-1]``,
+        which reads the same way over a shorter extent), so it can be returned by name."""
+        body = tv.body
+        if not (isinstance(body, Access)
+                and body.indices == tuple(Affine.var(a) for a in tv.axes)):
+            return False
+        stmt = next((s for s in self.statements if s.name == body.name), None)
+        return stmt is not None and tuple(iv.extent for iv in stmt.indices) == tuple(tv.shape)
 
     def _index_name(self, used: set[str]) -> str:
         for c in _INDEX_POOL:

@@ -1,0 +1,294 @@
+"""Running one generated program through every stage and comparing the results.
+
+For each input set: the reference interpreter (``ea.evaluate``) on the program (for a NumPy
+function: on its translation), the compiled code with ``optimize=False`` and the optimized code,
+and for a scalar program the gradient (interpreted, both compiled variants); on finite inputs
+the interpreted gradient is also compared with central finite differences where the function is
+smooth at the point, and a NumPy function's translation with running the function itself.
+
+Outcomes (one per program and input kind, the most serious finding): ``agree``; ``rejected`` (the
+library refused the program with an EqsatError before any result: a generator defect);
+``value``/``nan-pattern`` (compiled differs from the interpreter); ``gradient`` (a compiled
+gradient differs from the interpreted one); ``fd`` (the interpreted gradient differs from finite
+differences); ``numpy`` (the translation differs from running the function with NumPy);
+``raises`` (an EqsatError where the interpreter returned a value); ``internal`` (any other
+exception); ``timeout`` (set by the runner).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tempfile
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..ir.errors import EqsatError
+from ..ir.printer import print_program
+from ..ir.program import Program
+from .case import Case
+from .compare import mismatch, short
+
+__all__ = ["OUTCOMES", "Finding", "check_case", "load_target"]
+
+# most serious first; a program's outcome for an input kind is its first finding in this order
+OUTCOMES = ("timeout", "internal", "raises", "nan-pattern", "value", "gradient", "fd", "numpy",
+            "rejected", "agree")
+FD_COMPONENTS = 6  # components per differentiated input checked against finite differences
+
+
+@dataclass(frozen=True)
+class Finding:
+    outcome: str
+    stage: str
+    detail: str = ""
+    expected: str = ""
+    actual: str = ""
+
+    @property
+    def signature(self) -> tuple[str, str, str]:
+        """What must persist while a reproducer is minimized."""
+        if self.outcome in ("internal", "raises"):
+            head = self.detail.split(":")[0]  # the exception type
+        elif "pattern differs" in self.detail:  # which of nan / +inf / -inf
+            head = self.detail[self.detail.rindex("(") + 1:]
+        else:
+            head = ""
+        return (self.outcome, self.stage, head)
+
+
+class _Rejected(Exception):
+    """The program was refused before any result (not a finding against the library)."""
+
+
+_MODULE_DIR: Path | None = None
+
+
+def load_target(case: Case) -> Program | Callable[..., Any]:
+    """The Program (index language) or the function ``f`` (NumPy subset) of ``case``."""
+    global _MODULE_DIR
+    if case.generator == "index":
+        from ..frontend.index_lang import parse
+
+        return parse(case.source)
+    if _MODULE_DIR is None:
+        _MODULE_DIR = Path(tempfile.mkdtemp(prefix="eqsat_fuzz_"))
+    # inspect.getsource needs a file: one module per distinct source
+    name = "fuzzcase_" + hashlib.sha1(case.source.encode()).hexdigest()[:16]
+    path = _MODULE_DIR / f"{name}.py"
+    path.write_text(case.source)
+    if name in sys.modules:
+        return sys.modules[name].f
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def _error(stage: str, exc: BaseException) -> Finding:
+    kind = "raises" if isinstance(exc, EqsatError) else "internal"
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" [{Path(tb[-1].filename).name}:{tb[-1].lineno}]" if tb else ""
+    return Finding(kind, stage, f"{type(exc).__name__}: {str(exc)[:300]}{where}")
+
+
+def _float_params(forward: Program) -> tuple[str, ...]:
+    return tuple(p.name for p in forward.params if p.kind == "tensor")
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, tuple) and np.ndim(value) == 0
+
+
+class _Stages:
+    """The compiled variants of one case, built once and called on every input set."""
+
+    def __init__(self, case: Case) -> None:
+        import eqsat_ad as ea
+
+        self.ea = ea
+        self.case = case
+        self.target = load_target(case)  # EqsatError: rejected (raised to the caller)
+        self.forward: Program | None = self.target if isinstance(self.target, Program) else None
+        self.compiled: dict[bool, Any] = {}
+        self.grads: dict[bool, Any] = {}
+        self.wrt: tuple[str, ...] | None = None
+
+    def forward_program(self, inputs: Mapping[str, Any]) -> Program:
+        """The program the interpreter runs (a function: its translation for these shapes)."""
+        if self.forward is None:
+            c = self.compiled_fn(False)
+            try:
+                c(**inputs)
+                self.forward = c.forward
+            except EqsatError:
+                from ..frontend.numpy_subset import translate
+
+                shapes = {k: np.shape(v) for k, v in inputs.items()}
+                try:
+                    self.forward = translate(self.target, shapes)
+                except EqsatError as exc:
+                    raise _Rejected(f"translate: {exc}") from None
+        return self.forward
+
+    def compiled_fn(self, optimize: bool) -> Any:
+        if optimize not in self.compiled:
+            self.compiled[optimize] = self.ea.compile(self.target, optimize=optimize)
+        return self.compiled[optimize]
+
+    def grad_fn(self, optimize: bool, wrt: tuple[str, ...]) -> Any:
+        if optimize not in self.grads:
+            self.grads[optimize] = self.ea.grad(self.target, wrt=wrt, optimize=optimize)
+        return self.grads[optimize]
+
+
+def check_case(case: Case, inputs_by_kind: Mapping[str, Mapping[str, Any]],
+               fd: bool = True) -> dict[str, list[Finding]]:
+    """Every finding for ``case`` on each input set (an empty list: all stages agree)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            stages = _Stages(case)
+        except EqsatError as exc:
+            return {k: [Finding("rejected", "parse", f"{type(exc).__name__}: {exc}")]
+                    for k in inputs_by_kind}
+        except Exception as exc:  # noqa: BLE001 - a crash of the front end is a finding
+            return {k: [_error("parse", exc)] for k in inputs_by_kind}
+        return {kind: _check_inputs(stages, kind, dict(inputs), fd)
+                for kind, inputs in inputs_by_kind.items()}
+
+
+def _check_inputs(st: _Stages, kind: str, inputs: dict[str, Any], fd: bool) -> list[Finding]:
+    from ..api import gradient_program
+    from ..ir.interpreter import evaluate
+
+    try:
+        forward = st.forward_program(inputs)
+    except _Rejected as exc:
+        return [Finding("rejected", "translate", str(exc))]
+    except Exception as exc:  # noqa: BLE001
+        return [_error("translate", exc)]
+    try:
+        ref = evaluate(forward, **inputs)
+    except EqsatError as exc:
+        return [Finding("rejected", "interpreter", f"{type(exc).__name__}: {exc}")]
+    except Exception as exc:  # noqa: BLE001
+        return [_error("interpreter", exc)]
+    findings: list[Finding] = []
+
+    def compare(stage: str, expected: Any, call: Callable[[], Any], outcome: str | None) -> Any:
+        try:
+            got = call()
+        except Exception as exc:  # noqa: BLE001
+            f = _error(stage, exc)
+            findings.append(Finding(f.outcome, f.stage, f.detail, short(expected), f.detail))
+            return None
+        m = mismatch(expected, got)
+        if m is not None:
+            findings.append(Finding(outcome or m.kind, stage, m.detail, short(expected),
+                                    short(got)))
+        return got
+
+    for opt in (False, True):
+        name = "compile" if opt else "compile(optimize=False)"
+        compare(name, ref, lambda opt=opt: st.compiled_fn(opt)(**inputs), None)
+    if st.case.generator == "numpy" and kind == "finite":
+        _check_numpy(st, inputs, ref, findings)
+    wrt = _float_params(forward)
+    if not wrt or not _is_scalar(ref) or forward.returns_tuple:
+        return findings
+    try:
+        gp = gradient_program(forward, wrt, as_tuple=True)
+        gref = evaluate(gp, **inputs)
+    except Exception as exc:  # noqa: BLE001
+        findings.append(_error("gradient (interpreter)", exc))
+        return findings
+    for opt in (False, True):
+        name = "grad" if opt else "grad(optimize=False)"
+        compare(name, gref, lambda opt=opt: st.grad_fn(opt, wrt)(**inputs), "gradient")
+    # stop_gradient's derivative is 0 by definition, not by finite differences
+    if fd and kind == "finite" and "stop_gradient(" not in print_program(forward):
+        findings.extend(_check_fd(forward, inputs, wrt, gref, float(ref)))
+    return findings
+
+
+def _check_numpy(st: _Stages, inputs: dict[str, Any], ref: Any, findings: list[Finding]) -> None:
+    """The translation against running the function itself, where NumPy's result is finite."""
+    try:
+        direct = st.target(**{k: np.copy(v) for k, v in inputs.items()})
+    except Exception:  # noqa: BLE001 - NumPy refusing is the generator's problem
+        return
+    flat = direct if isinstance(direct, tuple) else (direct,)
+    try:
+        finite = all(np.all(np.isfinite(np.asarray(v, dtype=float))) for v in flat)
+    except (TypeError, ValueError):
+        return
+    if not finite:
+        return
+    m = mismatch(direct, ref)
+    if m is not None:
+        findings.append(Finding("numpy", "translate", m.detail, short(direct), short(ref)))
+
+
+def _check_fd(forward: Program, inputs: dict[str, Any], wrt: tuple[str, ...], gref: tuple,
+              f0: float) -> list[Finding]:
+    """The interpreted gradient against Richardson-extrapolated central differences, at the
+    components where the function is smooth (one-sided slopes agree, no jump, all finite)."""
+    if not np.isfinite(f0):
+        return []
+    rng = np.random.default_rng(0)
+    for name, g in zip(wrt, gref, strict=True):
+        x0 = np.asarray(inputs[name], dtype=np.float64)
+        g = np.asarray(g, dtype=np.float64)
+        picks = rng.permutation(x0.size)[:FD_COMPONENTS]
+        for k in picks:
+            h = 1e-5 * max(1.0, abs(float(x0.ravel()[k])))
+
+            fm2, fm1, fp1, fp2 = (_shifted(forward, inputs, name, x0, int(k), t * h)
+                                  for t in (-2, -1, 1, 2))
+            vals = np.array([fm2, fm1, f0, fp1, fp2])
+            if not np.all(np.isfinite(vals)):
+                continue
+            left, right = (f0 - fm1) / h, (fp1 - f0) / h
+            c1, c2 = (fp1 - fm1) / (2 * h), (fp2 - fm2) / (4 * h)
+            mag = max(1.0, abs(c1), float(np.max(np.abs(vals))) * 1e-5)
+            # a kink or a jump within 2h: one-sided slopes or the two central ones disagree
+            if abs(left - right) > 1e-3 * mag or abs(c1 - c2) > 1e-4 * mag:
+                continue
+            est = (4 * c1 - c2) / 3
+            gk = float(g.ravel()[k])
+            noise = 50 * np.finfo(float).eps * float(np.max(np.abs(vals))) / h
+            if not (np.isfinite(gk) and abs(gk - est) <= 1e-6 * max(1.0, abs(est)) + noise):
+                at = np.unravel_index(int(k), x0.shape) if x0.shape else ()
+                return [Finding("fd", "gradient (interpreter)",
+                                f"d/d{name}{list(map(int, at))}: {gk!r} vs finite differences "
+                                f"{est!r}", repr(est), repr(gk))]
+    return []
+
+
+def _shifted(forward: Program, inputs: dict[str, Any], name: str, x0: np.ndarray, k: int,
+             step: float) -> float:
+    """The interpreter's value with component ``k`` of input ``name`` moved by ``step``."""
+    from ..ir.interpreter import evaluate
+
+    x = x0.copy()
+    x.ravel()[k] += step
+    args = dict(inputs)
+    args[name] = float(x) if x.ndim == 0 else x
+    return float(evaluate(forward, **args))
+
+
+def outcome_of(findings: list[Finding]) -> str:
+    """The most serious outcome among ``findings`` (``agree`` when there are none)."""
+    if not findings:
+        return "agree"
+    return min((f.outcome for f in findings), key=OUTCOMES.index)
