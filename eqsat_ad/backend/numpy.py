@@ -294,6 +294,12 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             return [replace(t, coef=-t.coef) for t in expand(arg, names)]
         case Binary("/", lhs, Const(v)) if v != 0 and math.isfinite(v):
             return [replace(t, coef=t.coef / v) for t in expand(lhs, names)]
+        case Binary("/", lhs, rhs):
+            # ([p] e) / d = [p] (e / d): a strong zero divided by anything is one
+            terms = expand(lhs, names)
+            if len(terms) == 1 and terms[0].conds and not terms[0].sums:
+                return [Term(1.0, [], [Binary("/", _without_brackets(lhs), rhs)],
+                             terms[0].conds)]
         case Binary("*", lhs, rhs):
             left, right = expand(lhs, names), expand(rhs, names)
             if not left or not right:
