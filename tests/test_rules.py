@@ -115,14 +115,19 @@ def test_rules_optimize_never_runs_are_warned_about(tmp_path):
         "(ruleset mine)\n"
         "(rewrite (Mul a (Num 1.0)) a :ruleset mine :name \"kept\")\n"
         "(rewrite (Add a (Num 0.0)) a :name \"no-ruleset\")\n"
-        "(rewrite (Add (Num 0.0) a) a :ruleset elsewhere :name \"elsewhere\")\n"
     )
     with pytest.warns(RuleWarning) as record:
         result = check_rules(str(path), trials=4)
     text = " ".join(str(w.message) for w in record)
-    assert "'no-ruleset' belongs to no ruleset" in text
-    assert "'elsewhere' belongs to ruleset 'elsewhere'" in text and "'kept'" not in text
-    assert len(result.warnings) == 2 and "WARNING" in str(result)
+    assert "'no-ruleset' belongs to no ruleset" in text and "'kept'" not in text
+    assert len(result.warnings) == 1 and "WARNING" in str(result)
+    # a rule in a ruleset the file does not declare cannot load at all: a located error
+    other = tmp_path / "elsewhere.egg"
+    other.write_text(
+        "(ruleset mine)\n(rewrite (Add (Num 0.0) a) a :ruleset elsewhere :name \"elsewhere\")\n"
+    )
+    with pytest.raises(ValueError, match=r"elsewhere\.egg:2:1: No such ruleset: elsewhere"):
+        check_rules(str(other), trials=1)
 
 
 def test_shipped_rule_files_warn_about_nothing():
