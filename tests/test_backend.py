@@ -478,7 +478,8 @@ def test_pairwise_contractions_agree_with_the_interpreter(body, shapes):
 
 def test_overflow_inside_the_program_keeps_strong_zero_in_a_matmul():
     # exp overflows to inf on finite inputs; the bracket-free product with a zero row must
-    # still give 0 there (the matmul step checks its risky operand and falls back).
+    # still give 0 there (the fast code checks the computed operand before the matmul and the
+    # strict code reruns when it is not finite).
     prog = ea.parse(
         """
 def f(x: [N, R], B: [R, M]):
@@ -493,7 +494,7 @@ def f(x: [N, R], B: [R, M]):
     got, want = run_both(prog, {"x": x, "B": b})
     assert_same(got, want)
     assert np.all(np.isfinite(got))
-    assert "_rt.finite(" in lower(prog)
+    assert "_rt.checked(np.exp(x))" in lower(prog)
 
 
 def test_finite_check_is_of_inputs():

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.errors import EqsatError, ProgramError, ShapeError
+from ..ir.errors import ProgramError, ShapeError
 from ..ir.expr import (
     Access,
     And,
@@ -64,6 +64,7 @@ from ..ir.functions import lookup, on_register
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Program, Statement
+from ..plan.order import contraction_path
 from . import runtime
 from .structured import Outer, Sparse
 
@@ -219,10 +220,16 @@ class Term:
 
 
 class _Names:
-    """Fresh index names for the binders of sums (so merged scopes never capture)."""
+    """Fresh index names for the binders of sums (so merged scopes never capture).
 
-    def __init__(self, used: set[str]) -> None:
+    ``flatten``: a product of sums becomes one sum (``Σ_I f · Σ_J g = Σ_{I,J} f · g``, the
+    normal form the cost model prices and the contraction order is chosen for). Off in the
+    strict lowering, where a factor may be inf and strong zero must see the nesting.
+    """
+
+    def __init__(self, used: set[str], flatten: bool = False) -> None:
         self.used = set(used)
+        self.flatten = flatten
 
     def fresh(self, base: str) -> str:
         stem = base.rstrip("0123456789") or base
@@ -287,6 +294,10 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             if not left or not right:
                 return []
             if len(left) == 1 and len(right) == 1:
+                if names.flatten:
+                    a, b = left[0], right[0]
+                    return [Term(a.coef * b.coef, a.sums + b.sums, a.factors + b.factors,
+                                 a.conds + b.conds)]
                 return [_merge(left[0], right[0])]
             # Distribute only to bring brackets to the top of terms (where they become writes
             # into parts of the output); otherwise a product of sums stays one factor.
@@ -443,7 +454,7 @@ class _Codegen:
         used = set(prog.param_names) | {s.name for s in prog.statements} | set(prog.size_names())
         for s in prog.statements:
             used |= {iv.name for iv in s.indices}
-        self.names = _Names(used)
+        self.names = _Names(used, flatten=not strict)
         self.py: dict[str, str] = {}
         taken = set(used)
         for n in list(prog.param_names) + [s.name for s in prog.statements] + list(
@@ -1007,6 +1018,11 @@ class _Codegen:
                 and self.kinds.get(f.name) != "relation" else self.ev(f, g2) for f in factors]
         masks = [self.cond_mask(c, g2, in_sum=True) for c in conds]
         vals = [self.to_num(v) if not v.mask else v for v in vals]
+        if not self.strict:
+            # fast code: a computed operand that overflowed raises NonFinite (the strict code
+            # reruns), so the contraction below may reorder its products freely
+            vals = [replace(v, code=self.temp(f"_rt.checked({v.code})"), risky=False, prec=_ATOM)
+                    if v.risky and not v.mask else v for v in vals]
         masks += [v for v in vals if v.mask]
         vals = [v for v in vals if not v.mask]
         vals_axes = set().union(*(set(v.axes) for v in vals)) if vals else set()
@@ -1164,7 +1180,8 @@ class _Codegen:
 
     def numel(self, axes: Sequence[str], g2: Mapping[str, Axis]) -> int:
         """The number of entries of an array over ``axes`` (unknown sizes count 1000)."""
-        return math.prod(_extent_value(g2[a].extent, self.sizes)[1] for a in axes)
+        return math.prod(d if isinstance(d, int) else self.sizes.get(d.name, 1000)
+                         for d in (g2[a].extent for a in axes))
 
     @staticmethod
     def matmul(ops: list[Value], out: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
@@ -1516,63 +1533,9 @@ def contraction_steps(
     extents: Mapping[str, Dim],
     sizes: Mapping[str, int] | None = None,
 ) -> list[tuple[int, ...]]:
-    """Pairwise contraction path (NumPy's format) for operands over named axes.
-
-    Uses the cost model's ``contraction_path`` when it is available, so the backend executes the
-    order the cost model priced; otherwise a greedy choice of the cheapest pair (the product of
-    the extents of the indices it touches, compared asymptotically, then at ``sizes``).
-    """
-    try:
-        from ..cost.model import contraction_path  # type: ignore[attr-defined]
-    except ImportError:
-        contraction_path = None
-    if contraction_path is not None:
-        try:
-            path = contraction_path(list(operands), tuple(out), dict(extents), sizes)
-            steps = [tuple(p) for p in getattr(path, "steps", path)]
-            if _valid_path(steps, len(operands)):
-                return steps
-        except (TypeError, ValueError, KeyError, AttributeError, EqsatError):
-            pass
-    return _greedy_path(operands, out, extents, sizes)
-
-
-def _valid_path(steps: list[tuple], n: int) -> bool:
-    for st in steps:
-        if not 1 <= len(st) <= 2 or len(set(st)) != len(st):
-            return False
-        if not all(isinstance(k, int) and 0 <= k < n for k in st):
-            return False
-        n -= len(st) - 1
-    return n == 1
-
-
-def _extent_value(d: Dim, sizes: Mapping[str, int] | None) -> tuple[int, int]:
-    """(degree, value) of an extent: symbolic sizes count as degree 1 and 1000 by default."""
-    if isinstance(d, int):
-        return 0, d
-    return 1, (sizes or {}).get(d.name, 1000)
-
-
-def _greedy_path(operands, out, extents, sizes) -> list[tuple[int, ...]]:
-    ops = [tuple(o) for o in operands]
-    steps: list[tuple[int, int]] = []
-    while len(ops) > 1:
-        best = None
-        for a, b in itertools.combinations(range(len(ops)), 2):
-            touched = set(ops[a]) | set(ops[b])
-            deg = sum(_extent_value(extents[x], sizes)[0] for x in touched)
-            val = math.prod(_extent_value(extents[x], sizes)[1] for x in touched)
-            if best is None or (deg, val) < best[0]:
-                best = ((deg, val), a, b)
-        assert best is not None
-        _, a, b = best
-        others = [o for k, o in enumerate(ops) if k not in (a, b)]
-        keep = set(out).union(*others) if others else set(out)
-        merged = tuple(x for x in dict.fromkeys(ops[a] + ops[b]) if x in keep)
-        steps.append((a, b))
-        ops = others + [merged]
-    return steps
+    """The pairwise contraction path (NumPy's format) the plan prices: one search for the cost
+    model, extraction and the backend (:func:`eqsat_ad.plan.order.contraction_path`)."""
+    return list(contraction_path(list(operands), tuple(out), dict(extents), sizes).steps)
 
 
 # ================================================================================================

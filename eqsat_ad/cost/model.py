@@ -114,6 +114,7 @@ from ..ir.expr import (
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Program, Statement
+from ..plan.order import ContractionPath, contraction_path
 from .poly import ONE, ZERO, Poly, big_o, compare, degree, leading_terms, poly_max
 
 __all__ = [
@@ -140,7 +141,6 @@ __all__ = [
 
 Extents = Mapping[str, Dim]
 Shapes = Mapping[str, tuple[Dim, ...]]
-EXHAUSTIVE_LIMIT = 5  # operands; the number of pairwise orders grows like n!² / 2ⁿ
 
 
 # ================================================================================================
@@ -233,41 +233,8 @@ class ProgramCost:
 
 
 # ================================================================================================
-# Contraction paths (shared with the backend)
+# Contraction paths: eqsat_ad.plan.order (shared with extraction and the backend)
 # ================================================================================================
-
-
-@dataclass(frozen=True)
-class ContractionPath:
-    """A pairwise contraction order in NumPy's ``einsum_path`` format.
-
-    ``steps[k]`` lists positions in the current operand list (1 position: a reduction of one
-    operand over its private indices; 2: a pairwise contraction); the operands are removed and
-    the result appended at the end, as ``np.einsum(..., optimize=path.einsum_path())`` expects.
-    ``involved[k]`` / ``results[k]`` are the indices a step touches / keeps, ``step_costs[k]``
-    its price. A lone operand with nothing to sum still gets one step ``(0,)`` (free: a view), so
-    that NumPy permutes its axes into the output's order (with an empty path it does not).
-    """
-
-    operands: tuple[tuple[str, ...], ...]
-    output: tuple[str, ...]
-    steps: tuple[tuple[int, ...], ...]
-    involved: tuple[tuple[str, ...], ...]
-    results: tuple[tuple[str, ...], ...]
-    step_costs: tuple[Poly, ...]
-
-    @functools.cached_property
-    def cost(self) -> Poly:
-        total = ZERO
-        for c in self.step_costs:
-            total = total + c
-        return total
-
-    def einsum_path(self) -> list:
-        return ["einsum_path", *self.steps]
-
-    def largest_intermediate(self, extents: Extents) -> Poly:
-        return poly_max(_size(r, extents) for r in self.results)
 
 
 def _size(names: Iterable[str], extents: Extents) -> Poly:
@@ -276,156 +243,6 @@ def _size(names: Iterable[str], extents: Extents) -> Poly:
 
 def _sorted(s: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(s))
-
-
-def contraction_path(
-    operands: Sequence[Iterable[str]],
-    output: Iterable[str],
-    extents: Extents,
-    sizes: Mapping[str, int] | None = None,
-) -> ContractionPath:
-    """The cheapest pairwise order to contract ``operands`` (index sets) into ``output``.
-
-    Every index not in ``output`` is summed. Private indices are summed out of their operand
-    first; then pairs are contracted, exhaustively searched for ≤ 5 operands, greedily beyond
-    (cheapest next step). Step cost: ``|indices of the step| + |result|``; ties go to the first
-    order found, so the result is deterministic. ``sizes`` breaks asymptotic ties.
-    """
-    ops = [frozenset(o) for o in operands]
-    out = frozenset(output)
-    for n in out.union(*ops):
-        if n not in extents:
-            raise EqsatError(f"index {n!r} has no extent")
-    if not out <= frozenset().union(*ops):
-        missing = sorted(out - frozenset().union(*ops))
-        raise EqsatError(f"output indices {missing} occur in no operand")
-
-    steps: list[tuple[int, ...]] = []
-    involved: list[tuple[str, ...]] = []
-    results: list[tuple[str, ...]] = []
-    costs: list[Poly] = []
-    current: list[tuple[int, frozenset[str]]] = list(enumerate(ops))
-    # 1. Sum private indices out of each operand (this is what hoists factors out of sums).
-    for k, o in enumerate(ops):
-        others = frozenset().union(*(p for j, p in enumerate(ops) if j != k))
-        kept = o & (out | others)
-        if kept == o:
-            continue
-        pos = next(p for p, (ident, _) in enumerate(current) if ident == k)
-        del current[pos]
-        current.append((-1 - k, kept))
-        steps.append((pos,))
-        involved.append(_sorted(o))
-        results.append(_sorted(kept))
-        costs.append(_size(o, extents) + _size(kept, extents))
-    # 2. Pairwise contractions, searched on sets, then numbered as NumPy's path format wants.
-    state = [s for _, s in current]
-    if len(state) > 1:
-        size = _SizeCache(extents)
-        search = _exhaustive if len(state) <= EXHAUSTIVE_LIMIT else _greedy
-        _, pair_steps = search(tuple(state), out, size, sizes)
-        for a, b, res in pair_steps:
-            i = state.index(a)
-            j = next(k for k, s in enumerate(state) if s == b and k != i)
-            steps.append((min(i, j), max(i, j)))
-            involved.append(_sorted(a | b))
-            results.append(_sorted(res))
-            costs.append(size(a | b) + size(res))
-            for k in sorted((i, j), reverse=True):
-                del state[k]
-            state.append(res)
-    if len(ops) == 1 and not steps:
-        steps.append((0,))
-        involved.append(_sorted(ops[0]))
-        results.append(_sorted(out))
-        costs.append(ZERO)
-    return ContractionPath(
-        tuple(_sorted(o) for o in ops),
-        _sorted(out),
-        tuple(steps),
-        tuple(involved),
-        tuple(results),
-        tuple(costs),
-    )
-
-
-Ops = tuple[frozenset[str], ...]
-_Step = tuple[frozenset[str], frozenset[str], frozenset[str]]  # operand, operand, result
-
-
-class _SizeCache:
-    """``|S|`` per index set, computed once per path search."""
-
-    def __init__(self, extents: Extents) -> None:
-        self.extents = extents
-        self.cache: dict[frozenset[str], Poly] = {}
-
-    def __call__(self, s: frozenset[str]) -> Poly:
-        p = self.cache.get(s)
-        if p is None:
-            p = self.cache[s] = _size(sorted(s), self.extents)
-        return p
-
-
-def _canonical(st: Ops) -> Ops:
-    return tuple(sorted(st, key=_sorted))
-
-
-def _step(
-    st: Ops, i: int, j: int, out: frozenset[str], size: _SizeCache
-) -> tuple[Poly, frozenset[str], Ops]:
-    rest = st[:i] + st[i + 1 : j] + st[j + 1 :]
-    inv = st[i] | st[j]
-    res = inv & out.union(*rest)
-    return size(inv) + size(res), res, (*rest, res)
-
-
-def _exhaustive(
-    state: Ops, out: frozenset[str], size: _SizeCache, sizes: Mapping[str, int] | None
-) -> tuple[Poly, tuple[_Step, ...]]:
-    # States are multisets of index sets: memoize on a canonical order.
-    memo: dict[Ops, tuple[Poly, tuple[_Step, ...]]] = {}
-
-    def best(st: Ops) -> tuple[Poly, tuple[_Step, ...]]:
-        if len(st) == 1:
-            return ZERO, ()
-        hit = memo.get(st)
-        if hit is not None:
-            return hit
-        found: tuple[Poly, tuple[_Step, ...]] | None = None
-        tried: set[tuple[frozenset[str], frozenset[str]]] = set()
-        for i, j in combinations(range(len(st)), 2):
-            if (st[i], st[j]) in tried:
-                continue
-            tried.add((st[i], st[j]))
-            c, res, nxt = _step(st, i, j, out, size)
-            sub_cost, sub_steps = best(_canonical(nxt))
-            total = c + sub_cost
-            if found is None or compare(total, found[0], sizes) < 0:
-                found = (total, ((st[i], st[j], res), *sub_steps))
-        assert found is not None
-        memo[st] = found
-        return found
-
-    return best(_canonical(state))
-
-
-def _greedy(
-    state: Ops, out: frozenset[str], size: _SizeCache, sizes: Mapping[str, int] | None
-) -> tuple[Poly, tuple[_Step, ...]]:
-    total = ZERO
-    steps: list[_Step] = []
-    while len(state) > 1:
-        choice = None
-        for i, j in combinations(range(len(state)), 2):
-            c, res, nxt = _step(state, i, j, out, size)
-            if choice is None or compare(c, choice[0], sizes) < 0:
-                choice = (c, (state[i], state[j], res), nxt)
-        assert choice is not None
-        total = total + choice[0]
-        steps.append(choice[1])
-        state = choice[2]
-    return total, tuple(steps)
 
 
 # ================================================================================================
