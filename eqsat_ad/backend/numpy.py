@@ -255,6 +255,81 @@ def _decide_static(t: Term) -> Term | None:
         kept.append(c)
     return replace(t, conds=kept)
 
+WINDOW_TERMS = 27
+"""A sum over at most this many constant offsets (a 3×3×3 window) is unrolled into slices."""
+
+
+def _band(t: Term, iv: IndexVar) -> Term:
+    """``t`` with the summed ``iv`` written as ``lo + a`` (``a`` a new summed index of constant
+    extent) when two conditions confine it to ``lo <= iv <= lo + c``; else ``t``."""
+    k = iv.name
+    lows: list[tuple[int, Affine]] = []
+    highs: list[tuple[int, Affine]] = []
+    for n, c in enumerate(t.conds):
+        if c.kind != "ge" or abs(c.aff.coeff(k)) != 1:
+            continue
+        rest = c.aff - Affine.var(k).scale(c.aff.coeff(k))
+        (lows if c.aff.coeff(k) == 1 else highs).append((n, -rest if c.aff.coeff(k) == 1
+                                                         else rest))
+    for n1, lo in lows:
+        for n2, hi in highs:
+            width = hi - lo
+            if width.is_constant() and 0 <= width.const < WINDOW_TERMS:
+                a = IndexVar(f"{k}_off", int(width.const) + 1)
+                at = lo + Affine.var(a.name)
+                conds = [c for n, c in enumerate(t.conds) if n not in (n1, n2)]
+                body = Term(t.coef, [], t.factors, conds).substitute({k: at})
+                ext = Affine.of_dim(iv.extent)
+                extra = [Cond("ge", _integral(at)), Cond("ge", _integral(ext - at - 1))]
+                sums = [x for x in t.sums if x.name != k] + [a]
+                return Term(t.coef, sums, body.factors, body.conds + extra)
+    return t
+
+
+def _read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim, ...]]
+                 ) -> list[Cond]:
+    """The in-range conditions of shifted reads ``x[i + c]`` (outside, a read is 0 anyway):
+    stated, they narrow the region written instead of padding the array read."""
+    out: list[Cond] = []
+    for f in factors:
+        if not isinstance(f, Access) or f.name not in shapes:
+            continue
+        for a, d in zip(f.indices, shapes[f.name], strict=False):
+            if len(a.index) == 1 and abs(a.index[0][1]) == 1 and a.is_integral():
+                out += [Cond("ge", a), Cond("ge", Affine.of_dim(d) - a - 1)]
+    return out
+
+
+def _by_component(t: Term) -> Term:
+    """A flattened ``Σ_{I,J} f(I) · g(J)`` regrouped as ``(Σ_I f) · (Σ_J g)``: one factor per
+    group of factors linked by summed indices (the output of an outer product)."""
+    if not t.sums or t.conds:
+        return t
+    summed = {iv.name for iv in t.sums}
+    groups: list[tuple[set[str], list[Expr | Term]]] = []
+    for f in t.factors:
+        own = (f.free() if isinstance(f, Term) else set(free_indices(f))) & summed
+        merged: list[Expr | Term] = [f]
+        keep = []
+        for ix, fs in groups:
+            if ix & own:
+                own |= ix
+                merged = fs + merged
+            else:
+                keep.append((ix, fs))
+        groups = [*keep, (own, merged)]
+    if any(not ix for ix, _ in groups) and len(groups) == 1:
+        return t
+    factors: list[Expr | Term] = []
+    for ix, fs in groups:
+        sums = [iv for iv in t.sums if iv.name in ix]
+        factors += [Term(1.0, sums, fs, [])] if sums else fs
+    rest = [iv for iv in t.sums if not any(iv.name in ix for ix, _ in groups)]
+    if rest:
+        return t  # a summed index in no factor: a scaling, left to the general path
+    return Term(t.coef, [], factors, [])
+
+
 def _cheap(terms: list[Term]) -> bool:
     return all(
         not t.sums and all(isinstance(f, Access) for f in t.factors) for t in terms
@@ -1231,7 +1306,7 @@ class _Codegen:
         full = {iv.name: Axis.full(iv) for iv in s.indices}
         risky = False
         plans = []
-        for t in terms:
+        for t in (w for t0 in terms for w in self.windows(t0)):
             plan = self.plan_term(t, s)
             if plan is not None:
                 plans.append(plan)
@@ -1286,6 +1361,41 @@ class _Codegen:
             self.risky_vars.add(s.name)
         self.shapes[s.name] = s.shape
         self.kinds[s.name] = "tensor"
+
+    def windows(self, t: Term) -> list[Term]:
+        """A statement term whose sums are windows, as one term per window offset.
+
+        Equalities on summed indices are solved first; then a summed index confined to a band
+        of constant width (``i - 1 <= k <= i + 1``) is written as ``k = i - 1 + a`` with ``a``
+        in ``0..2``; when every sum left has a constant extent and there are at most
+        :data:`WINDOW_TERMS` offsets, the sum is unrolled. Each offset's accesses are then
+        shifted reads whose in-range conditions narrow the output region: the term is a slice
+        update of the output from a shifted slice (no mask, no padded copy).
+        """
+        if not t.sums:
+            return [t]
+        res = self.eliminate(t, [iv.name for iv in t.sums], {iv.name: iv.extent
+                                                            for iv in t.sums})
+        if res is None:
+            return []
+        g, _ = res
+        for iv in list(g.sums):
+            if not isinstance(iv.extent, int):
+                g = _band(g, iv)
+        if not g.sums or not all(isinstance(iv.extent, int) for iv in g.sums):
+            return [t]
+        if math.prod(int(iv.extent) for iv in g.sums) > WINDOW_TERMS:
+            return [t]
+        out: list[Term] = []
+        names = [iv.name for iv in g.sums]
+        for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
+            at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
+            h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
+            h = _decide_static(replace(h, conds=h.conds + _read_ranges(h.factors, self.shapes)))
+            if h is not None:
+                out.append(h)
+        self.decide("window-unrolled", f"{len(out)} shifted slice term(s)")
+        return out
 
     def plan_term(self, t: Term, s: Statement):
         """Eliminate and fold a statement-level term: (term, generator axes, solved generators)."""
@@ -1365,6 +1475,10 @@ class _Codegen:
         from ..cost.model import outer_groups
 
         t, axes, solved = plan
+        if not t.sums and not t.conds and len(t.factors) == 1 and isinstance(t.factors[0], Term):
+            inner = t.factors[0]
+            t = replace(inner, coef=inner.coef * t.coef)
+        t = _by_component(t)
         gens = [iv.name for iv in s.indices]
         if solved or len(gens) < 2 or t.sums or t.conds:
             return False
