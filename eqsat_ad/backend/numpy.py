@@ -64,7 +64,21 @@ from ..ir.functions import lookup, on_register
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Program, Statement
+from ..plan.kernels import (
+    Contract,
+    Elementwise,
+    Fill,
+    Gather,
+    Kernel,
+    Mask,
+    Plan,
+    Reduce,
+    Scatter,
+    SliceUpdate,
+    View,
+)
 from ..plan.order import contraction_path
+from ..plan.poly import ONE, ZERO, Poly
 from . import runtime
 from .structured import Outer, Sparse
 
@@ -451,6 +465,10 @@ class Value:
     # Parameters read here whose finiteness is not checked before the call: the contraction
     # that consumes this value checks its own result instead (see _Codegen.contract).
     unchecked: frozenset[str] = frozenset()
+    # The kernels that running ``code`` calls (its operands' inlined code included) and the
+    # number of elements of the array it denotes: the plan records them where ``code`` is emitted.
+    kernels: tuple[Kernel, ...] = ()
+    size: Poly = ONE
 
     def paren(self, need: float = 3) -> str:
         """The code as an operand that needs precedence at least ``need``."""
@@ -489,6 +507,8 @@ class Lowered:
     decisions: tuple[Decision, ...]
     function_name: str
     namespace_extras: Mapping[str, Any] = field(default_factory=dict)
+    plan: Plan = field(default_factory=lambda: Plan(()))
+    """The kernels the source runs, each with the line that runs it."""
 
     def kinds(self, statement: str | None = None) -> list[str]:
         return [d.kind for d in self.decisions if statement is None or d.statement == statement]
@@ -522,6 +542,7 @@ class _Codegen:
         self.strict = strict
         self.lines: list[str] = []
         self.decisions: list[Decision] = []
+        self.kernels: list[Kernel] = []  # the plan, in the order of the lines that run it
         self.extras: dict[str, Any] = {}
         self.shapes: dict[str, tuple[Dim, ...]] = {p.name: p.shape for p in prog.params}
         self.kinds: dict[str, str] = {p.name: p.kind for p in prog.params}
@@ -561,35 +582,70 @@ class _Codegen:
         """``a >= 0`` provably, for sizes >= 1 and the conditions known to hold here."""
         return _sign_known(a) == 1 or any(_sign_known(a - f) == 1 for f in self.facts)
 
-    def emit(self, line: str) -> None:
+    def emit(self, line: str, kernels: tuple[Kernel, ...] = ()) -> None:
+        """Append a line of the function body; ``kernels`` are what it runs."""
         self.lines.append("    " + line)
+        self.kernels += [replace(k, line=len(self.lines) - 1) for k in kernels]
+
+    def kernel(self, cls: type[Kernel], space: Poly, alloc: Poly | None = None,
+               detail: str = "") -> tuple[Kernel, ...]:
+        """One kernel of the current statement (``alloc`` defaults to ``space``)."""
+        return (cls(self.stmt, space, space if alloc is None else alloc, detail),)
+
+    def axis_count(self, ax: Axis) -> Poly:
+        """The number of points of an axis as a polynomial (its extent when bounds are max/min
+        of several, an upper bound)."""
+        if ax.is_full() or len(ax.lo) != 1 or len(ax.hi) != 1:
+            return Poly.of_dim(ax.extent)
+        d = ax.hi[0] - ax.lo[0]
+        out = Poly.const(d.const)
+        for n, c in d.sizes:
+            out = out + Poly.symbol(n) * Poly.const(c)
+        return out
+
+    def numel_poly(self, axes: Sequence[str], grid: Mapping[str, Axis]) -> Poly:
+        out = ONE
+        for a in axes:
+            out = out * self.axis_count(grid[a])
+        return out
+
+    def pass_over(self, cls: type[Kernel], target: Sequence[str], grid: Mapping[str, Axis],
+                  detail: str, *operands: Value) -> tuple[tuple[Kernel, ...], Poly]:
+        """The kernels of a pass writing an array over ``target`` from ``operands`` (none of
+        its own for 0-d arithmetic) and the size of its result."""
+        inner = tuple(k for v in operands for k in v.kernels)
+        if not target:
+            return inner, ONE
+        size = self.numel_poly(target, grid)
+        return inner + self.kernel(cls, size, size, detail), size
 
     def decide(self, kind: str, detail: str = "", axes: Sequence[str] = (), in_sum=False) -> None:
         self.decisions.append(Decision(self.stmt, kind, detail, tuple(axes), in_sum))
 
-    def assign(self, name: str, code: str) -> None:
+    def assign(self, name: str, code: str, kernels: tuple[Kernel, ...] = ()) -> None:
         """``name = code``; a temporary just computed is renamed instead of copied."""
         last = self.lines[-1] if self.lines else ""
         if re.fullmatch(r"_t\d+", code) and last.startswith(f"    {code} = "):
             self.lines[-1] = f"    {name} = {last[len(code) + 7:]}"
+            self.kernels += [replace(k, line=len(self.lines) - 1) for k in kernels]
             return
-        self.emit(f"{name} = {code}")
+        self.emit(f"{name} = {code}", kernels)
 
     def shared(self, v: Value, create: bool) -> Value:
         """``v`` read from the temporary that already holds its code (or a new one if
         ``create``): common subexpressions are computed once."""
         if v.code in self.memo or create:
-            return replace(v, code=self.temp(v.code), prec=_ATOM)
+            return replace(v, code=self.temp(v.code, kernels=v.kernels), prec=_ATOM, kernels=())
         return v
 
-    def temp(self, code: str, base: str = "_t") -> str:
+    def temp(self, code: str, base: str = "_t", kernels: tuple[Kernel, ...] = ()) -> str:
         """A temporary holding ``code``; the same code computed before is reused (values are
         immutable, so this is common-subexpression elimination across statements)."""
         if code in self.memo:
             return self.memo[code]
         self.tmp += 1
         name = f"{base}{self.tmp}"
-        self.emit(f"{name} = {code}")
+        self.emit(f"{name} = {code}", kernels)
         self.memo[code] = name
         return name
 
@@ -640,8 +696,10 @@ class _Codegen:
                 if ax.is_full()
                 else f"np.arange({self.bound_code(ax.lo, True)}, {self.bound_code(ax.hi, False)})"
             )
-            self.aranges[key] = self.temp(code, f"_{ax.name}_")
-        return Value(self.aranges[key], (ax.name,))
+            n = self.axis_count(ax)
+            self.aranges[key] = self.temp(code, f"_{ax.name}_",
+                                          self.kernel(Fill, n, n, "np.arange"))
+        return Value(self.aranges[key], (ax.name,), size=self.axis_count(ax))
 
     # --- alignment -----------------------------------------------------------------------------
     @staticmethod
@@ -673,32 +731,35 @@ class _Codegen:
         if not v.mask:
             return v
         if not v.axes:
-            return Value(f"float({v.code})", ())
-        return Value(f"{v.paren()}.astype(_dt)", v.axes)
+            return Value(f"float({v.code})", (), kernels=v.kernels)
+        return Value(f"{v.paren()}.astype(_dt)", v.axes, size=v.size,
+                     kernels=v.kernels + self.kernel(Elementwise, v.size, v.size, "astype"))
 
     def binop(self, op: str, a: Value, b: Value, grid: Mapping[str, Axis]) -> Value:
         a, b = self.shared(self.to_num(a), False), self.shared(self.to_num(b), False)
         target = self.order(grid, a.axes, b.axes)
         risky = a.risky or b.risky or op == "/"
+        ks, size = self.pass_over(Elementwise, target, grid, op, a, b)
         if op == "*" and (a.risky or b.risky):
             return Value(
                 f"_rt.smul({self.align(a, target, False)}, {self.align(b, target, False)})",
-                target, risky=risky,
+                target, risky=risky, kernels=ks, size=size,
             )
         level = _ADD if op in "+-" else _MUL
         left = self.align(a, target, level)
         right = self.align(b, target, level + (0.5 if op in "-/" else 0))
-        return Value(f"{left} {op} {right}", target, risky=risky, prec=level)
+        return Value(f"{left} {op} {right}", target, risky=risky, prec=level, kernels=ks,
+                     size=size)
 
     def where(self, mask: Value, v: Value, grid: Mapping[str, Axis]) -> Value:
         target = self.order(grid, mask.axes, v.axes)
         v = self.to_num(v)
-        if not v.axes:
-            v = Value(f"_dt({v.code})", (), risky=v.risky)  # np.where(m, N, 0) is an int array
+        if not v.axes:  # np.where(m, N, 0) is an int array
+            v = Value(f"_dt({v.code})", (), risky=v.risky, kernels=v.kernels)
+        ks, size = self.pass_over(Mask, target, grid, "np.where", mask, v)
         return Value(
             f"np.where({self.align(mask, target, False)}, {self.align(v, target, False)}, 0)",
-            target,
-            risky=False,
+            target, risky=False, kernels=ks, size=size,
         )
 
     def conj(self, masks: list[Value], grid: Mapping[str, Axis]) -> Value | None:
@@ -708,7 +769,8 @@ class _Codegen:
             return masks[0]
         target = self.order(grid, *(m.axes for m in masks))
         code = " & ".join(f"{self.align(m, target)}" for m in masks)
-        return Value(code, target, mask=True, prec=_ADD)
+        ks, size = self.pass_over(Mask, target, grid, "&", *masks)
+        return Value(code, target, mask=True, prec=_ADD, kernels=ks, size=size)
 
     # --- index arithmetic ----------------------------------------------------------------------
     def index_value(self, a: Affine, grid: Mapping[str, Axis]) -> tuple[Value, int]:
@@ -721,7 +783,9 @@ class _Codegen:
                 raise ProgramError(f"index {n!r} is not bound by a generator or a Sum")
             ar = self.arange(grid[n])
             k = int(c)
-            terms.append(ar if k == 1 else Value(f"{k} * {ar.code}", ar.axes, prec=_MUL))
+            terms.append(ar if k == 1 else Value(
+                f"{k} * {ar.code}", ar.axes, prec=_MUL, size=ar.size,
+                kernels=self.kernel(Elementwise, ar.size, ar.size, "index")))
         rest = Affine((), s.sizes, s.const)
         target = self.order(grid, *(t.axes for t in terms))
         code = " + ".join(self.align(t, target, _ADD) for t in terms)
@@ -734,7 +798,11 @@ class _Codegen:
             else:
                 code += f" + {rc}"
         simple = len(terms) == 1 and rest == Affine() and int(s.index[0][1]) == 1
-        return Value(code, target, prec=_ATOM if simple else _ADD), q
+        if simple or not target:
+            ks, size = tuple(k for t in terms for k in t.kernels), self.numel_poly(target, grid)
+        else:
+            ks, size = self.pass_over(Elementwise, target, grid, "index", *terms)
+        return Value(code, target, prec=_ATOM if simple else _ADD, kernels=ks, size=size), q
 
     def cond_mask(self, c: Cond, grid: Mapping[str, Axis], in_sum: bool = False) -> Value:
         if c.kind == "rel":
@@ -746,6 +814,7 @@ class _Codegen:
             iv, q = self.index_value(c.aff, grid)
             code = f"{iv.paren()} % {q} == 0"
             axes = iv.axes
+            parts = (iv,)
         else:
             # a >= 0 printed as (positive part) >= (negated negative part): N - 1 >= 2 * i.
             a = c.aff
@@ -756,8 +825,10 @@ class _Codegen:
             axes = self.order(grid, lhs.axes, rhs.axes)
             op = dict(ge=">=", eq="==", ne="!=")[c.kind]
             code = f"{self.align(lhs, axes, _ADD)} {op} {self.align(rhs, axes, _ADD)}"
+            parts = (lhs, rhs)
         self.decide("mask", code, axes, in_sum)
-        return Value(f"({code})", axes, mask=True)
+        ks, size = self.pass_over(Mask, axes, grid, code, *parts)
+        return Value(f"({code})", axes, mask=True, kernels=ks, size=size)
 
     # --- accesses ------------------------------------------------------------------------------
     def access(
@@ -821,8 +892,10 @@ class _Codegen:
             ins = "".join(letters[v] for v in vars_)
             out = "".join(letters[v] for v in dict.fromkeys(vars_))
             self.decide("diagonal-view", f"{name}[{', '.join(map(str, idx))}]", tuple(out))
-            return Value(f"np.einsum('{ins}->{out}', {py})", tuple(dict.fromkeys(vars_)),
-                         risky=risky, fresh=False)
+            axes_d = tuple(dict.fromkeys(vars_))
+            n = self.numel_poly(axes_d, grid)
+            return Value(f"np.einsum('{ins}->{out}', {py})", axes_d, risky=risky, fresh=False,
+                         size=n, kernels=self.kernel(View, ZERO, ZERO, f"diagonal of {name}"))
         nums: list[Value] = []
         dens: list[int] = []
         for a in idx:
@@ -832,8 +905,12 @@ class _Codegen:
         target = self.order(grid, *(v.axes for v in nums))
         codes = ", ".join(self.align(v, target) if v.axes else v.code for v in nums)
         self.decide("gather", f"{name}[{', '.join(map(str, idx))}]", target)
+        ks, size = self.pass_over(Gather, target, grid, f"gather {name}", *nums)
+        if not target:
+            ks = ks + self.kernel(Gather, ONE, ONE, f"gather {name}")
         return Value(
-            f"_rt.gather({py}, ({codes},), {tuple(dens)})", target, mask=relation, risky=risky
+            f"_rt.gather({py}, ({codes},), {tuple(dens)})", target, mask=relation, risky=risky,
+            kernels=ks, size=size,
         )
 
     def window(self, name, py, idx, shape, grid, relation, risky) -> Value:
@@ -896,13 +973,15 @@ class _Codegen:
                 sc = self.aff_code(start)
                 step = "" if c == 1 else f":{c}"
                 parts.append(f"{'' if sc == '0' else sc}:{self.aff_code(stop)}{step}")
+        size = self.numel_poly(axes, grid)
         if provable:
             code = f"{py}[{', '.join(parts)}]" if any(p != ":" for p in parts) else py
-            return Value(code, tuple(axes), mask=relation, risky=risky, fresh=False)
+            return Value(code, tuple(axes), mask=relation, risky=risky, fresh=False, size=size)
         self.decide("window", f"{name}[{', '.join(map(str, idx))}]", tuple(axes))
         spec = ", ".join(specs)
         return Value(
-            f"_rt.window({py}, ({spec},))", tuple(axes), mask=relation, risky=risky, fresh=False
+            f"_rt.window({py}, ({spec},))", tuple(axes), mask=relation, risky=risky, fresh=False,
+            size=size, kernels=self.kernel(Gather, size, size, f"window of {name}"),
         )
 
     # --- expressions ---------------------------------------------------------------------------
@@ -920,12 +999,16 @@ class _Codegen:
                 return m
             case Neg(arg):
                 v = self.to_num(self.ev(arg, grid))
-                return Value(f"-{v.paren(_UNARY)}", v.axes, risky=v.risky, prec=_UNARY)
+                ks, size = self.pass_over(Elementwise, v.axes, grid, "-", v)
+                return Value(f"-{v.paren(_UNARY)}", v.axes, risky=v.risky, prec=_UNARY,
+                             kernels=ks, size=size)
             case Pow(base, k):
                 v = self.to_num(self.ev(base, grid))
                 risky = v.risky or k < 0 or k != int(k)
                 kc = _num(k) if k >= 0 else f"({_num(k)})"
-                return Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW)
+                ks, size = self.pass_over(Elementwise, v.axes, grid, "**", v)
+                return Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW, kernels=ks,
+                             size=size)
             case Binary("/", lhs, rhs):
                 return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
             case Call(fn, args):
@@ -952,7 +1035,8 @@ class _Codegen:
         code = f"{head}({codes})"
         if not target:  # np.tanh(0.5) is a float64 scalar: keep float32 programs in float32
             code = f"_dt({code})"
-        return self.shared(Value(code, target, risky=risky), create=False)
+        ks, size = self.pass_over(Elementwise, target, grid, fn, *vals)
+        return self.shared(Value(code, target, risky=risky, kernels=ks, size=size), create=False)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
         """The sum of terms on one grid, as one expression (negative terms subtracted)."""
@@ -1061,14 +1145,19 @@ class _Codegen:
                 vals.append(self.reduce(t, inner_axes, [*inner_f, *risky], inner_conds, g2))
             else:
                 # fast code: a non-finite factor raises NonFinite and the strict code reruns
-                outer = [replace(v, code=self.temp(f"_rt.checked({v.code})"), risky=False)
-                         if v.risky else v for v in outer]
+                outer = [self.checked(v) if v.risky else v for v in outer]
                 vals.append(self.reduce(t, inner_axes, inner_f, inner_conds, g2))
         vals += outer
         out = self.product(t.coef, vals, grid)
         masks = [self.cond_mask(c, grid) for c in outer_conds]
         m = self.conj(masks, grid)
         return out if m is None else self.where(m, out, grid)
+
+    def checked(self, v: Value) -> Value:
+        """``v`` in a temporary checked to be finite (``_rt.checked`` raises NonFinite)."""
+        ks = v.kernels + self.kernel(Elementwise, v.size, ZERO, "finite check")
+        return replace(v, code=self.temp(f"_rt.checked({v.code})", kernels=ks), risky=False,
+                       prec=_ATOM, kernels=())
 
     def product(self, coef: float, vals: list[Value], grid: Mapping[str, Axis]) -> Value:
         vals = [self.to_num(v) for v in vals]
@@ -1079,9 +1168,12 @@ class _Codegen:
             out = self.binop("*", out, v, grid)
         if coef == 1:
             return out
+        ks, size = self.pass_over(Elementwise, out.axes, grid, "scale", out)
         if coef == -1:
-            return Value(f"-{out.paren(_UNARY)}", out.axes, risky=out.risky, prec=_UNARY)
-        return Value(f"{_num(coef)} * {out.paren(_MUL)}", out.axes, risky=out.risky, prec=_MUL)
+            return Value(f"-{out.paren(_UNARY)}", out.axes, risky=out.risky, prec=_UNARY,
+                         kernels=ks, size=size)
+        return Value(f"{_num(coef)} * {out.paren(_MUL)}", out.axes, risky=out.risky, prec=_MUL,
+                     kernels=ks, size=size)
 
     def reduce(self, t: Term, inner: dict[str, Axis], factors: list[Expr | Term | Value],
                conds: list[Cond], g2: dict[str, Axis]) -> Value:
@@ -1096,8 +1188,7 @@ class _Codegen:
         if not self.strict:
             # fast code: a computed operand that overflowed raises NonFinite (the strict code
             # reruns), so the contraction below may reorder its products freely
-            vals = [replace(v, code=self.temp(f"_rt.checked({v.code})"), risky=False, prec=_ATOM)
-                    if v.risky and not v.mask else v for v in vals]
+            vals = [self.checked(v) if v.risky and not v.mask else v for v in vals]
         masks += [v for v in vals if v.mask]
         vals = [v for v in vals if not v.mask]
         vals_axes = set().union(*(set(v.axes) for v in vals)) if vals else set()
@@ -1111,15 +1202,18 @@ class _Codegen:
         mult = " * ".join(_factor(self.count_code(inner[a])) for a in absent)
         if not summed:
             vals = [self.settle(v) for v in vals]
-            return self.scale_by_count(mult, self.product(1.0, vals, g2))
+            return self.scale_by_count(mult, self.product(1.0, vals, g2), g2)
         if not masks and len(vals) == 1:
             v = self.shared(vals[0], create="(" in vals[0].code)
             pos = tuple(k for k, a in enumerate(v.axes) if a in summed)
             self.decide("reduce", f"sum over {', '.join(summed)}", v.axes, in_sum=True)
             ax = "" if len(pos) == len(v.axes) else f"axis={pos if len(pos) > 1 else pos[0]}"
             # (the method: np.sum's dispatch costs about as much as summing a small array)
-            res = Value(self.temp(f"{v.paren()}.sum({ax})"),
-                        tuple(a for a in v.axes if a not in summed), risky=v.risky)
+            kept = tuple(a for a in v.axes if a not in summed)
+            n = self.numel_poly(kept, g2)
+            ks = v.kernels + self.kernel(Reduce, self.numel_poly(v.axes, g2), n, "sum")
+            res = Value(self.temp(f"{v.paren()}.sum({ax})", kernels=ks), kept, risky=v.risky,
+                        size=n)
         elif not masks and vals and len(vals_axes | set(inner)) <= len(_LETTERS) and not (
             # A contraction sums an operand over indices private to it, i.e. takes the others
             # out of that sum: not exact when one may be inf (inf * (a + b) is not
@@ -1129,7 +1223,7 @@ class _Codegen:
             res = self.einsum(vals, summed, g2)
         else:
             if not vals:
-                prod = Value("1", ())
+                prod = Value("1", ())  # (a 0-d one: broadcast below)
             else:
                 prod = self.product(1.0, vals, g2)
             m = self.conj(masks, g2)
@@ -1143,14 +1237,18 @@ class _Codegen:
                 prod = Value(
                     f"np.broadcast_to({self.align(prod, full)}, "
                     f"{self._shape_code([g2[a] for a in full])})", full, risky=prod.risky,
+                    kernels=prod.kernels, size=self.numel_poly(full, g2),
                 )
                 axes = full
                 pos = tuple(k for k, a in enumerate(axes) if a in summed)
             self.decide("reduce", f"sum over {', '.join(summed)}", axes, in_sum=True)
             code = f"{prod.paren()}.sum(axis={pos if len(pos) > 1 else pos[0]})"
-            name = self.temp(code)
-            res = Value(name, tuple(a for a in axes if a not in summed), risky=prod.risky)
-        return self.scale_by_count(mult, res)
+            kept = tuple(a for a in axes if a not in summed)
+            n = self.numel_poly(kept, g2)
+            ks = prod.kernels + self.kernel(Reduce, self.numel_poly(axes, g2), n, "sum")
+            name = self.temp(code, kernels=ks)
+            res = Value(name, kept, risky=prod.risky, size=n)
+        return self.scale_by_count(mult, res, g2)
 
     def settle(self, v: Value) -> Value:
         """``v`` with its unchecked parameters left to the caller's scan before the call."""
@@ -1158,16 +1256,16 @@ class _Codegen:
             self.note_finite("finite-input", name)
         return replace(v, unchecked=frozenset()) if v.unchecked else v
 
-    @staticmethod
-    def scale_by_count(mult: str, v: Value) -> Value:
+    def scale_by_count(self, mult: str, v: Value, grid: Mapping[str, Axis]) -> Value:
         """``v`` times the number of points of the summed indices it does not depend on."""
         if not mult:
             return v
         if v.code == "1" and not v.axes:
             return Value(mult, (), prec=_MUL if "*" in mult else _ATOM)
+        ks, size = self.pass_over(Elementwise, v.axes, grid, "scale", v)
         if v.risky:  # an empty range times inf is 0 (strong zero)
-            return Value(f"_rt.smul({mult}, {v.code})", v.axes, risky=True)
-        return Value(f"{mult} * {v.paren(_MUL)}", v.axes, prec=_MUL)
+            return Value(f"_rt.smul({mult}, {v.code})", v.axes, risky=True, kernels=ks, size=size)
+        return Value(f"{mult} * {v.paren(_MUL)}", v.axes, prec=_MUL, kernels=ks, size=size)
 
     def _shape_code(self, axes: Sequence[Axis]) -> str:
         codes = [self.count_code(a) for a in axes]
@@ -1224,20 +1322,32 @@ class _Codegen:
         def checked(code: str) -> str:
             return f"_rt.checked({code})" if unchecked else code
 
+        inputs = tuple(k for v in ops for k in v.kernels)
+        n_out = self.numel_poly(out, g2)
+        touched = self.order(g2, *(v.axes for v in ops))
+        if len(ops) == 1:
+            cls: type[Kernel] = View if set(ops[0].axes) == set(out) else Reduce
+            ks = inputs + self.kernel(cls, ZERO if cls is View else self.numel_poly(
+                touched, g2), ZERO if cls is View else n_out, "einsum")
+        else:
+            ks = inputs + self.kernel(Contract, self.numel_poly(touched, g2), n_out,
+                                      " ".join("".join(v.axes) for v in ops))
         if len(ops) == 2 and set(ops[0].axes) | set(ops[1].axes) <= set(out):
             # Nothing summed: an elementwise or outer product, broadcast.
             a, b = (self.align(v, out, False if risky else _MUL) for v in ops)
             code = f"_rt.smul({a}, {b})" if risky else checked(f"{a} * {b}")
-            return Value(self.temp(code), out, risky=bool(risky))
+            ks = inputs + self.kernel(Elementwise, n_out, n_out, "outer product")
+            return Value(self.temp(code, kernels=ks), out, risky=bool(risky), size=n_out)
         spec_of = ",".join("".join(letters[a] for a in v.axes) for v in ops)
         blas = self.matmul(ops, out) if len(ops) == 2 else None
         if blas is None:
             spec = f"{spec_of}->{''.join(letters[a] for a in out)}"
             args = ", ".join(v.code for v in ops)
             if risky:
-                return Value(self.temp(f"_rt.einsum_sz('{spec}', False, {args})"), out,
-                             risky=True)
-            return Value(self.temp(checked(f"np.einsum('{spec}', {args})")), out)
+                return Value(self.temp(f"_rt.einsum_sz('{spec}', False, {args})", kernels=ks),
+                             out, risky=True, size=n_out)
+            return Value(self.temp(checked(f"np.einsum('{spec}', {args})"), kernels=ks), out,
+                         size=n_out)
         code, axes = blas
         code = checked(code)
         if risky:
@@ -1246,12 +1356,13 @@ class _Codegen:
             guard = ", ".join(v.code for v in risky)
             args = ", ".join(v.code for v in ops)
             code = f"{code} if _rt.finite({guard}) else _rt.einsum_sz('{spec}', False, {args})"
-        res = Value(self.temp(code), axes, risky=bool(risky))
+        res = Value(self.temp(code, kernels=ks), axes, risky=bool(risky), size=n_out)
         if axes == out:
             return res
         perm = tuple(axes.index(a) for a in out)
         view = f"{res.code}.T" if len(out) == 2 else f"{res.code}.transpose({perm})"
-        return Value(self.temp(view), out, risky=res.risky)
+        return Value(self.temp(view, kernels=self.kernel(View, ZERO, ZERO, "transpose")), out,
+                     risky=res.risky, size=n_out)
 
     def numel(self, axes: Sequence[str], g2: Mapping[str, Axis]) -> int:
         """The number of entries of an array over ``axes`` (unknown sizes count 1000)."""
@@ -1311,9 +1422,9 @@ class _Codegen:
             if plan is not None:
                 plans.append(plan)
         if not gens:
-            total = self.combine([t for t, _, _ in plans], {})
+            total = self.to_num(self.combine([t for t, _, _ in plans], {}))
             self.decide("assign", "scalar")
-            self.emit(f"{py} = _dt({self.to_num(total).code})")
+            self.emit(f"{py} = _dt({total.code})", total.kernels)
             self.risky_vars.discard(s.name)
             if total.risky:
                 self.risky_vars.add(s.name)
@@ -1338,23 +1449,28 @@ class _Codegen:
             self.decide("assign", "dense", tuple(gens))
             v = self.to_num(v)
             final = not rest and s.name not in self.returned
+            n = self.numel_poly(gens, full)
+            copy = v.kernels + self.kernel(Elementwise, n, n, "copy")
             if v.axes == tuple(gens) and (v.fresh or final):
                 # A fresh array, or a view read only by later statements (never mutated).
-                self.assign(py, v.code)
+                self.assign(py, v.code, v.kernels)
             elif final:
                 code = self.align(v, gens, False) if v.axes else f"_dt({v.code})"
-                self.emit(f"{py} = np.broadcast_to({code}, {shape})")
+                self.emit(f"{py} = np.broadcast_to({code}, {shape})", v.kernels)
             elif v.axes == tuple(gens) and v.code.startswith("_rt."):
-                self.emit(f"{py} = _rt.fresh({v.code}, _dt)")  # copies only a view
+                self.emit(f"{py} = _rt.fresh({v.code}, _dt)", copy)  # copies only a view
             elif v.axes == tuple(gens):
-                self.emit(f"{py} = np.array({v.code}, dtype=_dt)")
+                self.emit(f"{py} = np.array({v.code}, dtype=_dt)", copy)
             else:
                 self.emit(
-                    f"{py} = np.broadcast_to({self.align(v, gens, False)}, {shape}).astype(_dt)"
+                    f"{py} = np.broadcast_to({self.align(v, gens, False)}, {shape}).astype(_dt)",
+                    copy,
                 )
             risky = v.risky
         else:
-            self.emit(f"{py} = np.zeros({shape}, dtype=_dt)")
+            n = self.numel_poly(gens, full)
+            self.emit(f"{py} = np.zeros({shape}, dtype=_dt)",
+                      self.kernel(Fill, n, n, "zero-fill"))
         for t, axes, solved in rest:
             risky |= self.write(py, s, t, axes, solved)
         if risky:
@@ -1458,7 +1574,9 @@ class _Codegen:
                 v = self.to_num(self.term_value(t, dict(axes)))
                 code = self.align(v, [rem], False) if v.axes else v.code
                 self.decide("diagonal", f"{py} on the diagonal", (rem,))
-                self.emit(f"{py} = _rt.Diagonal({code}, {shape}, _dt)")
+                n = self.axis_count(axes[rem])
+                self.emit(f"{py} = _rt.Diagonal({code}, {shape}, _dt)",
+                          v.kernels + self.kernel(Fill, n, n, "diagonal storage"))
                 return
         self.decide("sparse", f"{py}: {len(plans)} term(s)")
         self.emit(f"{py} = _rt.SparseBuilder({shape}, _dt)")
@@ -1492,10 +1610,15 @@ class _Codegen:
             groups = [(groups[1][0], groups[0][1] + groups[1][1]), *groups[2:]]
         grid = dict(axes)
         codes = []
+        ks: tuple[Kernel, ...] = ()
         for k, (order, fs) in enumerate(groups):
             vals = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
                     for f in fs]
             v = self.to_num(self.product(t.coef if k == 0 else 1.0, vals, grid))
+            ks += v.kernels
+            if set(v.axes) != set(order):
+                n = self.numel_poly(order, grid)
+                ks += self.kernel(Elementwise, n, n, "outer factor")
             code = self.align(v, order, False)
             if set(v.axes) != set(order):
                 shp = self._shape_code([axes[n] for n in order])
@@ -1503,7 +1626,7 @@ class _Codegen:
             codes.append(code)
         shape = self._shape_code([axes[n] for n in gens])
         self.decide("outer", f"{py}: {len(groups)} factors", tuple(gens))
-        self.emit(f"{py} = _rt.Outer(({', '.join(codes)}), {shape}, _dt)")
+        self.emit(f"{py} = _rt.Outer(({', '.join(codes)}), {shape}, _dt)", ks)
         return True
 
     def write(self, py: str, s: Statement, t: Term, axes: dict[str, Axis],
@@ -1539,14 +1662,20 @@ class _Codegen:
             lhs = py if all(r == ":" for r in region) else f"{py}[{', '.join(region)}]"
             kind = "slice-write" if lhs != py else "add"
             self.decide(kind, lhs, tuple(rem))
-            self.emit(f"{lhs} {op} {self.align(val, target, False)}")
+            n = self.numel_poly(rem, grid)
+            self.emit(f"{lhs} {op} {self.align(val, target, False)}",
+                      val.kernels + self.kernel(SliceUpdate, n, ZERO, lhs))
             return v.risky
         # Scatter: output coordinates from the remaining generators.
         coords: list[str] = []
+        n = self.numel_poly(rem, grid)
+        ks = v.kernels + (m.kernels if m is not None else ()) + self.kernel(
+            Scatter, n, ZERO, f"{py} at {len(solved)} solved index(es)")
         for iv in s.indices:
             if iv.name in solved:
                 a = solved[iv.name]
                 iv_val, q = self.index_value(a, grid)
+                ks = iv_val.kernels + ks
                 code = self.align(iv_val, rem) if iv_val.axes else iv_val.code
                 if q != 1:
                     code = f"({code}) // {q}"
@@ -1561,11 +1690,11 @@ class _Codegen:
                 value = f"-{v.paren(_UNARY)}" if sign < 0 else v.code
                 line = f"{py}.points.append(({point}, {value}))"
             if m is None:
-                self.emit(line)
+                self.emit(line, ks)
             else:
                 cond = m.code[1:-1] if m.prec == _ATOM and m.code.startswith("(") else m.code
                 self.emit(f"if {cond}:")
-                self.emit(f"    {line}")
+                self.emit(f"    {line}", ks)
             return v.risky
         self.decide("scatter", f"{py}[{', '.join(coords)}]", tuple(rem))
         if sparse:
@@ -1574,13 +1703,13 @@ class _Codegen:
                 args.append("True" if m is None else self.align(m, rem, False))
             if sign < 0:
                 args.append("-1")
-            self.emit(f"{py}.add({', '.join(args)})")
+            self.emit(f"{py}.add({', '.join(args)})", ks)
         elif m is None:
-            self.emit(f"{py}[{', '.join(coords)}] {op} {self.align(v, rem, False)}")
+            self.emit(f"{py}[{', '.join(coords)}] {op} {self.align(v, rem, False)}", ks)
         else:
             self.emit(
                 f"_rt.scatter_add({py}, ({', '.join(coords)},), {self.align(v, rem, False)}, "
-                f"{self.align(m, rem, False)}, {sign})"
+                f"{self.align(m, rem, False)}, {sign})", ks,
             )
         return v.risky
 
@@ -1605,10 +1734,14 @@ class _Codegen:
             self.statement(s)
         self.stmt = "<return>"
         outs = []
+        ret_ks: tuple[Kernel, ...] = ()
         for o in prog.outputs:
             if isinstance(o, Access) and not o.indices:
                 if o.name in {p.name for p in prog.params}:
                     src = self.py[o.name]
+                    n = Poly.product_of_dims(self.shapes[o.name])
+                    if self.shapes[o.name]:
+                        ret_ks += self.kernel(Elementwise, n, n, f"copy of {o.name}")
                     if self.kinds.get(o.name) == "relation":
                         outs.append(f"np.array({src})")
                     else:
@@ -1624,6 +1757,7 @@ class _Codegen:
                 )
             self.emit(f"# return {print_expr(o)}")
             v = self.to_num(self.ev(o, {}))
+            ret_ks += v.kernels
             outs.append(f"_dt({v.code})")
         if prog.returns_tuple:
             ret = f"({outs[0]},)" if len(outs) == 1 else ", ".join(outs)
@@ -1631,9 +1765,12 @@ class _Codegen:
             if len(outs) != 1:
                 raise ProgramError(f"program {prog.name!r} returns {len(outs)} values")
             ret = outs[0]
-        body = self.lines + [f"    return {ret}"]
-        src = "\n".join(header + doc + body) + "\n"
-        return Lowered(src, tuple(self.decisions), fname, dict(self.extras))
+        self.emit(f"return {ret}", ret_ks)
+        src = "\n".join(header + doc + self.lines) + "\n"
+        # body line k (0-based) is line k + 3 of the source (after the def and the docstring)
+        plan = Plan(tuple(replace(k, line=k.line + 1 + len(header) + len(doc))
+                          for k in self.kernels))
+        return Lowered(src, tuple(self.decisions), fname, dict(self.extras), plan)
 
 
 # ================================================================================================

@@ -251,19 +251,6 @@ def _sign(x: Fraction | float) -> int:
     return (x > 0) - (x < 0)
 
 
-def _dominance(a: Poly, b: Poly) -> int | None:
-    """1 if a ≥ b coefficient-wise (a ≠ b), -1 if a ≤ b, 0 if equal, None if incomparable."""
-    d = a - b
-    if d.is_zero():
-        return 0
-    signs = {_sign(c) for c in d.terms.values()}
-    if signs == {1}:
-        return 1
-    if signs == {-1}:
-        return -1
-    return None
-
-
 def compare(
     a: Poly | sympy.Expr | int,
     b: Poly | sympy.Expr | int,
@@ -271,33 +258,25 @@ def compare(
 ) -> int:
     """Asymptotic order of two costs: -1 if ``a`` is cheaper, 1 if dearer, 0 if tied.
 
-    Higher total degree loses; then the leading terms (when one dominates the other term by
-    term, e.g. ``3*N**2`` vs ``2*N**2``); then the values at ``sizes`` when given; without sizes,
-    leading terms with all sizes equal, then the remaining terms the same way.
+    Decided by the difference ``a - b``, highest degree first: its terms of highest degree
+    decide when they all have one sign (a higher total degree loses; ``3*N**2`` beats
+    ``2*N**2``); when their signs differ, the values at ``sizes`` decide when given, else those
+    terms with all sizes equal, then the terms of the next degree the same way. (Working on the
+    difference keeps sizes with negative lower terms, ``H*W - W``, in order.)
     """
-    pa, pb = _as_poly(a), _as_poly(b)
-    while True:
-        da, db = pa.degree(), pb.degree()
-        if da != db:
-            return 1 if da > db else -1
-        la, lb = pa.leading(), pb.leading()
-        dom = _dominance(la, lb)
-        if dom:
-            return dom
-        if sizes is not None and dom is None:
-            return _sign(pa.evaluate(sizes) - pb.evaluate(sizes))
-        if dom is None:
-            s = _sign(sum(la.terms.values(), Fraction(0)) - sum(lb.terms.values(), Fraction(0)))
-            if s:
-                return s
-        if la.is_zero() and lb.is_zero():
-            return 0
-        rest_a, rest_b = pa - la, pb - lb
-        if rest_a.is_zero() and rest_b.is_zero():
-            return 0
-        if da == 0:
-            return _sign(pa.constant_term() - pb.constant_term())
-        pa, pb = rest_a, rest_b
+    d = _as_poly(a) - _as_poly(b)
+    while not d.is_zero():
+        lead = d.leading()
+        signs = {_sign(c) for c in lead.terms.values()}
+        if len(signs) == 1:
+            return signs.pop()
+        if sizes is not None:
+            return _sign(d.evaluate(sizes))
+        s = _sign(sum(lead.terms.values(), Fraction(0)))
+        if s:
+            return s
+        d = d - lead
+    return 0
 
 
 def poly_max(
