@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "Limits": "eqsat_ad.egraph.optimize",
     "check_rules": "eqsat_ad.egraph.check",
     "CostReport": "eqsat_ad.cost.report",
-    "program_cost": "eqsat_ad.cost.model",
+    "program_cost": "eqsat_ad.plan.price",
     # compiled functions
     "grad": "eqsat_ad.api",
     "compile": "eqsat_ad.api",

@@ -350,7 +350,7 @@ def test_source_has_one_commented_assignment_per_statement():
 
 
 def test_contraction_uses_the_cost_model_path():
-    from eqsat_ad.cost.model import contraction_path
+    from eqsat_ad.cost import contraction_path
     from eqsat_ad.ir import size
 
     ex = example("chain")

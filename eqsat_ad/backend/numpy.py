@@ -35,7 +35,7 @@ import keyword
 import math
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -342,6 +342,37 @@ def _by_component(t: Term) -> Term:
     if rest:
         return t  # a summed index in no factor: a scaling, left to the general path
     return Term(t.coef, [], factors, [])
+
+
+def outer_groups(
+    factors: Sequence[Any], gens: Sequence[str],
+    free: Callable[[Any], set[str]] = lambda f: set(free_indices(f)),
+) -> list[tuple[tuple[str, ...], list[Any]]] | None:
+    """The factors of a product split into groups of consecutive output indices that share no
+    index (``x[i] * y[j]`` → ``[((i,), [x[i]]), ((j,), [y[j]])]``), index-free factors in a
+    leading group ``()``; None unless there are at least two groups covering ``gens`` in order.
+    ``free``: a factor's free indices (the backend passes its own terms)."""
+    groups: list[tuple[set[str], list[Any]]] = []
+    scalars: list[Any] = []
+    for f in factors:
+        fv = free(f)
+        if not fv:
+            scalars.append(f)
+            continue
+        group: tuple[set[str], list[Any]] = (set(fv), [f])
+        for g in [g for g in groups if g[0] & fv]:
+            group[0].update(g[0])
+            group[1][:0] = g[1]
+            groups.remove(g)
+        groups.append(group)
+    if any(n not in gens for g in groups for n in g[0]):
+        return None
+    groups.sort(key=lambda g: min(gens.index(n) for n in g[0]))
+    ordered = [tuple(n for n in gens if n in g[0]) for g in groups]
+    if len(groups) < 2 or [n for o in ordered for n in o] != list(gens):
+        return None
+    out = [(o, g[1]) for o, g in zip(ordered, groups, strict=True)]
+    return ([((), scalars)] if scalars else []) + out
 
 
 def _cheap(terms: list[Term]) -> bool:
@@ -1590,8 +1621,6 @@ class _Codegen:
         The factors must split the generators into groups of consecutive axes that share no
         index (``x[i] * x[j]``, ``ybar * a[i, j] * b[k]``); index-free factors join the first.
         """
-        from ..cost.model import outer_groups
-
         t, axes, solved = plan
         if not t.sums and not t.conds and len(t.factors) == 1 and isinstance(t.factors[0], Term):
             inner = t.factors[0]
