@@ -771,6 +771,10 @@ class _Codegen:
         target = self.order(grid, a.axes, b.axes)
         risky = a.risky or b.risky or op == "/"
         ks, size = self.pass_over(Elementwise, target, grid, op, a, b)
+        for v in (a, b):
+            if len(v.axes) > 1 and [x for x in target if x in v.axes] != list(v.axes):
+                # an operand read against its layout (A[i, j] + A[j, i]): a strided pass
+                ks += self.kernel(Elementwise, v.size, ZERO, "transposed read")
         if op == "*" and (a.risky or b.risky):
             return Value(
                 f"_rt.smul({self.align(a, target, False)}, {self.align(b, target, False)})",

@@ -1,0 +1,213 @@
+"""The plan: what is priced is what runs.
+
+* Contraction order: optimal (checked against NumPy's own optimal path on the issue's 8-matrix
+  chain) and the order the generated code runs.
+* Priced equals run: on random programs and their adjoints, the generated code is run line by
+  line under ``tracemalloc``; every line allocates no more than the kernels the plan lists for
+  it (up to a constant factor and the helpers' small bookkeeping), the largest allocation of the
+  plan (the report's largest intermediate) is really allocated, and the calls of each line are
+  the kernels listed for it.
+* ``optimize`` never returns a program whose plan is priced above the naive program's plan.
+* Windows are shifted slices: the 3x3 blur's gradient allocates nothing beyond H x W arrays.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from plan_probe import line_peaks
+from strategies import programs, random_inputs, tensor_params
+
+import eqsat_ad as ea
+from eqsat_ad.ad import vjp
+from eqsat_ad.backend.numpy import _load, lower_program
+from eqsat_ad.cost import CostReport, program_cost
+from eqsat_ad.egraph.optimize import Limits, optimize
+from eqsat_ad.ir.index import size
+from eqsat_ad.plan import OPTIMAL_LIMIT, contraction_path
+from eqsat_ad.plan.poly import Poly, degree
+
+CHAIN_SIZES = (64, 4, 4, 64, 64, 16, 256, 1024, 64)
+LETTERS = "ijklmnopq"
+
+
+def _flops(spec: str, shapes: list[tuple[int, ...]], path: list) -> float:
+    ops = [np.empty(s) for s in shapes]
+    text = np.einsum_path(spec, *ops, optimize=path)[1]
+    return float(re.search(r"Optimized FLOP count:\s*(\S+)", text).group(1))
+
+
+@pytest.mark.parametrize("output", ["", "iq"])
+def test_eight_matrix_chain_order_is_within_1_1x_of_numpy_optimal(output):
+    shapes = [(CHAIN_SIZES[k], CHAIN_SIZES[k + 1]) for k in range(8)]
+    operands = [LETTERS[k] + LETTERS[k + 1] for k in range(8)]
+    spec = ",".join(operands) + "->" + output
+    extents = {LETTERS[k]: size(f"S{k}") for k in range(9)}
+    sizes = {f"S{k}": CHAIN_SIZES[k] for k in range(9)}
+    path = contraction_path(operands, output, extents, sizes)
+    ours = _flops(spec, shapes, path.einsum_path())
+    best = _flops(spec, shapes, "optimal")
+    assert ours <= 1.1 * best, (ours, best, path.steps)
+    naive_left_to_right = _flops(spec, shapes, ["einsum_path", *[(0, 1)] * 7])
+    assert ours <= naive_left_to_right
+
+
+def test_optimal_search_covers_the_operand_counts_that_occur():
+    # a 12-operand chain is still searched exactly (no outer products), quickly
+    n = OPTIMAL_LIMIT
+    ops = [(f"a{k}", f"a{k + 1}") for k in range(n)]
+    extents = {f"a{k}": size("N") if k % 3 else size("R") for k in range(n + 1)}
+    path = contraction_path(ops, (), extents, {"N": 1000, "R": 3})
+    assert degree(path.cost) == 2  # every step touches two indices only
+    assert len([s for s in path.steps if len(s) == 2]) == n - 1
+
+
+def test_the_compiled_chain_gradient_runs_the_priced_order():
+    args = ", ".join(f"A{k}: [S{k}, S{k + 1}]" for k in range(8))
+    body = " * ".join(f"A{k}[{LETTERS[k]}, {LETTERS[k + 1]}]" for k in range(8))
+    sums = ", ".join(f"{c}: S{k}" for k, c in enumerate(LETTERS))
+    prog = ea.parse(f"def chain({args}):\n    return Sum[{sums}]({body})\n")
+    sizes = {f"S{k}": CHAIN_SIZES[k] for k in range(9)}
+    g = ea.grad(prog, wrt="A3", sizes=sizes)
+    rng = np.random.default_rng(0)
+    mats = [rng.standard_normal((CHAIN_SIZES[k], CHAIN_SIZES[k + 1])) for k in range(8)]
+    left = np.linalg.multi_dot(mats[:3]).sum(axis=0)
+    right = np.linalg.multi_dot(mats[4:]).sum(axis=1)
+    np.testing.assert_allclose(g(*mats), np.outer(left, right), rtol=1e-9)
+    # nothing larger than the largest operand or the output is allocated
+    largest = program_cost(g.program, sizes).largest_intermediate()
+    assert largest is not None and largest.elements.evaluate(sizes) <= 256 * 1024
+
+
+# ================================================================================================
+# Priced equals run
+# ================================================================================================
+
+SLACK = 16384  # bytes: the Python-level bookkeeping of a runtime helper call (lists, tuples)
+PER_ELEMENT = 32  # bytes per planned element: float64 plus the temporaries NumPy keeps alive
+SIZES = (64, 40)
+
+
+def _arrays(prog, sizes, seed=0):
+    args = random_inputs(prog, sizes, np.random.default_rng(seed))
+    out = []
+    for p in prog.params:
+        v = args[p.name]
+        out.append(np.float64(v) if isinstance(v, float) else np.asarray(v))
+    return out
+
+
+_EINSUM = re.compile(r"einsum(?:_sz)?\('([a-zA-Z,]*)->([a-zA-Z]*)'")
+
+
+def _calls(line: str) -> dict[str, int]:
+    """The kernels a line of generated code calls, read from its text."""
+    specs = _EINSUM.findall(line)
+    return {
+        "contract": line.count(" @ ") + sum(1 for ins, _ in specs if "," in ins),
+        "fill": line.count("np.zeros(") + line.count("np.arange("),
+        "gather": line.count("_rt.gather(") + line.count("_rt.window("),
+    }
+
+
+def _listed(kernels) -> dict[str, int]:
+    return {
+        "contract": sum(1 for k in kernels if k.kind == "contract"),
+        "fill": sum(1 for k in kernels if k.kind == "fill" and k.detail in ("zero-fill",
+                                                                             "np.arange")),
+        "gather": sum(1 for k in kernels if k.kind == "gather"),
+    }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          database=None)
+@given(prog=programs(max_statements=3), data=st.data())
+def test_the_code_allocates_and_calls_what_the_plan_lists(prog, data):
+    if data.draw(st.booleans(), label="adjoint") and tensor_params(prog):
+        prog = vjp(prog, data.draw(st.sampled_from(tensor_params(prog)), label="wrt"))
+    sizes = dict(zip(prog.size_names(), SIZES, strict=False))
+    lowered = lower_program(prog, sizes)
+    plan = lowered.plan
+    lines = lowered.source.splitlines()
+    peaks = line_peaks(_load(lowered), _arrays(prog, sizes))
+    by_line: dict[int, list] = {}
+    for k in plan.kernels:
+        by_line.setdefault(k.line, []).append(k)
+    for line, measured in peaks.items():
+        planned = sum(int(k.alloc.evaluate(sizes)) for k in by_line.get(line, []))
+        assert measured <= PER_ELEMENT * planned + SLACK, (lines[line - 1], measured, planned)
+    for line, ks in by_line.items():
+        assert _calls(lines[line - 1]) == _listed(ks), (lines[line - 1], [str(k) for k in ks])
+    # the plan's largest allocation is the report's largest intermediate, and it happens
+    report = CostReport.build(prog, prog, sizes)
+    top = plan.largest(sizes)
+    if top is None:
+        assert report.naive.largest is None
+        return
+    assert report.naive.largest is not None
+    assert report.naive.largest.elements == top.alloc
+    elements = int(top.alloc.evaluate(sizes))
+    if elements >= 1024:
+        assert peaks.get(top.line, 0) >= elements, (lines[top.line - 1], str(top))
+
+
+def test_a_planned_quadratic_temporary_is_measured():
+    # the probe is sharp: an outer product's N x M array shows up in bytes on its line
+    prog = ea.parse("def f(x: [N], y: [M]):\n    return Sum[i: N, j: M](exp(x[i] * y[j]))\n")
+    sizes = {"N": 300, "M": 200}
+    lowered = lower_program(prog, sizes)
+    peaks = line_peaks(_load(lowered), _arrays(prog, sizes))
+    top = lowered.plan.largest(sizes)
+    assert top is not None and top.alloc == Poly.symbol("M") * Poly.symbol("N")
+    assert peaks[top.line] >= 8 * 300 * 200
+
+
+# ================================================================================================
+# Never above naive; windows as slices
+# ================================================================================================
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          database=None)
+@given(prog=programs(max_statements=2, smooth=True), data=st.data())
+def test_optimize_never_returns_a_plan_priced_above_the_naive_one(prog, data):
+    naive = vjp(prog, data.draw(st.sampled_from(tensor_params(prog))))
+    res = optimize(naive, limits=Limits(iterations=6, nodes=2000, seconds=1.0))
+    assert res.report.optimized.value <= res.report.naive.value
+    big = {n: 2**20 for n in naive.size_names()}
+    assert (program_cost(res.program).total_poly.evaluate(big)
+            <= program_cost(naive).total_poly.evaluate(big))
+
+
+BLUR = """
+def blur(x: [H, W], w: [H, W]):
+    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0
+    return Sum[i: H, j: W](w[i, j] * b[i, j])
+"""
+
+
+def _nine_tap_gradient(w: np.ndarray) -> np.ndarray:
+    h, wd = w.shape
+    p = np.zeros((h + 2, wd + 2))
+    for a in range(3):
+        for c in range(3):
+            p[2 - a:2 - a + h, 2 - c:2 - c + wd] += w
+    return p[1:h + 1, 1:wd + 1] / 9.0
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+def test_window_blur_gradient_is_shifted_slices(optimized):
+    g = ea.grad(ea.parse(BLUR), wrt="x", optimize=optimized, sizes={"H": 1024, "W": 1024})
+    cost = program_cost(g.program)
+    hw = Poly.symbol("H") * Poly.symbol("W")
+    assert all(degree(m.elements) <= 2 for m in cost.materialized)
+    assert cost.largest_intermediate().elements == hw
+    assert "np.where" not in g.source and "_rt.window" not in g.source
+    assert g.source.count("+=") == 8  # eight shifted slice updates around the centre tap
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((7, 9)), rng.standard_normal((7, 9))
+    np.testing.assert_allclose(g(x, w), _nine_tap_gradient(w), rtol=1e-12, atol=1e-14)
