@@ -211,3 +211,55 @@ def test_window_blur_gradient_is_shifted_slices(optimized):
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((7, 9)), rng.standard_normal((7, 9))
     np.testing.assert_allclose(g(x, w), _nine_tap_gradient(w), rtol=1e-12, atol=1e-14)
+
+
+# ================================================================================================
+# Scans: triangular and banded bracket sums are running sums
+# ================================================================================================
+
+PREFIX = """
+def prefix(x: [N], w: [N]):
+    c[i: N] = Sum[j: N]((j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+"""
+MOVING = """
+def moving(x: [N], w: [N], k: [K]):
+    c[i: N] = Sum[j: N]((i - K < j and j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+"""
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+def test_prefix_sum_and_its_gradient_are_running_sums(optimized):
+    prog = ea.parse(PREFIX)
+    g = ea.grad(prog, wrt="x", optimize=optimized)
+    cost = program_cost(g.program)
+    assert degree(cost.total_poly) == 1
+    assert all(degree(m.elements) <= 1 for m in cost.materialized)
+    assert cost.plan.kinds().count("scan") >= 2  # the forward running sum and the adjoint's
+    assert "np.where" not in g.source
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(40), rng.standard_normal(40)
+    c = np.cumsum(x)
+    want = np.cumsum((2 * w * c)[::-1])[::-1]
+    np.testing.assert_allclose(g(x, w), want, rtol=1e-10)
+    f = ea.compile(prog)
+    assert f(x, w) == pytest.approx(float(np.sum(w * c * c)))
+
+
+def test_moving_window_is_a_difference_of_running_sums_for_finite_values():
+    prog = ea.parse(MOVING)
+    g = ea.grad(prog, wrt="x")
+    assert "_rt.scan_sum(" in g.source and "np.where" not in g.source
+    assert degree(program_cost(g.program).total_poly) == 1
+    rng = np.random.default_rng(6)
+    x, w, k = rng.standard_normal(30), rng.standard_normal(30), np.zeros(4)
+    want = ea.evaluate(ea.grad(prog, wrt="x", optimize=False).program, x=x, w=w, k=k)
+    np.testing.assert_allclose(g(x, w, k), want, rtol=1e-10, atol=1e-12)
+    # the difference form is for finite values only: an inf input reruns the masked sums
+    f = ea.compile(prog)
+    x[3] = np.inf
+    assert "_rt.scan_sum(" in f.source
+    with np.errstate(all="ignore"):
+        got, ref = f(x, w, k), ea.evaluate(prog, x=x, w=w, k=k)
+    assert (np.isnan(got) and np.isnan(ref)) or got == ref

@@ -73,6 +73,7 @@ from ..plan.kernels import (
     Mask,
     Plan,
     Reduce,
+    Scan,
     Scatter,
     SliceUpdate,
     View,
@@ -1188,6 +1189,75 @@ class _Codegen:
         m = self.conj(masks, grid)
         return out if m is None else self.where(m, out, grid)
 
+    def scan(self, inner: dict[str, Axis], factors: list[Expr | Term | Value],
+             conds: list[Cond], g2: dict[str, Axis]) -> Value | None:
+        """A triangular or banded sum ``Σ_j [lo(i) <= j < hi(i)] e(j)`` (``e`` free of ``i``)
+        as running sums of ``e`` read at ``lo`` / ``hi``: O(n) instead of an n x n mask.
+
+        Prefix and suffix sums are exact; a band is a difference of running sums, exact for
+        finite values only: its operand is checked (the strict code reruns the masked sum)."""
+        if len(inner) != 1 or not conds or self.strict:
+            return None
+        (j,) = inner
+        lo: list[Affine] = []
+        hi: list[Affine] = []
+        outer: set[str] = set()
+        for c in conds:
+            k = c.aff.coeff(j)
+            if c.kind != "ge" or abs(k) != 1:
+                return None
+            rest = c.aff - Affine.var(j).scale(k)
+            if len(rest.free_indices()) != 1 or not rest.is_integral():
+                return None
+            outer |= rest.free_indices()
+            (lo if k == 1 else hi).append(-rest if k == 1 else rest + 1)
+        if len(outer) != 1 or len(lo) > 1 or len(hi) > 1:
+            return None
+        (i,) = outer
+        for f in factors:
+            free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+            if i in free or j not in free and len(factors) == 1:
+                return None
+        vals = [f if isinstance(f, Value) else self.term_value(f, g2) if isinstance(f, Term)
+                else self.ev(f, g2) for f in factors]
+        if any(v.mask for v in vals):
+            return None
+        v = self.to_num(self.product(1.0, [self.settle(x) for x in vals], g2))
+        if j not in v.axes:
+            return None
+        v = self.checked(v) if lo and hi else self.shared(
+            v, create=v.prec < _ATOM or "(" in v.code)
+        ax = v.axes.index(j)
+        axes = tuple(i if a == j else a for a in v.axes)
+        n = self.numel_poly(axes, g2)
+        self.decide("scan", f"sum over {j} by running sums", axes, in_sum=True)
+        same = g2[i].is_full() and g2[j].is_full() and g2[i].extent == g2[j].extent
+        if same and not lo and hi[0] == Affine.var(i) + 1:  # Σ_{j <= i}: the running sum
+            code = f"np.cumsum({v.code}, axis={ax})"
+            ks = self.kernel(Scan, v.size, v.size, f"running sum over {j}")
+            return Value(self.temp(code, kernels=ks), axes, size=n)
+        if same and not hi and lo[0] == Affine.var(i):  # Σ_{j >= i}: reversed
+            code = f"_rt.suffix_sum({v.code}, {ax})"
+            ks = self.kernel(Scan, v.size, v.size, f"reversed running sum over {j}")
+            return Value(self.temp(code, kernels=ks), axes, size=n)
+        bounds: list[str] = []
+        ks = ()
+        for bound in (lo, hi):
+            if not bound:
+                bounds.append("None")
+                continue
+            iv, _ = self.index_value(bound[0], g2)
+            ks += iv.kernels
+            bounds.append(iv.code)
+        ks += self.kernel(Scan, v.size, v.size, f"running sum over {j}")
+        ks += self.kernel(Scan, n, n, f"read at the bounds of {j}")
+        if lo and hi:
+            ks += self.kernel(Scan, n, n, "second read") + self.kernel(
+                Elementwise, n, n, "difference")
+        code = f"_rt.scan_sum({v.code}, {ax}, {bounds[0]}, {bounds[1]})"
+        return Value(self.temp(code, kernels=ks), axes, size=n)
+
     def checked(self, v: Value) -> Value:
         """``v`` in a temporary checked to be finite (``_rt.checked`` raises NonFinite)."""
         ks = v.kernels + self.kernel(Elementwise, v.size, ZERO, "finite check")
@@ -1214,6 +1284,9 @@ class _Codegen:
                conds: list[Cond], g2: dict[str, Axis]) -> Value:
         """Σ over the axes ``inner`` of the product of ``factors`` (values already evaluated
         on the outer grid are taken as they are) and ``conds``."""
+        scanned = self.scan(inner, factors, conds, g2)
+        if scanned is not None:
+            return scanned
         # Parameters read directly by a contraction may be checked by their result (deferred).
         vals = [f if isinstance(f, Value) else self.term_value(f, g2) if isinstance(f, Term)
                 else self.access(f.name, f.indices, g2, defer=True) if isinstance(f, Access)
