@@ -252,7 +252,7 @@ def f(x: [N]):
     assert got[1] == pytest.approx(3 * x.sum())
 
 
-def test_non_finite_inputs_use_strong_zero_products():
+def test_non_finite_inputs_use_ieee_products():
     prog = ea.parse(
         """
 def f(x: [N], A: [N, N]):
@@ -265,7 +265,18 @@ def f(x: [N], A: [N, N]):
     a[1, 0] = np.inf
     got, want = run_both(prog, {"x": x, "A": a})
     assert_same(got, want)
-    assert np.isfinite(got[1])  # inf * 0 contributes 0, as in the interpreter
+    assert np.isnan(got[1])  # inf * 0 is nan (IEEE), as in the interpreter
+    # a bracket still guards: inf * [false] is 0
+    guarded = ea.parse(
+        """
+def f(x: [N], A: [N, N]):
+    y[i: N] = Sum[j: N]((j != 0) * A[i, j] * x[j])
+    return y
+"""
+    )
+    got, want = run_both(guarded, {"x": x, "A": a})
+    assert_same(got, want)
+    assert np.isfinite(got).all()
 
 
 def test_relations_are_boolean_masks():
@@ -425,7 +436,7 @@ def test_gather_and_scatter_add():
                         np.array([True, False, True]), -1)
     assert out.tolist() == [-1, 0, -3, 0]
     with np.errstate(invalid="ignore"):  # (generated code runs under np.errstate too)
-        assert runtime.smul(np.array([0.0, 2.0]), np.array([np.inf, 1.0])).tolist() == [0, 2]
+        assert runtime.smul(0, np.array([np.inf, 1.0])).tolist() == [0, 0]  # no term at all
 
 
 # --- matrix products on BLAS ----------------------------------------------------------------------
@@ -476,10 +487,11 @@ def test_pairwise_contractions_agree_with_the_interpreter(body, shapes):
     assert_same(*run_both(prog, inputs))
 
 
-def test_overflow_inside_the_program_keeps_strong_zero_in_a_matmul():
-    # exp overflows to inf on finite inputs; the bracket-free product with a zero row must
-    # still give 0 there (the fast code checks the computed operand before the matmul and the
-    # strict code reruns when it is not finite).
+def test_overflow_inside_the_program_gives_ieee_nan_in_a_matmul():
+    # exp overflows to inf on finite inputs; the bracket-free product with a zero row is
+    # 0 * inf = nan there, as in the interpreter (the fast code checks the computed operand
+    # before the matmul; the strict code reruns the plain sum of products, which BLAS need not
+    # compute).
     prog = ea.parse(
         """
 def f(x: [N, R], B: [R, M]):
@@ -493,7 +505,7 @@ def f(x: [N, R], B: [R, M]):
     b[0, :] = 0.0
     got, want = run_both(prog, {"x": x, "B": b})
     assert_same(got, want)
-    assert np.all(np.isfinite(got))
+    assert np.isnan(got[0]).all() and np.isfinite(got[1:]).all()
     assert "_rt.checked(np.exp(x))" in lower(prog)
 
 
@@ -537,12 +549,12 @@ def test_a_non_finite_parameter_checked_anywhere_gives_the_interpreters_answer(b
     rng = np.random.default_rng(4)
     inputs = {"x": rng.normal(size=(3, 6)), "W": rng.normal(size=(6, 6)), "b": rng.normal(size=6)}
     assert_same(*run_both(prog, inputs))
-    inputs["x"][:, 1] = 0.0  # the bad W row meets only zeros: strong zero makes t finite
+    inputs["x"][:, 1] = 0.0  # the bad W row meets only zeros: 0 * inf is nan (IEEE)
     inputs[where][(1,) * inputs[where].ndim] = bad
     got, want = run_both(prog, inputs)
     assert_same(got, want)
     if where == "W":
-        assert np.all(np.isfinite(got[0])) and np.all(np.isfinite(got[1]))
+        assert np.isnan(got[0][:, 1]).all()
 
 
 def test_checked_raises_on_a_non_finite_result():

@@ -179,13 +179,49 @@ def test_strong_zero_guards_inf_and_nan():
         assert evaluate_expr(total, {}, {"N": 4}) == 0.0
 
 
-def test_strong_zero_with_zero_tensor_entry():
+def test_zero_tensor_entry_times_inf_is_nan():
+    # Only brackets are strong zeros: a 0.0 read from a tensor is an IEEE zero.
     x = np.array([0.0, 2.0])
     y = np.array([np.inf, 3.0])
     got = evaluate_expr(mul(Access("x", (i,)), Access("y", (i,))), {"x": x, "y": y}, {}, {"i": 2})
-    np.testing.assert_array_equal(got, [0.0, 6.0])
+    np.testing.assert_array_equal(got, [np.nan, 6.0])
     total = Sum((IndexVar("i", 2),), mul(Access("x", (i,)), Access("y", (i,))))
-    assert evaluate_expr(total, {"x": x, "y": y}, {}) == 6.0
+    assert np.isnan(evaluate_expr(total, {"x": x, "y": y}, {}))
+    # an out-of-range read is an ordinary 0.0 as well (zero padding)
+    pad = mul(Access("x", (i + 2,)), Access("y", (i,)))
+    np.testing.assert_array_equal(evaluate_expr(pad, {"x": x, "y": y}, {}, {"i": 2}),
+                                  [np.nan, 0.0])
+
+
+def test_ieee_outside_brackets():
+    inf = div(Const(1), Const(0))
+    computed_zero = sub(Const(1), Const(1))
+    assert np.isnan(evaluate_expr(mul(computed_zero, inf), {}, {}))
+    assert evaluate_expr(mul(Const(0), inf), {}, {}) == 0.0  # the literal 0 is a strong zero
+    assert evaluate_expr(Call("exp", (Const(1000),)), {}, {}) == np.inf  # overflow gives inf
+    # 1 / (1 + exp(1000)) * exp(1000) is 0 * inf: nan, not 0
+    e = Call("exp", (Const(1000),))
+    assert np.isnan(evaluate_expr(mul(div(Const(1), Binary("+", Const(1), e)), e), {}, {}))
+
+
+def test_strong_zero_is_a_value_that_survives_nesting():
+    inf = div(Const(1), Const(0))
+    false = Bracket(Cmp("==", c(0), c(1)))
+    # inf * ([false] * 2), inf * (-[false]), inf * Σ_{j<3} [false], inf * Σ over nothing
+    for z in (mul(false, Const(2)), Neg(false), Sum((IndexVar("j", 3),), false),
+              Sum((IndexVar("j", 0),), Const(1)), div(false, Const(0)), Pow(false, 2)):
+        assert evaluate_expr(mul(inf, z), {}, {}) == 0.0, z
+    # ... but a sum with an ordinary term, a function of it and a stored value are ordinary
+    assert np.isnan(evaluate_expr(mul(inf, Binary("+", false, sub(Const(1), Const(1)))), {}, {}))
+    assert evaluate_expr(mul(inf, Binary("+", false, Const(0))), {}, {}) == 0.0  # literal 0
+    assert np.isnan(evaluate_expr(mul(inf, Call("tanh", (false,))), {}, {}))
+    assert evaluate_expr(mul(inf, Pow(false, 0)), {}, {}) == np.inf
+    prog = Program((Param("w", ()),), (Statement("t", (IndexVar("i", 2),),
+                                                 Bracket(Cmp("==", i, c(0)))),),
+                   (Sum((IndexVar("i", 2),), mul(Access("w"), Access("t", (i,)))),))
+    assert np.isnan(evaluate(prog, np.inf))  # t[1] is a stored 0.0: inf * 0.0 is nan
+    v, strong = evaluate_expr(mul(false, inf), {}, {}, strong=True)
+    assert v == 0.0 and strong
 
 
 def test_empty_sum_is_zero_and_unused_index_multiplies_by_extent():
@@ -371,7 +407,8 @@ _AFFINES = [i, j, k, i + 1, j - 1, i.scale(2), i.scale(Fraction(1, 2)), i - j, c
 
 
 def _pointwise(e, point: dict[str, int], env: dict[str, np.ndarray]) -> float:
-    """The semantics spelled out for one point: zero padding, strong zero, sums as loops."""
+    """The semantics spelled out for one point: zero padding, strong zeros (literal 0, false
+    brackets, sums without a term that is not one), sums as loops."""
 
     def read(name, idx):
         pos = [a.evaluate(point, {"N": _N}) for a in idx]
@@ -382,28 +419,44 @@ def _pointwise(e, point: dict[str, int], env: dict[str, np.ndarray]) -> float:
 
     match e:
         case Const(v):
-            return v
+            return STRONG if v == 0 else v
         case Access(name, idx):
             return read(name, idx)
         case Bracket(Cmp(op, lhs, rhs)):
             a, b = lhs.evaluate(point, {"N": _N}), rhs.evaluate(point, {"N": _N})
-            return float({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
-                          ">=": a >= b}[op])
+            held = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                    ">=": a >= b}[op]
+            return 1.0 if held else STRONG
         case Binary("*", lhs, rhs):
             a, b = _pointwise(lhs, point, env), _pointwise(rhs, point, env)
-            return 0.0 if a == 0 or b == 0 else a * b
+            return STRONG if a is STRONG or b is STRONG else a * b
         case Binary(op, lhs, rhs):
             a, b = _pointwise(lhs, point, env), _pointwise(rhs, point, env)
+            if a is STRONG and b is STRONG:
+                return STRONG
+            a, b = _plain(a), _plain(b)
             return a + b if op == "+" else a - b
         case Neg(arg):
-            return -_pointwise(arg, point, env)
+            a = _pointwise(arg, point, env)
+            return a if a is STRONG else -a
         case Pow(base, _):
-            return _pointwise(base, point, env) ** 2
+            a = _pointwise(base, point, env)
+            return a if a is STRONG else a**2
         case Call("tanh", (arg,)):
-            return float(np.tanh(_pointwise(arg, point, env)))
+            return float(np.tanh(_plain(_pointwise(arg, point, env))))
         case Sum((iv,), body):
-            return sum(_pointwise(body, {**point, iv.name: t}, env) for t in range(_N))
+            terms = [_pointwise(body, {**point, iv.name: t}, env) for t in range(_N)]
+            terms = [t for t in terms if t is not STRONG]
+            return sum(terms) if terms else STRONG
     raise AssertionError(e)
+
+
+STRONG = object()
+"""The strong zero of the pointwise definition: 0 that absorbs every factor."""
+
+
+def _plain(v):
+    return 0.0 if v is STRONG else v
 
 
 def _exprs():
@@ -434,8 +487,17 @@ def _exprs():
 def test_vectorized_matches_pointwise_semantics(e, seed):
     rng = np.random.default_rng(seed)
     env = {"x": rng.normal(size=_N), "A": rng.normal(size=(_N, _N))}
+    # non-finite and zero entries too: the strong zeros must be exactly where they are
+    env["x"][rng.integers(_N)] = rng.choice([np.inf, -np.inf, np.nan, 0.0])
     extents = {"i": _N, "j": _N, "k": _N}
-    got = evaluate_expr(e, env, {"N": _N}, extents, order=("i", "j", "k"))
+    got, strong = evaluate_expr(e, env, {"N": _N}, extents, order=("i", "j", "k"), strong=True)
     for point in np.ndindex(_N, _N, _N):
         want = _pointwise(e, dict(zip("ijk", point, strict=True)), env)
-        assert got[point] == pytest.approx(want, rel=1e-9, abs=1e-9)
+        assert bool(strong[point]) == (want is STRONG)
+        want = _plain(want)
+        if np.isnan(want):
+            assert np.isnan(got[point])
+        elif np.isinf(want):
+            assert got[point] == want
+        else:
+            assert got[point] == pytest.approx(want, rel=1e-9, abs=1e-9)

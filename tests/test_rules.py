@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eqsat_ad.egraph.check import RuleCheck, check_rules
+from eqsat_ad.egraph.check import RuleCheck, RuleWarning, check_rules
 from eqsat_ad.egraph.rules import SHIPPED, RuleError, load_rule_file, rules_dir
 from eqsat_ad.ir.errors import EqsatError
 
@@ -68,3 +68,67 @@ def test_checker_errors_are_clear(tmp_path):
     broken.write_text("(ruleset broken)\n(rewrite (Mul a) a :ruleset broken :name \"x\")\n")
     with pytest.raises(RuleError, match="rule 'x'"):
         check_rules(str(broken))
+
+
+_FINITE_ONLY_RULES = """
+(ruleset risky)
+; x - x = 0 holds for finite x only: inf - inf is nan
+(rewrite (Add x (Mul (Num -1.0) x)) (Num 0.0) :ruleset risky :name "sub-self")
+; the distributive law without the finiteness guard of rules/sumprod.egg
+(rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)) :ruleset risky :name "distribute-any")
+; a factor out of a sum, unguarded: sum_i w * x[i] with w = inf, x = [2, -1]
+(rule ((= s (Sum j n (Mul a b))) (= f (free a)) (set-not-contains f j))
+      ((union s (Mul a (Sum j n b)))) :ruleset risky :name "factor-out-any")
+"""
+
+
+def test_finite_only_rules_are_flagged(tmp_path):
+    path = tmp_path / "risky.egg"
+    path.write_text(_FINITE_ONLY_RULES)
+    found: set[str] = set()
+    for seed in (0, 1, 2):
+        result = check_rules(str(path), trials=24, seed=seed)
+        found |= {f.rule for f in result.failures}
+    assert {"sub-self", "distribute-any", "factor-out-any"} <= found, found
+    # marked finite-only, the same rules are checked with finite values only, and pass
+    marker = "; finite-only: sub-self distribute-any factor-out-any"
+    path.write_text(_FINITE_ONLY_RULES.replace("(ruleset risky)", f"(ruleset risky)\n{marker}"))
+    for seed in (0, 1):
+        result = check_rules(str(path), trials=24, seed=seed)
+        assert result.ok, str(result)
+        assert set(result.finite_only) == {"sub-self", "distribute-any", "factor-out-any"}
+        assert "finite values only" in str(result)
+
+
+def test_the_shipped_guards_make_the_finite_only_laws_sound():
+    # the guarded versions pass with inf, nan, ±0, huge, tiny values and sizes 0 and 1
+    for seed in (3, 4):
+        result = check_rules("sumprod", trials=24, seed=seed)
+        assert result.ok, str(result)
+        for rule in ("distribute", "factor", "factor-out-of-sum", "factor-into-sum"):
+            assert result.exercised.get(rule, 0) > 0, rule
+
+
+def test_rules_optimize_never_runs_are_warned_about(tmp_path):
+    path = tmp_path / "stray.egg"
+    path.write_text(
+        "(ruleset mine)\n"
+        "(rewrite (Mul a (Num 1.0)) a :ruleset mine :name \"kept\")\n"
+        "(rewrite (Add a (Num 0.0)) a :name \"no-ruleset\")\n"
+        "(rewrite (Add (Num 0.0) a) a :ruleset elsewhere :name \"elsewhere\")\n"
+    )
+    with pytest.warns(RuleWarning) as record:
+        result = check_rules(str(path), trials=4)
+    text = " ".join(str(w.message) for w in record)
+    assert "'no-ruleset' belongs to no ruleset" in text
+    assert "'elsewhere' belongs to ruleset 'elsewhere'" in text and "'kept'" not in text
+    assert len(result.warnings) == 2 and "WARNING" in str(result)
+
+
+def test_shipped_rule_files_warn_about_nothing():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuleWarning)
+        for name in SHIPPED:
+            assert check_rules(name, trials=1).warnings == ()

@@ -22,7 +22,7 @@ import numpy as np
 import sympy
 
 from ..ir import functions
-from ..ir.expr import Call, Const, Expr
+from ..ir.expr import Call, Const, Expr, complement
 from ..ir.functions import ARG_SYMBOLS
 from .common import (
     ONE,
@@ -37,7 +37,7 @@ from .common import (
 from .custom import custom_rule
 
 # Placeholder for "the function being differentiated, applied to its arguments".
-_SELF = sympy.Symbol("__self__", real=True)
+_SELF = functions.SELF
 
 # fn name -> partials as SymPy expressions (None: no derivative rule)
 _TABLE: dict[str, tuple[sympy.Expr, ...] | None] = {}
@@ -61,7 +61,9 @@ def symbolic_partials(name: str) -> tuple[sympy.Expr, ...] | None:
     fn = functions.lookup(name)
     if fn is None:
         raise DifferentiationError(f"unknown function {name!r}")
-    if fn.sympy is None:
+    if fn.derivative is not None:
+        result = fn.derivative  # the override, chosen to stay finite (in x, y and _SELF)
+    elif fn.sympy is None:
         result = None
     else:
         args = ARG_SYMBOLS[: fn.arity]
@@ -203,34 +205,31 @@ def to_ir(
     return go(sympy.sympify(e))
 
 
-def _strict_step(t: Expr) -> Expr:
-    """1 where t > 0, else 0: the built-in ``gt0`` (``step`` is 1/2 at 0)."""
-    return Call("gt0", (t,))
-
-
 def _indicator(cond: sympy.Basic, go) -> Expr:  # go: the converter of to_ir
-    """0/1 expression of a data comparison ``lhs op rhs`` (the condition of a Piecewise)."""
+    """The data comparison ``lhs op rhs`` (the condition of a Piecewise): 1 or a strong zero."""
     if cond == sympy.true:
         return ONE
-    if isinstance(cond, sympy.StrictGreaterThan | sympy.StrictLessThan | sympy.GreaterThan
-                  | sympy.LessThan):
-        t = go(cond.lhs - cond.rhs)
-        if isinstance(cond, sympy.StrictGreaterThan):
-            return _strict_step(t)
-        if isinstance(cond, sympy.StrictLessThan):
-            return _strict_step(f_sub(ZERO, t))
-        if isinstance(cond, sympy.GreaterThan):
-            return f_sub(ONE, _strict_step(f_sub(ZERO, t)))
-        return f_sub(ONE, _strict_step(t))
-    raise DifferentiationError(f"cannot express the condition {cond} (only <, <=, >, >=)")
+    if isinstance(cond, sympy.StrictGreaterThan | sympy.GreaterThan | sympy.Equality
+                  | sympy.Unequality):
+        fn = {sympy.StrictGreaterThan: "gt", sympy.GreaterThan: "ge", sympy.Equality: "eq",
+              sympy.Unequality: "ne"}[type(cond)]
+        return Call(fn, (go(cond.lhs), go(cond.rhs)))
+    if isinstance(cond, sympy.StrictLessThan | sympy.LessThan):
+        fn = "gt" if isinstance(cond, sympy.StrictLessThan) else "ge"
+        return Call(fn, (go(cond.rhs), go(cond.lhs)))
+    raise DifferentiationError(f"cannot express the condition {cond} (only <, <=, >, >=, ==)")
 
 
 def _piecewise(x: sympy.Piecewise, go) -> Expr:
-    """``[c1]·e1 + (1 - [c1])·([c2]·e2 + ...)``: the first true condition picks its piece."""
+    """``[c1]·e1 + [not c1]·([c2]·e2 + ...)``: the first true condition picks its piece, and
+    the pieces not picked are never looked at (a strong-zero select)."""
     out: Expr = ZERO
     for value, cond in reversed(x.args):
         chosen = _indicator(cond, go)
-        out = f_add(f_mul(chosen, go(value)), f_mul(f_sub(ONE, chosen), out))
+        if chosen == ONE:
+            out = go(value)
+            continue
+        out = f_add(f_mul(chosen, go(value)), f_mul(complement(chosen), out))
     return out
 
 

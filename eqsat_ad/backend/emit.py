@@ -107,6 +107,8 @@ class Emitter:
         if ax.is_full() or len(ax.lo) != 1 or len(ax.hi) != 1:
             return Poly.of_dim(ax.extent)
         d = ax.hi[0] - ax.lo[0]
+        if d.is_constant():
+            return Poly.const(max(d.const, 0))  # an empty range has no points
         out = Poly.const(d.const)
         for n, c in d.sizes:
             out = out + Poly.symbol(n) * Poly.const(c)
@@ -137,6 +139,10 @@ class Emitter:
         if re.fullmatch(r"_t\d+", code) and last.startswith(f"    {code} = "):
             self.lines[-1] = f"    {name} = {last[len(code) + 7:]}"
             self.kernels += [replace(k, line=len(self.lines) - 1) for k in kernels]
+            # the temporary no longer exists: later uses of its code recompute it (a statement
+            # variable may still be written in place, so it cannot stand for the code)
+            for k in [k for k, t in self.memo.items() if t == code]:
+                del self.memo[k]
             return
         self.emit(f"{name} = {code}", kernels)
 
@@ -253,14 +259,14 @@ class Emitter:
             if len(v.axes) > 1 and [x for x in target if x in v.axes] != list(v.axes):
                 # an operand read against its layout (A[i, j] + A[j, i]): a strided pass
                 ks += self.kernel(Elementwise, v.size, ZERO, "transposed read")
-        if op == "*" and (a.risky or b.risky):
-            return Value(
-                f"_rt.smul({self.align(a, target, False)}, {self.align(b, target, False)})",
-                target, risky=risky, kernels=ks, size=size,
-            )
         level = _ADD if op in "+-" else _MUL
         left = self.align(a, target, level)
         right = self.align(b, target, level + (0.5 if op in "-/" else 0))
+        if op == "/" and not target:
+            # two Python numbers: 1 / 0 would raise ZeroDivisionError, NumPy's gives inf
+            return Value(f"np.divide({self.align(a, target, False)}, "
+                         f"{self.align(b, target, False)}, dtype=_dt)", target, risky=True,
+                         kernels=ks, size=size)
         return Value(f"{left} {op} {right}", target, risky=risky, prec=level, kernels=ks,
                      size=size)
 

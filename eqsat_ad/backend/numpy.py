@@ -25,8 +25,8 @@ outputs, the program), this module (the public API and :class:`CompiledProgram`)
 
 Every program lowers, and the result equals the reference interpreter's: out-of-range and
 fractional reads are 0, a false bracket gives 0 whatever its factor is (strong zero, via
-``np.where`` and, for products that may see inf/nan, :func:`~eqsat_ad.backend.runtime.smul`),
-empty sums are 0.
+``np.where``), every other product is IEEE 754 (``0 * inf`` is nan; docs/semantics.md), empty
+sums are 0.
 
 Public: :func:`lower`, :func:`lower_program` (source, decisions and plan),
 :func:`compile_program` and :class:`CompiledProgram`.
@@ -165,7 +165,10 @@ class CompiledProgram:
         sizes: dict[str, int] = {}
         for p, dims in zip(self.program.params, self._dims, strict=True):
             v = given[p.name]
-            a = v if type(v) is np.ndarray else np.asarray(v)
+            try:
+                a = v if type(v) is np.ndarray else np.asarray(v)
+            except (ValueError, TypeError):  # a ragged list: the slow path names the argument
+                raise _Slow from None
             if a.ndim != len(dims):
                 raise _Slow
             for d, n in zip(dims, a.shape, strict=True):

@@ -36,7 +36,6 @@ from ..plan.poly import ONE, ZERO
 from .emit import Emitter
 from .values import (
     _ATOM,
-    _FINITE_FNS,
     _LETTERS,
     _POW,
     _UNARY,
@@ -223,6 +222,9 @@ class Reads(Emitter):
                 risky = v.risky or k < 0 or k != int(k)
                 kc = _num(k) if k >= 0 else f"({_num(k)})"
                 ks, size = self.pass_over(Elementwise, v.axes, grid, "**", v)
+                if not v.axes:  # a Python number: 0 ** -1 raises, (-1) ** 0.5 is complex
+                    return Value(f"np.power({v.code}, {kc}, dtype=_dt)", (), risky=risky,
+                                 kernels=ks, size=size)
                 return Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW, kernels=ks,
                              size=size)
             case Binary("/", lhs, rhs):
@@ -238,7 +240,7 @@ class Reads(Emitter):
         if len(args) != f.arity:
             raise ProgramError(f"{fn} takes {f.arity} argument(s), got {len(args)}", e.loc)
         vals = [self.to_num(self.ev(a, grid)) for a in args]
-        risky = any(v.risky for v in vals) or fn not in _FINITE_FNS
+        risky = any(v.risky for v in vals) or not f.finite
         if fn == "stop_gradient":
             return vals[0]
         target = self.order(grid, *(v.axes for v in vals))
@@ -252,6 +254,10 @@ class Reads(Emitter):
         if not target:  # np.tanh(0.5) is a float64 scalar: keep float32 programs in float32
             code = f"_dt({code})"
         ks, size = self.pass_over(Elementwise, target, grid, fn, *vals)
+        if f.strong:
+            # a data comparison is a condition (boolean array): a product applies it with
+            # np.where, so a false comparison is a strong zero as in the interpreter
+            return Value(code, target, mask=True, kernels=ks, size=size)
         return self.shared(Value(code, target, risky=risky, kernels=ks, size=size), create=False)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:

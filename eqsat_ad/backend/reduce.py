@@ -224,6 +224,12 @@ class Reductions(Reads):
                        prec=_ATOM, kernels=())
 
     def product(self, coef: float, vals: list[Value], grid: Mapping[str, Axis]) -> Value:
+        masks = [v for v in vals if v.mask]
+        if masks:  # conditions (data comparisons) guard the product: np.where, not * 0/1
+            out = self.product(coef, [v for v in vals if not v.mask], grid)
+            m = self.conj(masks, grid)
+            assert m is not None
+            return self.where(m, out, grid)
         vals = [self.to_num(v) for v in vals]
         if not vals:
             return Value(_num(coef), (), prec=_ATOM if coef >= 0 else _UNARY)
@@ -330,7 +336,7 @@ class Reductions(Reads):
         if v.code == "1" and not v.axes:
             return Value(mult, (), prec=_MUL if "*" in mult else _ATOM)
         ks, size = self.pass_over(Elementwise, v.axes, grid, "scale", v)
-        if v.risky:  # an empty range times inf is 0 (strong zero)
+        if v.risky:  # an empty range has no term: 0 even times inf (a strong zero)
             return Value(f"_rt.smul({mult}, {v.code})", v.axes, risky=True, kernels=ks, size=size)
         return Value(f"{mult} * {v.paren(_MUL)}", v.axes, prec=_MUL, kernels=ks, size=size)
 
@@ -366,8 +372,9 @@ class Reductions(Reads):
         """One contraction step (one or two operands) with the result's axes in order ``out``.
 
         A matrix product (or matrix-vector product, batched or not) becomes ``@`` on transposed
-        views; anything else stays ``np.einsum``. Strong zero: an operand that may hold inf/nan
-        is checked first, and only a non-finite one takes the exact (slow) ``einsum_sz``.
+        views; anything else stays ``np.einsum``. An operand that may hold inf/nan is checked
+        first, and a non-finite one takes ``einsum_sz``, the plain sum of products (what BLAS
+        computes need not be: it may skip a zero factor, hiding 0 * inf = nan).
 
         An ``unchecked`` parameter operand is verified by the result instead when that is the
         smaller array: every operand entry meets the result in some product, and 0 * inf, inf
@@ -402,7 +409,7 @@ class Reductions(Reads):
         if len(ops) == 2 and set(ops[0].axes) | set(ops[1].axes) <= set(out):
             # Nothing summed: an elementwise or outer product, broadcast.
             a, b = (self.align(v, out, False if risky else _MUL) for v in ops)
-            code = f"_rt.smul({a}, {b})" if risky else checked(f"{a} * {b}")
+            code = f"{a} * {b}" if risky else checked(f"{a} * {b}")
             ks = inputs + self.kernel(Elementwise, n_out, n_out, "outer product")
             return Value(self.temp(code, kernels=ks), out, risky=bool(risky), size=n_out)
         spec_of = ",".join("".join(letters[a] for a in v.axes) for v in ops)

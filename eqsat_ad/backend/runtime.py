@@ -1,7 +1,7 @@
 """Small helpers the generated NumPy code calls where plain NumPy syntax is not enough.
 
 Each helper implements one piece of the index language's semantics (DESIGN.md section 4):
-zero padding of out-of-range and fractional reads, strong-zero multiplication, and scatter writes
+zero padding of out-of-range and fractional reads, counts of empty ranges, and scatter writes
 of a masked set of points. The code generator uses plain slicing and ``*`` whenever it can prove
 that they mean the same thing, so these helpers only appear where that proof is out of reach.
 """
@@ -40,7 +40,8 @@ def fresh(a: np.ndarray, dtype: type) -> np.ndarray:
 
 
 def smul(a: object, b: object) -> object:
-    """Strong-zero product: ``0 * inf == 0 * nan == 0`` (an Iverson bracket guards its factor).
+    """``a * b`` where a factor 0 means *no term* (the count of an empty range: a strong zero),
+    so ``0 * inf == 0 * nan == 0``.
 
     (No ``np.errstate`` here: it costs more than a small product, and the generated code runs
     under ``np.errstate(all="ignore")`` in :class:`~eqsat_ad.backend.numpy.CompiledProgram`.)
@@ -142,31 +143,14 @@ def scatter_add(
 
 
 def einsum_sz(spec: str, path: list[object] | bool, *operands: np.ndarray) -> np.ndarray:
-    """``np.einsum`` with strong-zero products: recomputed exactly when a NaN came from 0 * inf."""
+    """``np.einsum`` as the plain sum of IEEE products (no reassociation, no BLAS), for operands
+    that may hold inf or nan: ``0 * inf`` in a term makes that term nan, as in the interpreter."""
     with np.errstate(invalid="ignore", over="ignore"):
-        r = np.einsum(spec, *operands, optimize=path)
-    if not np.isnan(r).any() or all(np.isfinite(o).all() for o in operands):
-        return r
-    ins, out = spec.split("->")
-    letters = sorted(set(ins.replace(",", "")))
-    prod: object = 1.0
-    for term, op in zip(ins.split(","), operands, strict=True):
-        # Put each operand's axes at the positions of its letters (diagonals via einsum views).
-        uniq = "".join(dict.fromkeys(term))
-        view = np.einsum(f"{term}->{uniq}", op) if uniq != term else op
-        order = sorted(range(len(uniq)), key=lambda k: letters.index(uniq[k]))
-        view = np.transpose(view, order)
-        present = sorted(uniq, key=letters.index)
-        shape = [view.shape[present.index(c)] if c in present else 1 for c in letters]
-        prod = smul(prod, view.reshape(shape))
-    summed = tuple(k for k, c in enumerate(letters) if c not in out)
-    total = np.sum(prod, axis=summed) if summed else np.asarray(prod)
-    kept = [c for c in letters if c in out]
-    return np.transpose(total, [kept.index(c) for c in out]) if out else total
+        return np.einsum(spec, *operands, optimize=False)
 
 
 def finite(*arrays: np.ndarray) -> bool:
-    """Whether every entry of ``arrays`` is finite (then plain products are strong-zero)."""
+    """Whether every entry of ``arrays`` is finite (then any order of the products is exact)."""
     return all(bool(np.isfinite(a).all()) for a in arrays)
 
 

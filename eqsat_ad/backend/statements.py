@@ -235,7 +235,8 @@ class Codegen(Reductions):
         if not t.sums and not t.conds and len(t.factors) == 1 and isinstance(t.factors[0], Term):
             inner = t.factors[0]
             t = replace(inner, coef=inner.coef * t.coef)
-        t = _by_component(t)
+        if not self.strict:  # exact for finite values: the fast code's inputs are checked
+            t = _by_component(t)
         gens = [iv.name for iv in s.indices]
         if solved or len(gens) < 2 or t.sums or t.conds:
             return False

@@ -15,8 +15,6 @@ from ..plan.kernels import (
 )
 from ..plan.poly import ONE, Poly
 
-# Built-ins that map finite values to finite values (others may produce inf/nan).
-_FINITE_FNS = frozenset({"sin", "cos", "tanh", "sigmoid", "abs", "max", "min", "stop_gradient"})
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _RESERVED = frozenset({"np", "max", "min", "range", "float", "int", "abs", "sum", "len", "print"})
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -7,16 +7,23 @@ prelude and the file's analysis rules, runs that one rule, and then evaluates ev
 e-class with the reference interpreter: all members of a class must agree. A member that does not
 is a counterexample, reported as two index-language expressions and the sizes.
 
-Tensor values are nonzero, but reads out of range are 0, so divisions by zero happen exactly where
-brackets guard them: a rule that moves a bracket across a division (unsound under strong-zero
-multiplication) turns a guarded 0 into inf or nan, and is caught. Where both sides are non-finite
-the instance says nothing (both are undefined).
+Every class is evaluated at several sizes (the instance's, 0 and 1) and with several kinds of
+tensor values (:mod:`.check_instances`): nonzero ones, so that a zero and a division by it come
+from an index out of range, which is what brackets guard; ones mixed with inf, -inf, nan and ±0;
+huge and tiny ones. Two members agree when their values agree up to rounding, with the same nan,
+inf and strong-zero pattern (docs/semantics.md): a rule that distributes an infinite factor
+(inf * (2 - 1) is inf, inf * 2 - inf * 1 is nan) is caught. A rule named in a comment line
+``; finite-only: NAME ...`` is checked with finite values only, and reported as such.
+
+The checker also warns (:class:`RuleWarning`) about rules that belong to no ruleset or to one
+other than the file's: ``optimize`` runs only the prelude and each file's own ruleset.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -43,45 +50,36 @@ from ..ir.expr import (
 from ..ir.index import Affine, IndexVar, size
 from ..ir.interpreter import evaluate_expr
 from ..ir.printer import print_expr
+from .check_instances import (
+    BINDERS,
+    FINITE_MODES,
+    GENS,
+    MODES,
+    SIZE_ID,
+    SExp,
+    _instantiate,
+    _lin,
+    _option,
+    _Random,
+    _seeds_of,
+    parse_sexps,
+    random_arrays,
+    rule_name,
+    show,
+)
 from .extract import LinVal, decode_index_classes, node_children
 from .rules import RuleError, load_rule_file, prelude_text
 from .saturate import take_snapshot
 
-SExp = str | list  # an atom or a list of s-expressions
 
-# --- s-expressions ----------------------------------------------------------------------------
-_TOKEN = re.compile(r'\s+|;[^\n]*|"(?:[^"\\]|\\.)*"|[()]|[^\s()";]+')
-
-
-def parse_sexps(text: str) -> list[SExp]:
-    stack: list[list] = [[]]
-    for m in _TOKEN.finditer(text):
-        tok = m.group(0)
-        if tok[0].isspace() or tok[0] == ";":
-            continue
-        if tok == "(":
-            stack.append([])
-        elif tok == ")":
-            if len(stack) == 1:
-                raise RuleError("unbalanced ')' in rule file")
-            done = stack.pop()
-            stack[-1].append(done)
-        else:
-            stack[-1].append(tok)
-    if len(stack) != 1:
-        raise RuleError("unbalanced '(' in rule file")
-    return stack[0]
+class RuleWarning(UserWarning):
+    """A rule file with rules that ``optimize`` never runs."""
 
 
-def show(s: SExp) -> str:
-    return s if isinstance(s, str) else "(" + " ".join(show(x) for x in s) + ")"
-
-
-def _option(cmd: list, key: str) -> SExp | None:
-    for k in range(len(cmd) - 1):
-        if cmd[k] == key:
-            return cmd[k + 1]
-    return None
+def _has_union(s: SExp) -> bool:
+    return isinstance(s, list) and (
+        (bool(s) and s[0] == "union") or any(_has_union(x) for x in s)
+    )
 
 
 def _with_ruleset(cmd: list, name: str) -> list:
@@ -91,213 +89,6 @@ def _with_ruleset(cmd: list, name: str) -> list:
             out[k + 1] = name
             return out
     return out + [":ruleset", name]
-
-
-def rule_name(cmd: list) -> str:
-    name = _option(cmd, ":name")
-    if isinstance(name, str) and name.startswith('"'):
-        return name[1:-1]
-    return show(cmd)
-
-
-def _has_union(s: SExp) -> bool:
-    return isinstance(s, list) and (
-        (bool(s) and s[0] == "union") or any(_has_union(x) for x in s)
-    )
-
-
-# --- the term language's signatures (read from the prelude) --------------------------------------
-def _signatures() -> dict[str, tuple[str, tuple[str, ...]]]:
-    sigs: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for cmd in parse_sexps(prelude_text()):
-        if isinstance(cmd, list) and cmd and cmd[0] == "datatype":
-            sort = cmd[1]
-            for ctor in cmd[2:]:
-                sigs[ctor[0]] = (sort, tuple(ctor[1:]))
-    return sigs
-
-
-SIGS = _signatures()
-
-# --- random instances ---------------------------------------------------------------------------
-GENS = (0, 1)
-"""ids that play statement generators (their range may be assumed)"""
-BINDERS = (2, 3, 4)
-"""ids that random sums bind"""
-POOL = GENS + BINDERS
-SIZE_ID = -1
-
-
-def _rat(c: Fraction) -> str:
-    return f"(bigrat (bigint {c.numerator}) (bigint {c.denominator}))"
-
-
-def _lin(terms: dict[int, Fraction], const: Fraction) -> str:
-    out = f"(LNil {_rat(const)})"
-    for i in sorted((i for i, c in terms.items() if c != 0), reverse=True):
-        out = f"(LTerm {i} {_rat(terms[i])} {out})"
-    return out
-
-
-class _Random:
-    def __init__(self, rng: random.Random, extent_of: dict[int, str]) -> None:
-        self.rng = rng
-        self.extent_of = extent_of
-        self.recent: list[dict[int, Fraction]] = []
-        self.focus: int | None = None
-        """the binder of the sum being instantiated: indices favour it"""
-
-    def lin(self) -> str:
-        """A random affine expression, biased towards the shapes rules look for: a plain index
-        plus a constant, an upper bound ``N - v + c``, or a shifted copy of a recent one (so
-        that equalities contradict and brackets repeat)."""
-        r = self.rng
-        const = Fraction(r.choice((0, 0, 1, -1, 2)))
-        roll = r.random()
-        if self.focus is not None and r.random() < 0.15:  # a stride: 2 j == v
-            terms = {self.focus: Fraction(r.choice((2, -2))), r.choice(GENS): Fraction(1)}
-        elif roll < 0.25 and self.recent:
-            terms = dict(r.choice(self.recent))
-        elif roll < 0.45:
-            v = self.focus if self.focus is not None and r.random() < 0.6 else r.choice(POOL)
-            terms = {v: Fraction(1)}
-        elif roll < 0.55:
-            terms = {SIZE_ID: Fraction(1), r.choice(GENS): Fraction(-1)}
-        else:
-            terms = {}
-            if self.focus is not None and r.random() < 0.5:
-                terms[self.focus] = Fraction(r.choice((1, -1, 2, -2)))
-            for _ in range(r.choice((1, 1, 2))):
-                terms[r.choice(POOL)] = Fraction(r.choice((1, -1, 1, 2, -2)))
-            if r.random() < 0.2:
-                terms[SIZE_ID] = Fraction(r.choice((1, -1)))
-        self.recent.append(terms)
-        return _lin(terms, const)
-
-    def il(self, rank: int) -> str:
-        out = "(INil)"
-        for k in range(rank):
-            if k == rank - 1 and self.focus is not None and self.rng.random() < 0.4:
-                lin = _lin({self.focus: Fraction(1)}, Fraction(self.rng.choice((0, 1, -1))))
-            else:
-                lin = self.lin()
-            out = f"(ICons {lin} {out})"
-        return out
-
-    def pred(self) -> str:
-        r = self.rng
-        if r.random() < 0.15:
-            rank = r.choice((1, 2))
-            return f'(Rel "R{rank}" {self.il(rank)})'
-        return f"({r.choice(('Eq', 'Eq', 'Ne', 'Ge', 'Gt'))} {self.lin()})"
-
-    def expr(self, depth: int = 2) -> str:
-        r = self.rng
-        if depth == 2 and self.focus is not None and r.random() < 0.3:
-            # a product reading a tensor at the binder: what strided elimination looks for
-            read = f'(Acc "T1" {self.il(1)})'
-            return f"(Mul {read} {self.expr(depth - 1)})"
-        if depth <= 0 or r.random() < 0.35:
-            kind = r.choice(("acc1", "acc2", "acc1", "num", "br", "scalar"))
-            if kind == "num":
-                return f"(Num {r.choice((0.0, 1.0, -1.0, 2.0, 0.5, 3.0))!r})"
-            if kind == "br":
-                return f"(Br {self.pred()})"
-            if kind == "scalar":
-                return '(Acc "S" (INil))'
-            rank = 1 if kind == "acc1" else 2
-            return f'(Acc "T{rank}" {self.il(rank)})'
-        kind = r.choice(("Add", "Mul", "Mul", "Sum", "Call1", "Div", "Pow"))
-        if kind == "Sum":
-            j = r.choice(BINDERS)
-            return f"(Sum {j} {self.extent_of[j]} {self.expr(depth - 1)})"
-        if kind == "Call1":
-            return f'(Call1 "{r.choice(("exp", "sin", "tanh"))}" {self.expr(depth - 1)})'
-        if kind == "Pow":
-            return f"(Pow {self.expr(depth - 1)} 2.0)"
-        if kind == "Div":
-            # as in real programs, a denominator is zero only where an index is out of range
-            rank = r.choice((1, 2))
-            den = r.choice((f'(Acc "T{rank}" {self.il(rank)})',
-                            f"(Add (Num 1.0) (Pow {self.expr(depth - 1)} 2.0))"))
-            return f"(Div {self.expr(depth - 1)} {den})"
-        return f"({kind} {self.expr(depth - 1)} {self.expr(depth - 1)})"
-
-    def of_sort(self, sort: str, ctx: str = "") -> str:
-        r = self.rng
-        if sort == "E":
-            return self.expr()
-        if sort == "Lin":
-            return self.lin()
-        if sort == "IL":
-            return self.il(r.choice((1, 2)))
-        if sort == "Pred":
-            return self.pred()
-        if sort == "i64":
-            return str(r.choice(BINDERS if ctx == "Sum" else POOL))
-        if sort == "BigRat":
-            return _rat(Fraction(r.choice((-2, -1, 0, 1, 2, 3))) / r.choice((1, 1, 2)))
-        if sort == "f64":
-            return repr(r.choice((0.0, 1.0, -1.0, 2.0, 0.5, 3.0)))
-        if sort == "String":
-            if ctx == "Call1":
-                return f'"{r.choice(("exp", "sin", "tanh"))}"'
-            if ctx == "Call2":
-                return f'"{r.choice(("max", "min"))}"'
-            return '"T1"'
-        raise RuleError(f"cannot make a random value of sort {sort}")
-
-
-def _is_var(s: SExp) -> bool:
-    return isinstance(s, str) and bool(re.match(r"^[A-Za-z_][\w\-]*$", s)) and s not in SIGS
-
-
-def _instantiate(pat: SExp, sort: str, env: dict[str, str], gen: _Random, ctx: str = "") -> str:
-    if isinstance(pat, str):
-        if _is_var(pat):
-            if pat not in env:
-                env[pat] = gen.of_sort(sort, ctx)
-            return env[pat]
-        return pat
-    head = pat[0]
-    if head not in SIGS:
-        return show(pat)  # a primitive literal such as (bigrat (bigint 1) (bigint 1))
-    _, arg_sorts = SIGS[head]
-    args = pat[1:]
-    if len(args) != len(arg_sorts):
-        raise RuleError(f"{head} takes {len(arg_sorts)} arguments, not {len(args)}: {show(pat)}")
-    out: list[str | None] = [None] * len(args)
-    if head == "Acc" or head == "Rel":
-        # the index list first: the tensor (relation) name follows from its length
-        il = _instantiate(args[1], "IL", env, gen)
-        rank = il.count("(ICons")
-        name = f'"{"R" if head == "Rel" else ("S" if rank == 0 else "T")}{rank or ""}"'
-        if _is_var(args[0]) and args[0] not in env:
-            env[args[0]] = name
-        out = [_instantiate(args[0], "String", env, gen), il]
-        return f"({head} {' '.join(out)})"
-    if head == "Sum":
-        j = _instantiate(args[0], "i64", env, gen, "Sum")
-        if j.lstrip("-").isdigit():
-            gen.focus = int(j)
-            if _is_var(args[1]) and args[1] not in env:
-                env[args[1]] = gen.extent_of.get(int(j), gen.extent_of[0])
-    for k, (a, s) in enumerate(zip(args, arg_sorts, strict=True)):
-        out[k] = _instantiate(a, s, env, gen, head)
-    return f"({head} {' '.join(x or '' for x in out)})"
-
-
-def _seeds_of(cmd: list) -> list[tuple[SExp, str]]:
-    """The constructor patterns a rule matches, with their sorts."""
-    if cmd[0] in ("rewrite", "birewrite"):
-        pats = [cmd[1]] + ([cmd[2]] if cmd[0] == "birewrite" else [])
-    else:
-        pats = []
-        for fact in cmd[1]:
-            if isinstance(fact, list) and fact and fact[0] == "=" and isinstance(fact[2], list):
-                if fact[2] and fact[2][0] in SIGS and _is_var(fact[1]):
-                    pats.append(fact[2])
-    return [(p, SIGS[p[0]][0]) for p in pats if isinstance(p, list) and p and p[0] in SIGS]
 
 
 # --- evaluation of e-class members ---------------------------------------------------------------
@@ -372,6 +163,10 @@ class RuleCheck:
     exercised: dict[str, int] = field(default_factory=dict)
     """rule -> number of matches over all random instances"""
     failures: tuple[RuleFailure, ...] = ()
+    finite_only: tuple[str, ...] = ()
+    """rules the file marks ``; finite-only:``, checked with finite values only"""
+    warnings: tuple[str, ...] = ()
+    """rules ``optimize`` never runs (no ruleset, or another file's)"""
 
     @property
     def ok(self) -> bool:
@@ -388,6 +183,9 @@ class RuleCheck:
         )
         lines = [head]
         lines += [f"  FAIL {f}" for f in self.failures]
+        if self.finite_only:
+            lines.append(f"  finite values only: {', '.join(self.finite_only)}")
+        lines += [f"  WARNING {w}" for w in self.warnings]
         if self.unexercised:
             lines.append(f"  not exercised by the random instances: {', '.join(self.unexercised)}")
         return "\n".join(lines)
@@ -395,12 +193,33 @@ class RuleCheck:
 
 _EVAL_BUDGET = 400
 
+Setting = tuple[dict[str, int], dict[str, np.ndarray]]
+"""(sizes, tensors) at which e-class members are evaluated"""
 
-def _check_classes(snap, sizes: dict[str, int], arrays, extents_ids) -> tuple | None:
-    """A pair of disagreeing members of one class, or None."""
+
+def _settings(rng: random.Random, n: int, finite: bool) -> list[Setting]:
+    """The instance's size with every kind of tensor values, then sizes 0 and 1."""
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    modes = FINITE_MODES if finite else MODES
+    out = [({"N": n}, random_arrays(nprng, n, m)) for m in modes]
+    out += [({"N": k}, random_arrays(nprng, k, modes[-1 if finite else 1])) for k in (0, 1)
+            if k != n]
+    return out
+
+
+def _magnitude(arrays: Mapping[str, np.ndarray]) -> float:
+    """The largest finite magnitude among the tensors."""
+    return max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0)) for v in arrays.values()
+                if v.dtype != bool), default=0.0)
+
+
+def _check_classes(snap, settings: list[Setting], extents_ids, strong: bool = True
+                   ) -> tuple | None:
+    """A pair of disagreeing members of one class (with the sizes), or None. ``strong=False``
+    (a finite-only rule): compare only where both are finite, and not their strong zeros (a
+    difference there shows only when an inf or nan meets it)."""
     index = decode_index_classes(snap)
-    extents_names = {f"v{i}": (sizes["N"] if e == "N" else int(e)) for i, e in extents_ids.items()}
-    extents_dim = {i: (sizes["N"] if e == "N" else int(e)) for i, e in extents_ids.items()}
+    extents_dim = {i: e for i, e in extents_ids.items()}
     # smallest member of each class (by term size), bottom-up
     ref: dict[int, Expr] = {}
     size: dict[int, int] = {}
@@ -419,7 +238,6 @@ def _check_classes(snap, sizes: dict[str, int], arrays, extents_ids) -> tuple | 
             if c not in size or n < size[c]:
                 ref[c], size[c] = e, n
                 changed = True
-    values: dict[int, np.ndarray] = {}
     budget = _EVAL_BUDGET
     for op, c, args in e_nodes:
         if c not in ref or budget <= 0:
@@ -432,30 +250,46 @@ def _check_classes(snap, sizes: dict[str, int], arrays, extents_ids) -> tuple | 
             continue
         order = sorted(free_indices(e) | free_indices(ref[c]))
         budget -= 1
-        try:
-            with np.errstate(all="ignore"):
-                a = evaluate_expr(ref[c], arrays, sizes, extents_names, order)
-                b = evaluate_expr(e, arrays, sizes, extents_names, order)
-        except EqsatError:
-            continue
-        values[c] = a
-        bad = _disagreement(np.asarray(a, float), np.asarray(b, float))
-        if bad is not None:
-            return ref[c], e, bad
+        for sizes, arrays in settings:
+            extents = {f"v{i}": (sizes["N"] if x == "N" else int(x))
+                       for i, x in extents_ids.items()}
+            try:
+                with np.errstate(all="ignore"):
+                    a, sa = evaluate_expr(ref[c], arrays, sizes, extents, order, strong=True)
+                    b, sb = evaluate_expr(e, arrays, sizes, extents, order, strong=True)
+            except EqsatError:
+                continue
+            bad = _disagreement(np.asarray(a, float), np.asarray(b, float),
+                                (sa, sb) if strong else None, _magnitude(arrays))
+            if bad is not None:
+                return ref[c], e, bad, sizes
     return None
 
 
-def _disagreement(a: np.ndarray, b: np.ndarray) -> str | None:
-    """Where both sides are finite they must be close; where one is finite the other must be
-    too (a guard that stops guarding shows up here); where neither is, both are undefined."""
-    fa, fb = np.isfinite(a), np.isfinite(b)
-    if np.any(fa != fb):
-        k = np.argwhere(fa != fb)[0]
-        where = tuple(int(x) for x in k)
-        return f"at {where}: {a[where] if a.ndim else a} vs {b[where] if b.ndim else b}"
-    both = fa & fb
-    if not np.allclose(a[both], b[both], rtol=1e-6, atol=1e-9):
-        return f"largest difference {np.max(np.abs(a[both] - b[both])):.3g}"
+def _disagreement(a: np.ndarray, b: np.ndarray,
+                  strong: tuple[np.ndarray, np.ndarray] | None, magnitude: float = 1.0
+                  ) -> str | None:
+    """Equal nan and inf patterns, equal strong zeros, finite values equal up to rounding (of
+    intermediates as large as 1, constants, or ``magnitude`` cubed: reassociating ``-x + (x +
+    3)`` loses the 3 when x is 1e30)."""
+
+    def at(mask: np.ndarray, what: str) -> str:
+        k = tuple(int(x) for x in np.argwhere(mask)[0]) if a.ndim else ()
+        return f"at {k}: {a[k]} vs {b[k]}{what}"
+
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    if strong is not None and np.any(nan_a != nan_b):
+        return at(nan_a != nan_b, "")
+    inf = (np.isinf(a) | np.isinf(b)) & ~nan_a
+    if strong is not None and np.any(inf & (a != b)):
+        return at(inf & (a != b), "")
+    fin = np.isfinite(a) & np.isfinite(b)
+    scale = max(1.0, magnitude**3, float(np.max(np.abs(a[fin]), initial=0)),
+                float(np.max(np.abs(b[fin]), initial=0)))
+    if not np.allclose(a[fin], b[fin], rtol=1e-6, atol=1e-9 * scale):
+        return f"largest difference {np.max(np.abs(a[fin] - b[fin])):.3g}"
+    if strong is not None and np.any(strong[0] != strong[1]):
+        return at(strong[0] != strong[1], " (a strong zero on one side only)")
     return None
 
 
@@ -471,9 +305,10 @@ COMBINED = "all rules together"
 
 
 def _setting(rng: random.Random) -> tuple[dict[int, str], dict[int, str], int]:
-    """Random extents: ids 0..3 range over N, id 4 over a small constant; and the value of N."""
+    """Random extents: ids 0..3 range over N, id 4 over a small constant; and the value of N
+    (the classes are also evaluated at N = 0 and N = 1)."""
     n = rng.choice((2, 3, 4))
-    const_extent = rng.choice((2, 3))
+    const_extent = rng.choice((1, 2, 3))
     size_n = _lin({SIZE_ID: Fraction(1)}, Fraction(0))
     extent_text = {0: size_n, 1: size_n, 2: size_n, 3: size_n, 4: _lin({}, Fraction(const_extent))}
     extents_ids = {0: "N", 1: "N", 2: "N", 3: "N", 4: str(const_extent)}
@@ -531,6 +366,30 @@ def _run(rf, decls, helpers, rules: list[list], seeds: list[str], extent_text, w
     return eg, matches
 
 
+_FINITE_ONLY = re.compile(r"^\s*;\s*finite-only:\s*(.*)$", re.MULTILINE)
+
+
+def finite_only_rules(text: str) -> set[str]:
+    """Names listed in the comment lines ``; finite-only: NAME ...`` of a rule file."""
+    return {n for line in _FINITE_ONLY.findall(text) for n in line.split()}
+
+
+def _ruleset_warnings(cmds: list[list], ruleset: str) -> list[str]:
+    """Rules that optimize never runs: in no ruleset (egglog's default) or another one."""
+    out = []
+    for c in cmds:
+        if c[0] not in ("rewrite", "birewrite", "rule"):
+            continue
+        rs = _option(c, ":ruleset")
+        if rs is None:
+            out.append(f"rule {rule_name(c)!r} belongs to no ruleset; optimize runs only the "
+                       f"file's ruleset {ruleset!r} (add :ruleset {ruleset})")
+        elif rs != ruleset:
+            out.append(f"rule {rule_name(c)!r} belongs to ruleset {rs!r}, which optimize never "
+                       f"runs: it runs the prelude and the file's ruleset {ruleset!r}")
+    return out
+
+
 def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> RuleCheck:
     """Check every equality-producing rule of a rule file on ``trials`` random instances.
 
@@ -539,7 +398,10 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
     together on a sample of the same instances, since rules that are sound one by one can still
     combine badly (an equality that assumes an index's range, carried elsewhere by a
     substitution). The result's ``failures`` name each rule under which two members of an e-class
-    differ, with a counterexample; ``exercised`` says how often each rule matched.
+    differ, with a counterexample (values, nan/inf patterns and strong zeros are compared, at the
+    instance's size and at sizes 0 and 1, with finite, non-finite, huge and tiny tensors);
+    ``exercised`` says how often each rule matched; ``warnings`` (also issued as
+    :class:`RuleWarning`) name rules that ``optimize`` would never run.
     """
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise EqsatError(f"trials must be a positive integer, got {trials!r}")
@@ -549,6 +411,10 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
     helpers = [c for c in cmds if c[0] == "rule" and not _has_union(c[2])]
     targets = [c for c in cmds if c[0] in ("rewrite", "birewrite") or (
         c[0] == "rule" and _has_union(c[2]))]
+    notes = _ruleset_warnings(cmds, rf.name)
+    for note in notes:
+        warnings.warn(f"{rf.path}: {note}", RuleWarning, stacklevel=2)
+    finite = finite_only_rules(rf.text)
     rng = random.Random(seed)
     names = tuple(rule_name(c) for c in targets)
     exercised: dict[str, int] = {}
@@ -560,11 +426,10 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
         exercised[name] = matches.get(name, 0) + matches.get(
             show(_with_ruleset(cmd, "check-target")), 0
         )
-        sizes = {"N": n}
-        arrays = _arrays(np.random.default_rng(rng.randrange(2**32)), n)
-        bad = _check_classes(take_snapshot(eg), sizes, arrays, extents_ids)
+        settings = _settings(rng, n, name in finite)
+        bad = _check_classes(take_snapshot(eg), settings, extents_ids, name not in finite)
         if bad is not None:
-            failures.append(RuleFailure(name, _text(bad[0]), _text(bad[1]), sizes, bad[2]))
+            failures.append(RuleFailure(name, _text(bad[0]), _text(bad[1]), bad[3], bad[2]))
     if not failures and len(targets) > 1:
         extent_text, extents_ids, n = _setting(rng)
         gen = _Random(rng, extent_text)
@@ -573,28 +438,14 @@ def check_rules(path_or_name: str | Path, trials: int = 16, seed: int = 0) -> Ru
             for s in _seeds(rf, cmd, name, max(1, trials // 4), gen)
         ]
         eg, _ = _run(rf, decls, helpers, targets, sample, extent_text, "the rules", 300)
-        sizes = {"N": n}
-        arrays = _arrays(np.random.default_rng(rng.randrange(2**32)), n)
-        bad = _check_classes(take_snapshot(eg), sizes, arrays, extents_ids)
+        # (finite values only when some rule is finite-only: together they assume it)
+        some_finite = bool(finite & set(names))
+        settings = _settings(rng, n, some_finite)
+        bad = _check_classes(take_snapshot(eg), settings, extents_ids, not some_finite)
         if bad is not None:
-            failures.append(RuleFailure(COMBINED, _text(bad[0]), _text(bad[1]), sizes, bad[2]))
-    return RuleCheck(rf.name, rf.path, names, exercised, tuple(failures))
+            failures.append(RuleFailure(COMBINED, _text(bad[0]), _text(bad[1]), bad[3], bad[2]))
+    return RuleCheck(rf.name, rf.path, names, exercised, tuple(failures),
+                     tuple(n for n in names if n in finite), tuple(notes))
 
 
-def _arrays(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
-    """Nonzero tensor values, so that a zero (and a division by it) comes from an index out of
-    range, which is what brackets guard, and sums do not cancel by accident."""
-
-    def values(shape: tuple[int, ...]) -> np.ndarray:
-        return rng.uniform(0.5, 2.0, size=shape) * rng.choice((-1.0, 1.0), size=shape)
-
-    return {
-        "S": values(()),
-        "T1": values((n,)),
-        "T2": values((n, n)),
-        "R1": rng.random(n) < 0.5,
-        "R2": rng.random((n, n)) < 0.5,
-    }
-
-
-__all__ = ["RuleCheck", "RuleFailure", "check_rules"]
+__all__ = ["RuleCheck", "RuleFailure", "RuleWarning", "check_rules", "finite_only_rules"]

@@ -53,7 +53,12 @@ def rules_dir() -> Path:
 
 
 def prelude_text() -> str:
-    return (Path(__file__).parent / "prelude.egg").read_text()
+    """The prelude, with one ``(finite-fn name)`` fact per registered function that maps finite
+    arguments to a finite value (the registry's ``finite``)."""
+    from ..ir.functions import finite_functions
+
+    facts = "".join(f'(finite-fn "{name}")\n' for name in finite_functions())
+    return (Path(__file__).parent / "prelude.egg").read_text() + facts
 
 
 def load_rule_file(spec: str | Path) -> RuleFile:

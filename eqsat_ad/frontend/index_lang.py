@@ -127,6 +127,10 @@ def _construct(node: ast.AST) -> str:
     return _CONSTRUCTS.get(type(node)) or _OP_NAMES.get(type(node)) or type(node).__name__
 
 
+INDEX_LIMIT = 2**62
+"""Index constants and sizes stay below this, so index arithmetic fits 64-bit integers."""
+
+
 class _Parser:
     """Translates one function definition; holds the source for locations and parentheses."""
 
@@ -229,6 +233,13 @@ class _Parser:
             return Param(arg.arg, tuple(self.dim(d) for d in elts), "relation", self.loc(arg))
         raise self.error(f"parameter '{arg.arg}' has an unknown shape annotation; {hint}", ann)
 
+    def small_int(self, v: int, node: ast.AST, what: str) -> int:
+        """``v`` if index arithmetic on it stays in 64-bit integers (the e-graph's and NumPy's)."""
+        if abs(v) >= INDEX_LIMIT:
+            raise self.error(f"{what} {v} is too large: index constants and sizes must be "
+                             f"below 2**62", node)
+        return v
+
     def dim(self, node: ast.expr) -> Dim:
         if isinstance(node, ast.Name):
             return as_dim(node.id)
@@ -238,7 +249,7 @@ class _Parser:
             and not isinstance(node.value, bool)
             and node.value >= 0
         ):
-            return node.value
+            return self.small_int(node.value, node, "dimension")
         raise self.error(
             f"a dimension must be a size name or a non-negative integer, not '{self.text(node)}'",
             node,
@@ -404,7 +415,7 @@ class _Parser:
                     return Affine.make(sizes={name: 1})
                 return Affine.var(name)
             case ast.Constant(value=v) if isinstance(v, int) and not isinstance(v, bool):
-                return Affine.constant(v)
+                return Affine.constant(self.small_int(v, node, "index constant"))
             case ast.UnaryOp(op=ast.USub(), operand=arg):
                 return -self.affine(arg, scope)
             case ast.BinOp(left=lhs, op=ast.Add(), right=rhs):

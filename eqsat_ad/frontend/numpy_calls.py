@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.functions import BUILTIN_FUNCTIONS
 from ..ir.index import Affine
 from .numpy_ops import ArrayOps
 from .numpy_values import (
+    IndexChoice,
     Method,
     TVal,
     add,
@@ -26,14 +28,12 @@ from .numpy_values import (
     is_static_number,
 )
 
-# Elementwise NumPy functions → built-in scalar function of the IR.
-UNARY = {
-    "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos", "sqrt": "sqrt",
-    "abs": "abs", "absolute": "abs",
-}
+# Elementwise NumPy functions → built-in scalar function of the IR (the registry's spellings).
+UNARY = {sp: f.name for f in BUILTIN_FUNCTIONS if f.arity == 1 for sp in f.spellings}
+BINARY_FNS = {sp: f.name for f in BUILTIN_FUNCTIONS if f.arity == 2 for sp in f.spellings}
 BINARY_ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/"}
 NP_NAMES = (
-    set(UNARY) | set(BINARY_ARITH) | {
+    set(UNARY) | set(BINARY_FNS) | set(BINARY_ARITH) | {
         "square", "power", "negative", "maximum", "minimum", "where", "sum", "mean", "max",
         "min", "amax", "amin", "dot", "matmul", "einsum", "outer", "trace", "diag", "transpose",
         "swapaxes", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "eye",
@@ -87,6 +87,12 @@ class CallOps(ArrayOps):
                     raise self.error(f"{name}() of one array: use np.{name}(x)", e)
                 if all(is_static_number(a) for a in args):
                     return (min if name == "min" else max)(args)
+                if any(isinstance(a, Affine) for a in args) and all(
+                        isinstance(a, Affine) or (isinstance(a, int) and not isinstance(a, bool))
+                        for a in args):
+                    # an index such as min(i + 1, n - 1): a choice between reads, by brackets
+                    return IndexChoice.of(name, [a if isinstance(a, Affine) else
+                                                 Affine.constant(a) for a in args])
                 out = args[0]
                 for a in args[1:]:
                     out = self.elementwise((out, a), lambda x, y: call(name, x, y), e)
@@ -180,6 +186,13 @@ class CallOps(ArrayOps):
             a, b = kw.positional(args, 2)
             kw.done()
             return self.binop(_OP_CLASS[BINARY_ARITH[name]], a, b, e)
+        if name in BINARY_FNS:
+            a, b = kw.positional(args, 2)
+            kw.done()
+            if is_static_number(a) and is_static_number(b):
+                return float(getattr(np, name)(a, b))
+            fn2 = BINARY_FNS[name]
+            return self.elementwise((a, b), lambda x, y: call(fn2, x, y), e)
         match name:
             case "square":
                 (x,) = kw.positional(args, 1)

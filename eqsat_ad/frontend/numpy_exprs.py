@@ -8,6 +8,7 @@ else becomes an array value whose element expression is built by :mod:`.numpy_op
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import types
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from ..ir.index import Affine, Dim, dim_str
 from .numpy_calls import METHODS, NP_NAMES, CallOps
 from .numpy_values import (
     EqsatFunc,
+    IndexChoice,
     Method,
     NotSummable,
     NpFunc,
@@ -42,7 +44,7 @@ from .numpy_values import (
 
 NP_CONST = {"pi": math.pi, "e": math.e, "newaxis": None}
 MATH_FUNCS = {"exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos",
-              "sqrt": "sqrt", "fabs": "abs"}
+              "sqrt": "sqrt", "fabs": "abs", "log1p": "log1p", "expm1": "expm1"}
 CMP_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
               ast.NotEq: "!="}
 NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
@@ -276,6 +278,7 @@ class ExprOps(CallOps):
         shape: list[Dim] = []
         axes: list[str] = []
         pos: list[Affine] = []
+        choices: list[tuple[int, IndexChoice]] = []
         k = 0
         for it in items:
             if it is None:
@@ -290,10 +293,27 @@ class ExprOps(CallOps):
                 pos.append(first + Affine.var(a).scale(step))
                 shape.append(count)
                 axes.append(a)
+            elif isinstance(it, IndexChoice):
+                choices.append((len(pos), it))
+                pos.append(Affine())
             else:
                 pos.append(self._index_value(it, d, node))
         base = tv.base if shape else None
-        return TVal(tuple(shape), tuple(axes), tv.at(pos), base, tv.boolean)
+        if not choices:
+            return TVal(tuple(shape), tuple(axes), tv.at(pos), base, tv.boolean)
+        # min/max of indices: the sum over the combinations of candidates of the read at them,
+        # each guarded by the brackets that choose it (a candidate out of range is never read)
+        body: Expr | None = None
+        for combo in itertools.product(*(c.pieces for _, c in choices)):
+            at = list(pos)
+            preds = []
+            for (slot, _), (conds, a) in zip(choices, combo, strict=True):
+                at[slot] = a
+                preds += conds
+            term = mul(bracket(conj(*preds)), tv.at(at)) if preds else tv.at(at)
+            body = term if body is None else add(body, term)
+        assert body is not None
+        return TVal(tuple(shape), tuple(axes), body, None, tv.boolean)
 
     def _bounds(self, a: Affine) -> tuple[Affine, Affine]:
         lo = Affine((), a.sizes, a.const)

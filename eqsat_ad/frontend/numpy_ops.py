@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.expr import Access, Bracket, Cmp, Const, Expr, Sum, conj
+from ..ir.expr import Access, Bracket, Cmp, Const, Expr, Sum, complement, conj, select
 from ..ir.index import Affine, Dim, IndexVar, dim_str
 from .numpy_values import (
     PredVal,
@@ -30,10 +30,6 @@ from .numpy_values import (
     shape_str,
     sub,
 )
-
-STEP = "gt0"
-"""The built-in strict step ``gt0(x) = 1 if x > 0 else 0`` that data comparisons are written with
-(not ``step``, which is 1/2 at 0: ``np.where(x > y, a, b)`` must pick ``b`` at ties)."""
 
 
 def summation(binders: tuple[IndexVar, ...], body: Expr) -> Expr:
@@ -146,24 +142,22 @@ class ArrayOps:
         return self.elementwise((a, b), build, node)
 
     def compare(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal:
-        """A data comparison as a 0/1 array, written with ``gt0(x) = [x > 0]``."""
-        def gt(x: Expr, y: Expr) -> Expr:
-            return call(STEP, sub(x, y))
-
+        """A data comparison as a 0/1 array: the built-ins ``gt``, ``ge``, ``eq``, ``ne`` (1 or
+        a strong zero, so that ``np.where`` never looks at the branch it does not take)."""
         def build(x: Expr, y: Expr) -> Expr:
             match op:
                 case ">":
-                    return gt(x, y)
+                    return call("gt", x, y)
                 case "<":
-                    return gt(y, x)
+                    return call("gt", y, x)
                 case ">=":
-                    return sub(const(1), gt(y, x))
+                    return call("ge", x, y)
                 case "<=":
-                    return sub(const(1), gt(x, y))
+                    return call("ge", y, x)
                 case "==":
-                    return mul(sub(const(1), gt(x, y)), sub(const(1), gt(y, x)))
+                    return call("eq", x, y)
                 case "!=":
-                    return add(gt(x, y), gt(y, x))
+                    return call("ne", x, y)
             raise self.error(f"unsupported comparison {op}", node)
 
         return self.elementwise((a, b), build, node, boolean=True)
@@ -176,10 +170,12 @@ class ArrayOps:
                     node,
                 )
         if op == "not":
-            return self.elementwise(values, lambda x: sub(const(1), x), node, boolean=True)
+            return self.elementwise(values, complement, node, boolean=True)
         if op == "and":
             return self.elementwise(values, mul, node, boolean=True)
-        return self.elementwise(values, lambda x, y: sub(add(x, y), mul(x, y)), node, boolean=True)
+        # x or y = x + (not x) y: disjoint terms, so the result is 1 or a strong zero
+        return self.elementwise(values, lambda x, y: add(x, mul(complement(x), y)), node,
+                                boolean=True)
 
     def where(self, c: Any, a: Any, b: Any, node: ast.AST) -> TVal:
         if isinstance(c, PredVal):
@@ -190,12 +186,9 @@ class ArrayOps:
                 "parameter, or a combination of them with & | ~",
                 node,
             )
-
-        def build(cv: Expr, av: Expr, bv: Expr) -> Expr:
-            # Strong zero: where c is 0, c * a is 0 even if a is inf or nan there (like NumPy).
-            return add(mul(cv, av), mul(sub(const(1), cv), bv))
-
-        return self.elementwise((c, a, b), build, node)
+        # A select: where c is false, c * a is a strong zero even if a is inf or nan there, and
+        # so is complement(c) * b where c is true (like NumPy).
+        return self.elementwise((c, a, b), select, node)
 
     def pow_(self, a: Any, k: float, node: ast.AST) -> TVal:
         return self.elementwise((a,), lambda x: power(x, k), node)

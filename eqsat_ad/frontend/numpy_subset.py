@@ -8,9 +8,9 @@ its syntax tree over symbolic arrays; the function is never run. What it underst
   ``min`` with ``axis`` and ``keepdims`` (max/min over a concrete axis: a pairwise tournament of
   binary ``max``, one statement per level), elementwise ``np.exp log tanh sin cos sqrt abs
   square``, ``x ** c``,
-  ``np.maximum``/``np.minimum``, ``np.where`` with data comparisons (written with the registered
-  strict step ``gt0(x) = [x > 0]``), indexing with ints, slices, ``None``, ``...`` and loop
-  indices, ``x.shape``, ``len(x)``, ``reshape`` (splitting axes), ``np.concatenate``/``stack``;
+  ``np.maximum``/``np.minimum``, ``np.where`` with data comparisons (written with the built-in
+  comparisons ``gt``, ``ge``, ``eq``, ``ne``), indexing with ints, slices, ``None``, ``...`` and
+  loop indices, ``x.shape``, ``len(x)``, ``reshape`` (splitting axes), ``np.concatenate``/``stack``;
 * ``for i in range(...)`` whose body accumulates (``s += e(i)``, ``s = s + e(i)``) becomes ONE
   ``Sum`` over ``i``: loop-local arrays become statements with ``i`` as a generator, so a loop of
   scalar reads is O(n), not O(n²); an ``if`` on ``i`` inside such a loop becomes a bracket. Other
@@ -61,6 +61,7 @@ from ..ir.expr import (
     Sum,
     conj,
     free_indices,
+    select,
     substitute_pred,
 )
 from ..ir.functions import BUILTINS, lookup
@@ -953,8 +954,8 @@ class _Translator(ExprOps):
         if not conds:
             return TVal(y.shape, axes, new)
         mask = bracket(conj(*conds))
-        # Strong zero: where the mask is false the new value is not looked at (and vice versa).
-        return TVal(y.shape, axes, add(mul(mask, new), mul(sub(const(1), mask), old)))
+        # A select: where the mask is false the new value is not looked at (and vice versa).
+        return TVal(y.shape, axes, select(mask, new, old))
 
     def bind(self, target: ast.expr, value: Any, s: ast.AST) -> None:
         match target:

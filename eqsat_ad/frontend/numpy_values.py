@@ -28,6 +28,7 @@ from ..ir.expr import (
     Binary,
     Bracket,
     Call,
+    Cmp,
     Const,
     Expr,
     Neg,
@@ -78,6 +79,23 @@ class PredVal:
     """A comparison of integers that depends on a summed loop index: ``[pred]`` as a value."""
 
     pred: Pred
+
+
+@dataclass(frozen=True, slots=True)
+class IndexChoice:
+    """``min``/``max`` of integer index expressions (``min(i + 1, n - 1)``): each candidate
+    with the comparisons under which it is the one chosen (the first of equal ones)."""
+
+    pieces: tuple[tuple[tuple[Pred, ...], Affine], ...]
+
+    @staticmethod
+    def of(fn: str, args: Sequence[Affine]) -> IndexChoice:
+        better, tie = ("<", "<=") if fn == "min" else (">", ">=")
+        pieces = []
+        for k, a in enumerate(args):
+            conds = tuple(Cmp(better if m < k else tie, a, b) for m, b in enumerate(args) if m != k)
+            pieces.append((conds, a))
+        return IndexChoice(tuple(pieces))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,11 @@
 """Predicates and scalar expressions of Tensor SSA.
 
 Every expression denotes a scalar that may depend on free index variables; tensors appear only
-through :class:`Access`. Values are immutable and compared structurally. Multiplication is
-*strongly zero*: ``0 * e`` is 0 even where ``e`` is not finite, which is what makes an Iverson
-bracket ``[p] * e`` a guard (``e`` is never looked at where ``p`` is false).
+through :class:`Access`. Values are immutable and compared structurally. Arithmetic is IEEE 754
+(``0 * inf`` is nan) except for *strong zeros* (docs/semantics.md): a false Iverson bracket,
+relation access or data comparison, the literal 0 and an empty sum are 0 and absorb every
+factor, which is what makes an Iverson bracket ``[p] * e`` a guard (``e`` is never looked at
+where ``p`` is false).
 
 Nodes carry an optional source location (``loc``) that does not take part in equality.
 """
@@ -97,7 +99,7 @@ class Const:
 class Access:
     """``name[a1, ..., ak]``; a scalar variable is an access with no indices.
 
-    Out-of-range or fractional indices read 0.
+    Out-of-range or fractional indices read 0.0 (an ordinary zero, as zero padding would).
     """
 
     name: str
@@ -150,7 +152,8 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Sum:
-    """``Sum[i: N, j: M](body)``: sum of ``body`` over the bound indices (empty range: 0)."""
+    """``Sum[i: N, j: M](body)``: sum of ``body`` over the bound indices (empty range: a strong
+    zero)."""
 
     indices: tuple[IndexVar, ...]
     body: Expr
@@ -159,7 +162,7 @@ class Sum:
 
 @dataclass(frozen=True, slots=True)
 class Bracket:
-    """Iverson bracket ``[pred]``: 1.0 where the predicate holds, else 0.0."""
+    """Iverson bracket ``[pred]``: 1.0 where the predicate holds, else a strong zero."""
 
     pred: Pred
     loc: Loc | None = _loc()
@@ -388,3 +391,59 @@ def map_children(e: Expr, f) -> Expr:  # f: Callable[[Expr], Expr]
         case Sum(ivs, body):
             return Sum(ivs, f(body), e.loc)
     return e
+
+
+# ================================================================================================
+# Complements of 0/1 expressions (the other branch of a select)
+# ================================================================================================
+
+_NEGATED = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+
+
+def negate_pred(p: Pred) -> Expr:
+    """``[not p]`` as a sum of disjoint brackets (each 1 or a strong zero)."""
+    match p:
+        case Cmp(op, lhs, rhs):
+            return Bracket(Cmp(_NEGATED[op], lhs, rhs, p.loc), p.loc)
+        case And(preds):
+            # not (a and b and ...) = [not a] + [a][not b] + [a][b][not c] + ...
+            out: Expr | None = None
+            for k, q in enumerate(preds):
+                term = negate_pred(q)
+                if k:
+                    term = Binary("*", Bracket(conj(*preds[:k])), term)
+                out = term if out is None else Binary("+", out, term)
+            assert out is not None
+            return out
+    return Binary("-", Const(1.0), Bracket(p))  # a relation: no bracket for its complement
+
+
+def complement(e: Expr) -> Expr:
+    """An expression that is 1 where the 0/1 expression ``e`` is 0 and a strong zero where it
+    is 1, when ``e`` is built of brackets, data comparisons, products (and) and disjoint sums;
+    else ``1 - e`` (an ordinary zero where ``e`` is 1).
+
+    ``c * a + complement(c) * b`` is a select: the branch not taken is never looked at, even
+    where it is inf or nan (``np.where``).
+    """
+    from .functions import COMPLEMENT  # (functions knows nothing of expressions)
+
+    match e:
+        case Const(v) if v in (0.0, 1.0):
+            return Const(1.0 - v)
+        case Bracket(p):
+            return negate_pred(p)
+        case Call(fn, args) if fn in COMPLEMENT:
+            return Call(COMPLEMENT[fn], args, e.loc)
+        case Binary("*", a, b):
+            # not (a and b) = not a + a and not b (disjoint)
+            return Binary("+", complement(a), Binary("*", a, complement(b)))
+        case Binary("+", a, Binary("*", na, b)) if na == complement(a):
+            # a or b written as a + (not a) b: its complement is (not a)(not b)
+            return Binary("*", na, complement(b))
+    return Binary("-", Const(1.0), e)
+
+
+def select(c: Expr, a: Expr, b: Expr) -> Expr:
+    """``a`` where the 0/1 expression ``c`` is 1, else ``b`` (see :func:`complement`)."""
+    return Binary("+", Binary("*", c, a), Binary("*", complement(c), b))

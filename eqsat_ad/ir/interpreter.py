@@ -5,13 +5,17 @@ expression's free index variables in sorted (canonical) order, each at its full 
 every labeled array keeps its axes sorted, aligning two of them for an elementwise operation only
 inserts length-1 axes, never transposes.
 
-Semantics (shared/DESIGN.md section 4):
+Semantics (docs/semantics.md):
 
-* an access outside its tensor's bounds, or at a fractional index, reads 0;
-* multiplication is *strongly zero*: ``0 * inf == 0 * nan == 0``, so ``[p] * e`` is 0 wherever
-  ``p`` is false, whatever ``e`` is there;
-* a sum over an empty range is 0; a sum over an index the body does not use multiplies by the
-  extent.
+* arithmetic is IEEE 754 (``0 * inf`` is nan, overflow gives inf), except for *strong zeros*:
+  the literal 0, a false Iverson bracket, relation access or data comparison, a sum without
+  terms (an empty range) and a product with a strong zero factor are a strong zero, which is 0
+  and absorbs every factor, so ``[p] * e`` is 0 wherever ``p`` is false, whatever ``e`` is
+  there (see :class:`Value`);
+* an access outside its tensor's bounds, or at a fractional index, reads 0.0 (an ordinary zero,
+  as from a zero-padded array); a stored tensor holds plain numbers (a strong zero is stored as
+  0.0);
+* a sum over an index the body does not use repeats each term extent times.
 
 Public functions: :func:`evaluate` runs a whole program; :func:`bind_arguments` checks arguments
 against a program's parameters and binds its size symbols; :func:`evaluate_expr` evaluates one
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,6 +57,23 @@ __all__ = ["bind_arguments", "evaluate", "evaluate_expr", "evaluate_statements"]
 Axes = tuple[str, ...]
 Labeled = tuple[Axes, np.ndarray]
 """(sorted free-index names, array with one full-extent axis per name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """An expression's value over its free indices: ``data`` on the axes ``axes`` (sorted), and
+    where it is a *strong zero* (``strong``, broadcastable to ``data``; None: nowhere).
+
+    A strong zero is what the literal 0, a false bracket, relation access or data comparison, a
+    sum without terms and a product with a strong zero factor evaluate to: it is 0.0 but absorbs
+    every factor (``inf * [false] == 0``). A sum or difference is a strong zero where both
+    operands are, a quotient where its numerator is, a positive power where its base is, a
+    negation where its operand is. Everything else is IEEE 754 arithmetic on doubles.
+    """
+
+    axes: Axes
+    data: np.ndarray
+    strong: np.ndarray | None
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -163,7 +185,8 @@ def evaluate_statements(
                 s.loc,
             )
         extents = {iv.name: _extent(iv, sizes) for iv in s.indices}
-        env[s.name] = _arrange(_eval(s.body, env, sizes, extents), gen_names, extents)
+        # A stored tensor holds plain numbers: a strong zero is stored as 0.0.
+        env[s.name] = _arrange(_weak(_eval(s.body, env, sizes, extents)), gen_names, extents)
     return env
 
 
@@ -173,7 +196,8 @@ def evaluate_expr(
     sizes: Mapping[str, int],
     index_extents: Mapping[str, int] | None = None,
     order: Sequence[str] | None = None,
-) -> np.ndarray:
+    strong: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Evaluate an expression that may have free indices, to an array over those indices.
 
     ``arrays`` maps every name ``expr`` reads to its value (bool arrays are relations, anything
@@ -183,6 +207,9 @@ def evaluate_expr(
     sides of a rewrite rule can be compared on the same axes even if one side drops an index.
 
     Example: ``evaluate_expr(Access("A", (i, i)), {"A": a}, {}, {"i": 3})`` is ``np.diag(a)``.
+
+    With ``strong=True`` the result is ``(values, strong)``: also where the value is a strong
+    zero (two rule sides must agree on that too, or they differ inside a product with inf).
     """
     extents = dict(index_extents or {})
     env = {
@@ -201,7 +228,13 @@ def evaluate_expr(
     unknown = [n for n in names if n not in extents]
     if unknown:
         raise ProgramError(f"no extent given for index(es) {', '.join(unknown)}")
-    return _arrange(_eval(expr, env, sizes, extents), names, extents)
+    v = _eval(expr, env, sizes, extents)
+    data = _arrange(_weak(v), names, extents)
+    if not strong:
+        return data
+    mask = np.zeros(v.data.shape, bool) if v.strong is None else np.broadcast_to(
+        v.strong, v.data.shape)
+    return data, _arrange((v.axes, mask), names, extents)
 
 
 # ================================================================================================
@@ -248,7 +281,7 @@ def _output(o: Expr, env: Mapping[str, np.ndarray], sizes: Mapping[str, int]):
         if value.dtype == bool:
             return value.copy()
         return float(value) if value.ndim == 0 else value.copy()
-    _, data = _eval(o, env, sizes, {})
+    data = _eval(o, env, sizes, {}).data
     return float(data)
 
 
@@ -296,39 +329,68 @@ def _arrange(lab: Labeled, order: Sequence[str], extents: Mapping[str, int]) -> 
     return np.array(np.broadcast_to(data, [extents[a] for a in order]), dtype=data.dtype)
 
 
-def _strong_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a * b`` with ``0 * anything == 0`` (the guard semantics of Iverson brackets)."""
-    with np.errstate(all="ignore"):
-        return np.where((a == 0) | (b == 0), 0.0, a * b)
+def _weak(v: Value) -> Labeled:
+    """The plain array of ``v`` (a strong zero is stored as 0.0)."""
+    return v.axes, v.data
+
+
+def _strong_of(v: Value, axes: Axes, extents: Mapping[str, int]) -> np.ndarray | None:
+    return None if v.strong is None else _align((v.axes, v.strong), axes, extents)
+
+
+def _or(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    return b if a is None else a if b is None else a | b
+
+
+def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None or b is None else a & b
+
+
+def _value(axes: Axes, data: np.ndarray, strong: np.ndarray | None) -> Value:
+    """A value with its strong zeros stored as 0.0 (and ``strong`` dropped when empty)."""
+    data = np.asarray(data, dtype=float)
+    if strong is None or not strong.any():
+        return Value(axes, data, None)
+    data, strong = np.broadcast_arrays(data, strong)  # (both on every axis of ``axes``)
+    return Value(axes, np.where(strong, 0.0, data), strong)
 
 
 def _eval(
     e: Expr, env: Mapping[str, np.ndarray], sizes: Mapping[str, int], extents: Mapping[str, int]
-) -> Labeled:
+) -> Value:
     match e:
         case Const(v):
-            return (), np.asarray(v, dtype=float)
+            # the literal 0 is a strong zero (a zero known without looking at any data)
+            return Value((), np.asarray(v, dtype=float), np.asarray(True) if v == 0 else None)
         case Access():
-            return _access(e, env, sizes, extents)
+            axes, data = _access(e, env, sizes, extents)
+            return Value(axes, data, None)
         case Bracket(p):
             axes, mask = _pred(p, env, sizes, extents)
-            return axes, mask.astype(float)
+            return _value(axes, mask.astype(float), ~mask)
         case Binary("*", _, _):
             return _product(_factors(e), env, sizes, extents)
         case Binary(op, lhs, rhs):
             a, b = _eval(lhs, env, sizes, extents), _eval(rhs, env, sizes, extents)
-            axes = _union(a[0], b[0])
-            x, y = _align(a, axes, extents), _align(b, axes, extents)
+            axes = _union(a.axes, b.axes)
+            x, y = _align(_weak(a), axes, extents), _align(_weak(b), axes, extents)
+            sa, sb = _strong_of(a, axes, extents), _strong_of(b, axes, extents)
             with np.errstate(all="ignore"):
-                out = x + y if op == "+" else x - y if op == "-" else x / y
-            return axes, np.asarray(out, dtype=float)
+                if op == "/":
+                    # a strong zero divided by anything stays a strong zero
+                    return _value(axes, x / y, sa)
+                out = x + y if op == "+" else x - y
+            # (a strong zero is stored as 0.0, the identity of + and -)
+            return _value(axes, out, _and(sa, sb))
         case Neg(arg):
-            axes, data = _eval(arg, env, sizes, extents)
-            return axes, -data
+            v = _eval(arg, env, sizes, extents)
+            return Value(v.axes, -v.data, v.strong)
         case Pow(base, k):
-            axes, data = _eval(base, env, sizes, extents)
+            v = _eval(base, env, sizes, extents)
             with np.errstate(all="ignore"):
-                return axes, np.asarray(np.power(data, k), dtype=float)
+                data = np.asarray(np.power(v.data, k), dtype=float)
+            # a positive power of a strong zero is a strong zero; 0 ** 0 = 1, 0 ** -1 = inf
+            return _value(v.axes, data, v.strong if k > 0 else None)
         case Call(fn, args):
             return _call(e, fn, args, env, sizes, extents)
         case Sum():
@@ -336,19 +398,24 @@ def _eval(
     raise ProgramError(f"not an expression: {e!r}")
 
 
-def _call(e: Call, fn: str, args, env, sizes, extents) -> Labeled:
+def _call(e: Call, fn: str, args, env, sizes, extents) -> Value:
     f = lookup(fn)
     if f is None:
         raise ProgramError(f"unknown function {fn!r}", e.loc)
     if len(args) != f.arity:
         raise ProgramError(f"{fn} takes {f.arity} argument(s), got {len(args)}", e.loc)
-    labs = [_eval(a, env, sizes, extents) for a in args]
-    axes = _union(*(lab[0] for lab in labs))
-    vals = [_align(lab, axes, extents) for lab in labs]
+    vals = [_eval(a, env, sizes, extents) for a in args]
+    if fn == "stop_gradient":  # the identity: a strong zero stays one
+        return vals[0]
+    axes = _union(*(v.axes for v in vals))
+    arrays = [_align(_weak(v), axes, extents) for v in vals]
     with np.errstate(all="ignore"):
-        out = np.asarray(f.numpy(*vals), dtype=float)
-    # A function may broadcast lazily (e.g. stop_gradient returns its argument): make it full.
-    return axes, np.broadcast_to(out, [extents[a] for a in axes])
+        out = np.asarray(f.numpy(*arrays), dtype=float)
+    # A function may broadcast lazily (e.g. returns its argument): make it full. A function of a
+    # strong zero is the function of 0.0, an ordinary value; a data comparison (gt, ge, ...) is
+    # a bracket on data: 1 or a strong zero.
+    out = np.broadcast_to(out, [extents[a] for a in axes])
+    return _value(axes, out, out == 0) if f.strong else Value(axes, out, None)
 
 
 def _factors(e: Expr) -> list[Expr]:
@@ -358,20 +425,25 @@ def _factors(e: Expr) -> list[Expr]:
     return [e]
 
 
-def _product(factors: list[Expr], env, sizes, extents) -> Labeled:
-    labs = [_eval(f, env, sizes, extents) for f in factors]
-    return _combine_product(labs, extents)
+def _product(factors: list[Expr], env, sizes, extents) -> Value:
+    return _combine_product([_eval(f, env, sizes, extents) for f in factors], extents)
 
 
-def _combine_product(labs: list[Labeled], extents: Mapping[str, int]) -> Labeled:
-    out = labs[0]
-    for lab in labs[1:]:
-        axes = _union(out[0], lab[0])
-        out = axes, _strong_mul(_align(out, axes, extents), _align(lab, axes, extents))
-    return out
+def _combine_product(vals: list[Value], extents: Mapping[str, int]) -> Value:
+    """The IEEE product, except that a strong zero factor makes the product a strong zero."""
+    axes = _union(*(v.axes for v in vals))
+    data = np.ones([1] * len(axes))
+    strong: np.ndarray | None = None
+    with np.errstate(all="ignore"):
+        for v in vals:
+            data = data * _align(_weak(v), axes, extents)
+            strong = _or(strong, _strong_of(v, axes, extents))
+    if strong is not None:
+        strong = np.broadcast_to(strong, data.shape)
+    return _value(axes, data, strong)
 
 
-def _sum(e: Sum, env, sizes, extents) -> Labeled:
+def _sum(e: Sum, env, sizes, extents) -> Value:
     names = [iv.name for iv in e.indices]
     if len(set(names)) != len(names):
         raise ProgramError(f"Sum binds an index twice: {', '.join(names)}", e.loc)
@@ -379,29 +451,50 @@ def _sum(e: Sum, env, sizes, extents) -> Labeled:
     for iv in e.indices:
         inner[iv.name] = _extent(iv, sizes)
     bound = set(names)
-    unused = math.prod(inner[n] for n in names if n not in free_indices(e.body))
+    unused = [n for n in names if n not in free_indices(e.body)]
+    count = math.prod(inner[n] for n in unused)
 
-    factors = _factors(e.body)
-    labs = [_eval(f, env, sizes, inner) for f in factors]
-    union = _union(*(lab[0] for lab in labs))
+    vals = [_eval(f, env, sizes, inner) for f in _factors(e.body)]
+    union = _union(*(v.axes for v in vals))
     out_axes = tuple(a for a in union if a not in bound)
-    if len(labs) > 1 and len(union) <= len(_LETTERS) and all(
-        np.isfinite(d).all() for _, d in labs
+    summed = [a for a in union if a in bound]
+    if len(vals) > 1 and len(union) < len(_LETTERS) and all(
+        np.isfinite(v.data).all() for v in vals
     ):
-        # With finite factors the strong-zero product is the ordinary one: contract with einsum
-        # instead of materializing the product over every index (same value, far less memory).
+        # With finite factors the product needs no care: contract with einsum instead of
+        # materializing the product over every index (same value, far less memory). A point of
+        # the result is a strong zero where every term is one: no term has only non-strong
+        # factors, which one more contraction of the non-strong indicators counts.
         letter = {a: _LETTERS[k] for k, a in enumerate(union)}
-        spec = ",".join("".join(letter[a] for a in axes) for axes, _ in labs)
+        spec = ",".join("".join(letter[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letter[a] for a in out_axes)
-        data = np.einsum(spec, *(d for _, d in labs), optimize=len(labs) > 2)
+        data = np.einsum(spec, *(v.data for v in vals), optimize=len(vals) > 2)
+        strong = None
+        if any(v.strong is not None for v in vals):
+            live = [(~v.strong).astype(float) if v.strong is not None else np.ones(
+                [1] * len(v.axes)) for v in vals]
+            lspec = ",".join("".join(letter[a] for a in v.axes) for v in vals)
+            lspec += "->" + "".join(letter[a] for a in out_axes)
+            live_shapes = [np.broadcast_to(x, v.data.shape) for x, v in zip(live, vals,
+                                                                                strict=True)]
+            strong = np.einsum(lspec, *live_shapes, optimize=len(vals) > 2) == 0
+        total = _value(out_axes, data, strong)
     else:
-        axes, prod = _combine_product(labs, inner)
-        data = prod.sum(axis=tuple(k for k, a in enumerate(axes) if a in bound))
-    data = np.asarray(data, dtype=float)
-    if unused != 1:
-        # An index the body ignores contributes its extent as a factor (0 for an empty range).
-        data = _strong_mul(data, np.asarray(float(unused)))
-    return out_axes, data
+        prod = _combine_product(vals, inner)
+        pos = tuple(k for k, a in enumerate(prod.axes) if a in bound)
+        data = prod.data.sum(axis=pos)
+        strong = None if prod.strong is None else prod.strong.all(axis=pos)
+        total = _value(out_axes, data, strong)
+    if any(inner[a] == 0 for a in summed):  # no term at all
+        total = _value(out_axes, np.zeros(total.data.shape), np.ones(total.data.shape, bool))
+    if unused:
+        # An index the body ignores repeats each term ``count`` times; an empty range leaves
+        # no term: the strong zero.
+        if count == 0:
+            return _value(out_axes, np.zeros(total.data.shape), np.ones(total.data.shape, bool))
+        with np.errstate(all="ignore"):
+            return Value(out_axes, total.data * float(count), total.strong)
+    return total
 
 
 # ------------------------------------------------------------------------------------------------
