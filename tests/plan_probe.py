@@ -1,4 +1,7 @@
-"""Run generated code line by line and measure what each line allocates (tracemalloc)."""
+"""Run generated code line by line and measure what each line allocates (tracemalloc).
+
+NumPy's ufunc buffers (up to ``np.getbufsize()`` elements per operand of a strided or broadcast
+reduction) are set small while measuring, so that what a line allocates is its arrays."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ import sys
 import tracemalloc
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 
 def line_peaks(fn: Callable[..., Any], args: Sequence[Any]) -> dict[int, int]:
@@ -29,6 +34,7 @@ def line_peaks(fn: Callable[..., Any], args: Sequence[Any]) -> dict[int, int]:
     def tracer(frame, event, arg):  # noqa: ANN001, ANN202
         return local if frame.f_code is code else None
 
+    old = np.setbufsize(512)
     tracemalloc.start()
     sys.settrace(tracer)
     try:
@@ -36,4 +42,5 @@ def line_peaks(fn: Callable[..., Any], args: Sequence[Any]) -> dict[int, int]:
     finally:
         sys.settrace(None)
         tracemalloc.stop()
+        np.setbufsize(old)
     return peaks

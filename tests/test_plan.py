@@ -155,6 +155,16 @@ def test_the_code_allocates_and_calls_what_the_plan_lists(prog, data):
         assert peaks.get(top.line, 0) >= elements, (lines[top.line - 1], str(top))
 
 
+def test_a_broadcast_statement_is_a_view_and_its_sum_allocates_nothing():
+    prog = ea.parse("def f(x: [N]):\n    y1[i: N, j: N] = x[i]\n"
+                    "    return x[0] + Sum[k: N, l: N](y1[k, l])\n")
+    sizes = {"N": 200}
+    lowered = lower_program(prog, sizes)
+    assert lowered.plan.statement_cost("y1").is_zero()  # np.broadcast_to: a view
+    peaks = line_peaks(_load(lowered), _arrays(prog, sizes))
+    assert max(peaks.values()) <= SLACK
+
+
 def test_a_planned_quadratic_temporary_is_measured():
     # the probe is sharp: an outer product's N x M array shows up in bytes on its line
     prog = ea.parse("def f(x: [N], y: [M]):\n    return Sum[i: N, j: M](exp(x[i] * y[j]))\n")
