@@ -39,7 +39,7 @@ _LAZY: dict[str, str] = {
     "Progress": "eqsat_ad.egraph.progress",
     "check_rules": "eqsat_ad.egraph.check",
     "CostReport": "eqsat_ad.cost.report",
-    "program_cost": "eqsat_ad.cost.model",
+    "program_cost": "eqsat_ad.plan.price",
     # compiled functions
     "grad": "eqsat_ad.api",
     "compile": "eqsat_ad.api",

@@ -352,3 +352,31 @@ def programs(
             return Program(params, tuple(statements), (whole,))
         return Program(params, tuple(statements), (scalar, whole), returns_tuple=True)
     return Program(params, tuple(statements), (scalar,), returns_tuple=True)
+
+
+def equality_sums(prog: Program) -> int:
+    """How many ``Sum`` s of ``prog`` hold an equality bracket on one of their own indices (the
+    naive adjoint writes one per indexing operation; sum elimination removes them). Counting
+    the written program: the backend solves such a bracket while lowering either way."""
+    from eqsat_ad.ir.expr import And, Bracket, Cmp, Sum, children
+
+    def eqs(p) -> set[str]:
+        if isinstance(p, And):
+            return set().union(*(eqs(q) for q in p.preds))
+        if isinstance(p, Cmp) and p.op == "==":
+            return set(p.lhs.free_indices() | p.rhs.free_indices())
+        return set()
+
+    def brackets(e) -> set[str]:
+        out = eqs(e.pred) if isinstance(e, Bracket) else set()
+        for c in children(e):
+            out |= brackets(c)
+        return out
+
+    def count(e) -> int:
+        n = sum(count(c) for c in children(e))
+        if isinstance(e, Sum) and {iv.name for iv in e.indices} & brackets(e.body):
+            n += 1
+        return n
+
+    return sum(count(s.body) for s in prog.statements) + sum(count(o) for o in prog.outputs)

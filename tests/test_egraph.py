@@ -57,7 +57,7 @@ def test_alpha_equivalent_statements_share_one_eclass():
 
 
 def test_k_copies_of_a_trace_cost_what_one_costs():
-    from eqsat_ad.cost.model import program_cost
+    from eqsat_ad.cost import program_cost
 
     one = ea.parse("def f(A: [N, N]):\n    t1 = Sum[i: N](A[i, i])\n    return t1\n")
     three = optimize(ea.parse(TRACES), sizes={"N": 50}).program

@@ -164,3 +164,35 @@ def checked(r: np.ndarray) -> np.ndarray:
     if not np.isfinite(r).all():
         raise NonFinite("a checked product holds inf or nan")
     return r
+
+
+def scan_sum(v: np.ndarray, axis: int, lo: object, hi: object) -> np.ndarray:
+    """``Σ_{lo <= t < hi} v[.., t, ..]`` along ``axis`` for index arrays (or ints) ``lo`` and
+    ``hi`` (``None``: from the start / to the end), by cumulative sums: O(n) for all of them.
+
+    The axis is replaced by the axes of ``lo``/``hi``. A prefix (``lo is None``) reads one
+    running sum and a suffix (``hi is None``) one reversed running sum, so both are exact
+    whatever the values; a window (both given) is a difference of two running sums, which is
+    only exact for finite values (the generated code checks its operand and reruns the masked
+    sum otherwise).
+    """
+    n = v.shape[axis]
+    pad = [(0, 0)] * v.ndim
+    if lo is None:
+        pad[axis] = (1, 0)
+        run = np.pad(np.cumsum(v, axis=axis), pad)  # run[t] = Σ_{s < t} v[s]
+        return np.take(run, np.clip(hi, 0, n), axis=axis)
+    if hi is None:
+        pad[axis] = (0, 1)
+        rev = np.flip(np.cumsum(np.flip(v, axis=axis), axis=axis), axis=axis)
+        return np.take(np.pad(rev, pad), np.clip(lo, 0, n), axis=axis)  # Σ_{s >= t} v[s]
+    pad[axis] = (1, 0)
+    run = np.pad(np.cumsum(v, axis=axis), pad)
+    lo_c = np.clip(lo, 0, n)
+    hi_c = np.clip(np.maximum(hi, lo), 0, n)
+    return np.take(run, hi_c, axis=axis) - np.take(run, lo_c, axis=axis)
+
+
+def suffix_sum(v: np.ndarray, axis: int) -> np.ndarray:
+    """``Σ_{s >= t} v[s]`` for every ``t`` along ``axis`` (a reversed running sum)."""
+    return np.flip(np.cumsum(np.flip(v, axis=axis), axis=axis), axis=axis)

@@ -1,12 +1,14 @@
-"""The cost report: naive vs optimized program, priced by the cost model, plus saturation stats.
+"""The cost report: eager AD vs naive adjoint vs optimized, each the price of a plan.
 
 ``str(report)`` is a table read at a glance, after opt_einsum's ``contract_path`` printout:
-scaling (O-class), symbolic cost and its value at the sizes, largest intermediate and the
-predicted ("theoretical") speed-up for both programs (priced as the NumPy backend executes
-them: it solves equality brackets inside sums itself, so the naive adjoint is not charged for
-dense bracket sums it never runs), then the e-graph's size and why saturation
-stopped, one line per statement of each program, and how often each rule fired.
-``report.to_dict()`` holds the same data JSON-ready (SymPy expressions as strings).
+scaling (O-class), symbolic price and its value at the sizes, the largest array the generated
+code allocates and the predicted speed-up, for three columns priced from the same plans
+(:mod:`eqsat_ad.plan.price`): *eager AD* (a tape-based system on the naive adjoint: one dense
+array per indexing operation), the *naive adjoint* and the *optimized* program as the backend
+runs them. Then the e-graph's size and why saturation stopped, "why" lines (the statements whose
+price changed and the rewrites that fired) and one line per statement of each program.
+``report.to_dict()`` holds the same data JSON-ready (SymPy expressions as strings), rule counts
+and every kernel of both plans included.
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ import sympy
 
 from ..ir.errors import EqsatError
 from ..ir.program import Program
-from .model import Materialized, ProgramCost, normalize_sizes, program_cost
-from .poly import big_o, compare
+from ..plan.poly import Poly, big_o, compare
+from ..plan.price import (
+    Materialized,
+    ProgramCost,
+    eager_cost,
+    normalize_sizes,
+    program_cost,
+)
 
 __all__ = ["DEFAULT_SIZE", "CostReport", "ProgramSummary", "SaturationStats", "StatementRow"]
 
@@ -104,7 +112,7 @@ class StatementRow:
 
 @dataclass(frozen=True)
 class ProgramSummary:
-    """A program priced at the report's sizes."""
+    """A program priced at the report's sizes: the price of the plan the backend runs."""
 
     cost: ProgramCost
     total: sympy.Expr
@@ -113,16 +121,11 @@ class ProgramSummary:
     largest: Materialized | None
     largest_value: Fraction
     rows: tuple[StatementRow, ...]
-    # Priced as the NumPy backend executes it (equality brackets in sums solved at lowering).
-    lowered_total: sympy.Expr = sympy.Integer(0)
-    lowered_value: Fraction = Fraction(0)
-    lowered_big_o: str = "O(1)"
 
     @staticmethod
     def of(prog: Program, sizes: Mapping[str, int], tie_sizes: Mapping[str, int] | None,
            structured: bool = False):
-        cost = program_cost(prog, tie_sizes)
-        run = program_cost(prog, tie_sizes, lowered=True, structured=structured)
+        cost = program_cost(prog, tie_sizes, structured=structured)
         rows = tuple(
             StatementRow(
                 d.name, d.kind, d.text, d.cost, Fraction(d.poly.evaluate(sizes)), big_o(d.poly)
@@ -138,9 +141,6 @@ class ProgramSummary:
             largest,
             Fraction(largest.elements.evaluate(sizes)) if largest else Fraction(0),
             rows,
-            run.total,
-            Fraction(run.total_poly.evaluate(sizes)),
-            big_o(run.total_poly),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,8 +158,9 @@ class ProgramSummary:
                 "value": _json_number(self.largest_value),
             },
             "statements": [r.to_dict() for r in self.rows],
-            "lowered": {"total": str(self.lowered_total),
-                        "value": _json_number(self.lowered_value), "big_o": self.lowered_big_o},
+            "kernels": [{"kind": k.kind, "statement": k.statement, "line": k.line,
+                         "space": str(k.space), "alloc": str(k.alloc), "detail": k.detail}
+                        for k in self.cost.plan.kernels],
         }
 
 
@@ -191,7 +192,12 @@ def _fmt(v: Fraction | float) -> str:
 
 @dataclass(frozen=True)
 class CostReport:
-    """Naive vs optimized cost, symbolic and at ``sizes``, with the saturation statistics."""
+    """Eager AD vs naive adjoint vs optimized, each the price of a plan, with saturation stats.
+
+    ``eager``: what a tape-based system pays for the naive program (one dense array per term of
+    a statement, see :func:`eqsat_ad.plan.price.eager_cost`); ``naive`` / ``optimized``: the
+    prices of the plans the backend runs for the two programs.
+    """
 
     sizes: dict[str, int]
     defaulted: tuple[str, ...]
@@ -199,7 +205,8 @@ class CostReport:
     optimized: ProgramSummary
     stats: SaturationStats
     structured: bool = False
-    """The backend figures price diagonal / point-sparse outputs as stored points only."""
+    """The figures price diagonal / point-sparse outputs as stored points only."""
+    eager: Poly = field(default_factory=Poly)
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
@@ -226,33 +233,41 @@ class CostReport:
         defaulted = tuple(n for n in names if n not in given)
         for n in defaulted:
             full[n] = DEFAULT_SIZE
-        # Ties between contraction orders are broken at the caller's sizes, as the optimizer does.
+        # Contraction orders are chosen at the caller's sizes, as the compiled code does.
         tie = full if sizes is not None else None
+        n_sum = ProgramSummary.of(naive, full, tie, structured)
         return cls(
             full,
             defaulted,
-            ProgramSummary.of(naive, full, tie, structured),
+            n_sum,
             ProgramSummary.of(optimized, full, tie, structured),
             stats if stats is not None else SaturationStats(),
             structured,
+            eager_cost(naive, plan_cost=n_sum.cost),
         )
 
     # --- derived figures -----------------------------------------------------------------------
     @property
-    def speedup(self) -> float | None:
-        """Predicted speed-up through the NumPy backend: the naive program's cost as the backend
-        executes it / the optimized one's, at the sizes (None if undefined)."""
-        if self.optimized.lowered_value <= 0:
-            return None
-        return float(self.naive.lowered_value / self.optimized.lowered_value)
+    def eager_value(self) -> Fraction:
+        return Fraction(self.eager.evaluate(self.sizes))
 
     @property
-    def written_speedup(self) -> float | None:
-        """Speed-up of the programs as written (the naive one's bracket sums priced densely,
-        as the reference interpreter evaluates them)."""
+    def eager_total(self) -> sympy.Expr:
+        return self.eager.to_sympy()
+
+    @property
+    def speedup(self) -> float | None:
+        """Predicted speed-up: the naive plan's price / the optimized plan's, at the sizes."""
         if self.optimized.value <= 0:
             return None
         return float(self.naive.value / self.optimized.value)
+
+    @property
+    def eager_speedup(self) -> float | None:
+        """Predicted speed-up over a tape-based AD system (eager price / optimized price)."""
+        if self.optimized.value <= 0:
+            return None
+        return float(self.eager_value / self.optimized.value)
 
     @property
     def naive_total(self) -> sympy.Expr:
@@ -262,16 +277,40 @@ class CostReport:
     def optimized_total(self) -> sympy.Expr:
         return self.optimized.total
 
+    def why(self) -> list[str]:
+        """Why the optimized plan is cheaper: the statements whose price changed (naive →
+        optimized), then the rewrites that fired (names; counts are in :meth:`to_dict`)."""
+        out: list[str] = []
+        before = {r.name: r for r in self.naive.rows}
+        after = {r.name: r for r in self.optimized.rows}
+        for name, r in after.items():
+            b = before.get(name)
+            if b is None:
+                out.append(f"{name}: new statement, {r.big_o}")
+            elif b.value != r.value:
+                out.append(f"{name}: {b.big_o} -> {r.big_o} ({_fmt(b.value)} -> "
+                           f"{_fmt(r.value)} at the sizes)")
+        for name, b in before.items():
+            if name not in after:
+                out.append(f"{name}: removed (read where it is used), was {b.big_o}")
+        fired = [k for k, _ in sorted(self.stats.rule_counts.items(), key=lambda kv: -kv[1])]
+        if fired:
+            out.append("rewrites: " + ", ".join(fired[:8]) + (", ..." if len(fired) > 8 else ""))
+        return out
+
     # --- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
             "sizes": dict(self.sizes),
             "defaulted_sizes": list(self.defaulted),
+            "eager": {"total": str(self.eager_total), "value": _json_number(self.eager_value),
+                      "big_o": big_o(self.eager)},
             "naive": self.naive.to_dict(),
             "optimized": self.optimized.to_dict(),
             "speedup": self.speedup,
-            "written_speedup": self.written_speedup,
+            "eager_speedup": self.eager_speedup,
             "structured": self.structured,
+            "why": self.why(),
             "saturation": self.stats.to_dict(),
         }
 
@@ -310,7 +349,7 @@ class CostReport:
             if s.largest is None:
                 return "none"
             lg = s.largest
-            return f"{lg.elements} = {_fmt(s.largest_value)} ({lg.statement}: {lg.what})"
+            return f"{lg.elements} = {_fmt(s.largest_value)} ({lg.statement})"
 
         st = self.stats
         if st.stop_reason == "not run":
@@ -322,39 +361,34 @@ class CostReport:
             )
         if st.note:
             egraph += f"; {st.note}"
-        speed = "n/a" if self.speedup is None else f"{self.speedup:.4g}x"
-        written = "n/a" if self.written_speedup is None else f"{self.written_speedup:.4g}x"
+
+        def speed(x: float | None) -> str:
+            return "n/a" if x is None else f"{x:.4g}x"
+
         head = [
-            ("scaling", n.big_o, o.big_o),
-            ("cost", str(n.total), str(o.total)),
-            ("cost at sizes", _fmt(n.value), _fmt(o.value)),
-            ("largest intermediate", largest(n), largest(o)),
-            ("as the backend runs it" + (" (structured)" if self.structured else ""),
-             n.lowered_big_o, o.lowered_big_o),
-            ("cost at sizes (backend)", _fmt(n.lowered_value), _fmt(o.lowered_value)),
+            ("scaling", big_o(self.eager), n.big_o, o.big_o),
+            ("cost", str(self.eager_total), str(n.total), str(o.total)),
+            ("cost at sizes", _fmt(self.eager_value), _fmt(n.value), _fmt(o.value)),
+            ("largest intermediate", "", largest(n), largest(o)),
+            ("speed-up of optimized", speed(self.eager_speedup), speed(self.speedup), "1x"),
         ]
         w0 = max(len(r[0]) for r in head) + 2
-        w1 = max(len("naive"), *(len(r[1]) for r in head)) + 3
-        lines = [f"Cost report ({self._sizes_line()})"]
-        rule = "-" * max(72, w0 + w1 + max(len(r[2]) for r in head) + 2)
+        w1 = max(len("eager AD"), *(len(r[1]) for r in head)) + 3
+        w2 = max(len("naive adjoint"), *(len(r[2]) for r in head)) + 3
+        lines = [f"Cost report ({self._sizes_line()}; prices of the plans the backend runs"
+                 + (", structured outputs" if self.structured else "") + ")"]
+        rule = "-" * max(72, w0 + w1 + w2 + max(len(r[3]) for r in head) + 2)
         lines.append(rule)
-        lines.append(f"  {'':{w0}}{'naive':{w1}}optimized")
-        lines += [f"  {a:{w0}}{b:{w1}}{c}" for a, b, c in head]
-        lines.append(f"  {'theoretical speed-up':{w0}}{speed} (through the backend; as written: "
-                     f"{written})")
+        lines.append(f"  {'':{w0}}{'eager AD':{w1}}{'naive adjoint':{w2}}optimized")
+        lines += [f"  {a:{w0}}{b:{w1}}{c:{w2}}{d}" for a, b, c, d in head]
         lines.append(f"  {'e-graph':{w0}}{egraph}")
+        why = self.why()
+        if why:
+            lines.append("  why")
+            lines += [f"    {w}" for w in why]
         for title, s in (("naive program", n), ("optimized program", o)):
             lines.append(rule)
             lines += self._statement_table(title, s)
-        if st.rule_counts:
-            lines.append(rule)
-            total = sum(st.rule_counts.values())
-            lines.append(
-                f"  rules fired ({_plural(len(st.rule_counts), 'rule')}, {_plural(total, 'time')})"
-            )
-            wr = max(len(k) for k in st.rule_counts) + 2
-            for k, v in sorted(st.rule_counts.items(), key=lambda kv: (-kv[1], kv[0])):
-                lines.append(f"    {k:{wr}}{v}")
         return "\n".join(lines) + "\n"
 
     @staticmethod

@@ -53,6 +53,8 @@ _UNEXTRACTABLE = frozenset({"Subst", "LVar", "LAdd", "LScale", "LSubst", "ILSubs
 _NAME_POOL = ("i", "j", "k", "l", "m", "p", "q", "r", "s", "t", "u", "v", "w")
 
 
+# programs besides the cheapest that extraction hands back for ranking by their plans' prices
+ALTERNATIVES = 3
 # pops of the extraction heap between two looks at the clock
 CLOCK_EVERY = 2048
 
@@ -72,6 +74,9 @@ class Extraction:
     materialized: tuple[str, ...]
     complete: bool = True
     """False when the deadline stopped the search (the program is the best found so far)"""
+    alternatives: tuple[Program, ...] = ()
+    """The next cheapest programs the search priced (different sets of materialized
+    statements), for the caller to rank by the price of their plans"""
 
 
 @dataclass(frozen=True)
@@ -432,10 +437,13 @@ class Extractor:
         found = self.price(current)
         if found is None:
             raise ExtractionError("the input program itself could not be read back")
+        tried: dict[frozenset[str], tuple[Cost, _Plan]] = {frozenset(current): found}
         complete = True
         try:
             self._check_clock()
             minimal = self.price(set(required))
+            if minimal is not None:
+                tried[frozenset(required)] = minimal
             if minimal is not None and minimal[0] < found[0]:
                 current, found = set(required), minimal
             for _ in range(2):
@@ -444,6 +452,8 @@ class Extractor:
                     self._check_clock()
                     trial_set = current - {y} if y in current else current | {y}
                     trial = self.price(trial_set)
+                    if trial is not None:
+                        tried[frozenset(trial_set)] = trial
                     if trial is not None and trial[0] < found[0]:
                         current, found, improved = trial_set, trial, True
                 if not improved:
@@ -452,7 +462,15 @@ class Extractor:
             complete = False
         prog = self.decode(found[1])
         used = tuple(s.name for s in prog.statements)
-        return Extraction(prog, found[0], used, complete)
+        others: list[Program] = []
+        for key in sorted(tried, key=lambda k: tried[k][0]):
+            if len(others) >= ALTERNATIVES or key == frozenset(current):
+                continue
+            try:
+                others.append(self.decode(tried[key][1]))
+            except (ExtractionError, KeyError, ValueError):
+                continue
+        return Extraction(prog, found[0], used, complete, tuple(others))
 
     def _check_clock(self) -> None:
         if time.process_time() > self.deadline:

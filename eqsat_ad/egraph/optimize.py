@@ -1,9 +1,10 @@
 """``optimize``: the asymptotically cheapest equivalent program the rule sets can reach.
 
 encode (whole program, canonical binders) -> bounded saturation in a worker process ->
-extraction under the cost contract (materialize or inline each statement) -> decode, then a
-safety net: the result is priced by the cost module and never returned if it costs more than the
-input.
+extraction under the cost contract (materialize or inline each statement) -> decode; the best
+few programs extraction found are then ranked by the price of their plans (what the backend
+will run, :mod:`eqsat_ad.plan.price`), and the winner is never returned if its plan is priced
+above the input's.
 
 ``Limits.seconds`` bounds the whole call: saturation gets ``SATURATION_SHARE`` of it, extraction
 the rest (an anytime search: the best program found when the time is up, else the input).
@@ -94,6 +95,28 @@ def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tu
     big = {n: HUGE_SIZE for n in names}
     concrete = {n: int((sizes or {}).get(n, 1000)) for n in names}
     return (cost.value(big), cost.value(concrete))
+
+
+def _cheapest_plan(candidates: Sequence[Program], sizes: Mapping[str, int] | None) -> Program:
+    """The candidate whose plan is priced lowest (extraction's own cost ranks the e-graph's
+    programs; the plan, what the backend will run, decides between the best few). Ties keep
+    extraction's order; a candidate that cannot be priced is skipped."""
+    from ..plan.price import program_cost
+
+    best: tuple[tuple, int] | None = None
+    for k, cand in enumerate(candidates):
+        names = list(cand.size_names())
+        try:
+            key = _cost_key(program_cost(cand, _tie(names, sizes)), names, sizes)
+        except EqsatError:
+            continue
+        if best is None or key < best[0]:
+            best = (key, k)
+    return candidates[0] if best is None else candidates[best[1]]
+
+
+def _tie(names: Sequence[str], sizes: Mapping[str, int] | None) -> dict[str, int] | None:
+    return None if sizes is None else {n: int(sizes.get(n, 1000)) for n in names}
 
 
 def optimize(
@@ -187,11 +210,13 @@ def _optimize(
     deadline = start + limits.seconds - run.seconds
     file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
+    alternatives: tuple[Program, ...] = ()
     stop_reason = run.stop_reason
     note = ""
     try:
         extraction = Extractor(run.snapshot, enc, sizes, deadline).best_program()
         result = extraction.program
+        alternatives = extraction.alternatives
         if not extraction.complete:
             stop_reason = "time limit"
         if progress is not None:
@@ -207,9 +232,11 @@ def _optimize(
     # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
     # The input with that done is the fallback (reads are never priced above recomputing).
     shared = share_statement_bodies(drop_unit_factors(prog))
-    result = shared if result is prog else share_statement_bodies(
-        drop_unit_factors(outline(merge_like_terms(result)))
-    )
+    def tidy(p: Program) -> Program:
+        return share_statement_bodies(drop_unit_factors(outline(merge_like_terms(p))))
+
+    result = shared if result is prog else tidy(result)
+    result = _cheapest_plan([result, *(tidy(p) for p in alternatives)], sizes)
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,

@@ -1,0 +1,274 @@
+"""Reads of tensors (views, shifted and strided slices, windows, gathers) and the evaluation of
+expressions over a grid of index ranges."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+
+from ..ir.errors import ProgramError
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+)
+from ..ir.functions import lookup
+from ..ir.index import Affine
+from ..plan.kernels import (
+    Elementwise,
+    Gather,
+    View,
+)
+from ..plan.normal import (
+    Axis,
+    Term,
+    _conds,
+    _denominator,
+    expand,
+)
+from ..plan.poly import ONE, ZERO
+from .emit import Emitter
+from .values import (
+    _ATOM,
+    _LETTERS,
+    _POW,
+    _UNARY,
+    Decision,
+    Value,
+    _num,
+)
+
+
+class Reads(Emitter):
+    def access(
+        self, name: str, idx: tuple[Affine, ...], grid: Mapping[str, Axis], relation=False,
+        defer: bool = False,
+    ) -> Value:
+        """``name[idx]`` over the grid.
+
+        Outside the strict lowering, the code trusts float parameters to be finite: a read
+        records the parameter as one the caller scans before the call (``finite-input``), or,
+        with ``defer``, leaves it ``unchecked`` for the contraction that consumes the value.
+        """
+        v = self.read(name, idx, grid, relation)
+        if relation or v.risky or name not in self.prog.param_names:
+            return v
+        if defer:
+            return replace(v, unchecked=frozenset({name}))
+        self.note_finite("finite-input", name)
+        return v
+
+    def note_finite(self, kind: str, param: str) -> None:
+        """Record (once) how the finiteness of a parameter is established: ``finite-input``
+        (scanned by the caller before the call) or ``finite-result`` (a contraction reading it
+        checks its result; see :meth:`CompiledProgram.__call__`)."""
+        d = Decision("<inputs>", kind, param)
+        if d not in self.decisions:
+            self.decisions.append(d)
+
+    def read(
+        self, name: str, idx: tuple[Affine, ...], grid: Mapping[str, Axis], relation=False
+    ) -> Value:
+        if name not in self.shapes:
+            raise ProgramError(f"unknown name {name!r} (not a parameter or an earlier variable)")
+        shape = self.shapes[name]
+        if len(shape) != len(idx):
+            raise ProgramError(f"{name!r} has {len(shape)} indices but is accessed with {len(idx)}")
+        if relation != (self.kinds.get(name) == "relation"):
+            raise ProgramError(
+                f"{name!r} is used as a {'relation' if relation else 'value'} but is not one"
+            )
+        py = self.py[name]
+        risky = name in self.risky_vars
+        if not idx:
+            return Value(py, (), mask=relation, risky=risky, fresh=False)
+        for a in idx:
+            for n in a.free_indices():
+                if n not in grid:
+                    raise ProgramError(f"index {n!r} in {name}[...] is not bound")
+        # One index per dimension (fractions only next to an index: w[k/2]).
+        simple = all(len(a.index) == 1 or (not a.index and _denominator(a) == 1) for a in idx)
+        vars_ = [a.index[0][0] for a in idx if a.index]
+        if simple and len(set(vars_)) == len(vars_):
+            return self.window(name, py, idx, shape, grid, relation, risky)
+        if (
+            not relation
+            and all(a.as_var() is not None for a in idx)
+            and all(grid[a.as_var()].is_full() and grid[a.as_var()].extent == d
+                    for a, d in zip(idx, shape, strict=True))
+        ):
+            letters = {v: _LETTERS[k] for k, v in enumerate(dict.fromkeys(vars_))}
+            ins = "".join(letters[v] for v in vars_)
+            out = "".join(letters[v] for v in dict.fromkeys(vars_))
+            self.decide("diagonal-view", f"{name}[{', '.join(map(str, idx))}]", tuple(out))
+            axes_d = tuple(dict.fromkeys(vars_))
+            n = self.numel_poly(axes_d, grid)
+            return Value(f"np.einsum('{ins}->{out}', {py})", axes_d, risky=risky, fresh=False,
+                         size=n, kernels=self.kernel(View, ZERO, ZERO, f"diagonal of {name}"))
+        nums: list[Value] = []
+        dens: list[int] = []
+        for a in idx:
+            v, q = self.index_value(a, grid)
+            nums.append(v)
+            dens.append(q)
+        target = self.order(grid, *(v.axes for v in nums))
+        codes = ", ".join(self.align(v, target) if v.axes else v.code for v in nums)
+        self.decide("gather", f"{name}[{', '.join(map(str, idx))}]", target)
+        ks, size = self.pass_over(Gather, target, grid, f"gather {name}", *nums)
+        if not target:
+            ks = ks + self.kernel(Gather, ONE, ONE, f"gather {name}")
+        return Value(
+            f"_rt.gather({py}, ({codes},), {tuple(dens)})", target, mask=relation, risky=risky,
+            kernels=ks, size=size,
+        )
+
+    def window(self, name, py, idx, shape, grid, relation, risky) -> Value:
+        parts: list[str] = []
+        specs: list[str] = []
+        axes: list[str] = []
+        provable = True
+        for a, n in zip(idx, shape, strict=True):
+            nd = Affine.of_dim(n)
+            if not a.index:
+                parts.append(self.aff_code(a))
+                specs.append(self.aff_code(a))
+                provable &= self.nonneg(a) and self.nonneg(nd - a - 1)
+                continue
+            q = _denominator(a)
+            scaled = a.scale(q) if q != 1 else a  # index = scaled / q
+            v, c = scaled.index[0][0], int(scaled.index[0][1])
+            ax = grid[v]
+            off = Affine((), scaled.sizes, scaled.const)
+            axes.append(v)
+            lo = ax.lo[0] if len(ax.lo) == 1 else None
+            hi = ax.hi[0] if len(ax.hi) == 1 else None
+            den = f", {q}" if q != 1 else ""
+            if lo is not None:
+                start = lo.scale(c) + off
+                specs.append(f"({self.aff_code(start)}, {c}, {self.count_code(ax)}{den})")
+            else:
+                lo_c = self.bound_code(ax.lo, True)
+                specs.append(
+                    f"({c} * {lo_c} + {self.aff_code(off)}, {c}, {self.count_code(ax)}{den})"
+                )
+            if lo is None or hi is None or q != 1:
+                provable = False
+                continue
+            if c < 0:
+                # Reversed: x[start:stop:c] reads start, start + c, ..., last (>= 0).
+                start = lo.scale(c) + off
+                last = (hi - 1).scale(c) + off
+                # (start >= 0 too: an empty range may put start below last)
+                if not (self.nonneg(start) and self.nonneg(nd - 1 - start) and self.nonneg(last)):
+                    provable = False
+                    continue
+                sc = "" if start == nd - 1 else self.aff_code(start)
+                stop = last - 1
+                if stop == Affine.constant(-1):
+                    parts.append(f"{sc}::{c}")
+                elif self.nonneg(stop):
+                    parts.append(f"{sc}:{self.aff_code(stop)}:{c}")
+                else:
+                    provable = False
+                continue
+            start = lo.scale(c) + off
+            stop = hi.scale(c) + off - (c - 1)  # one past the last index read, for c > 0
+            if not (self.nonneg(start) and self.nonneg(stop) and self.nonneg(nd - stop)):
+                provable = False
+                continue
+            if ax.is_full() and ax.extent == n and c == 1 and off == Affine():
+                parts.append(":")
+            else:
+                sc = self.aff_code(start)
+                step = "" if c == 1 else f":{c}"
+                parts.append(f"{'' if sc == '0' else sc}:{self.aff_code(stop)}{step}")
+        size = self.numel_poly(axes, grid)
+        if provable:
+            code = f"{py}[{', '.join(parts)}]" if any(p != ":" for p in parts) else py
+            return Value(code, tuple(axes), mask=relation, risky=risky, fresh=False, size=size)
+        self.decide("window", f"{name}[{', '.join(map(str, idx))}]", tuple(axes))
+        spec = ", ".join(specs)
+        return Value(
+            f"_rt.window({py}, ({spec},))", tuple(axes), mask=relation, risky=risky, fresh=False,
+            size=size, kernels=self.kernel(Gather, size, size, f"window of {name}"),
+        )
+
+    # --- expressions ---------------------------------------------------------------------------
+    def ev(self, e: Expr, grid: dict[str, Axis]) -> Value:
+        match e:
+            case Const(v):
+                return Value(_num(v), (), prec=_ATOM if v >= 0 and math.isfinite(v) else _UNARY,
+                             risky=not math.isfinite(v))
+            case Access(name, idx):
+                return self.access(name, idx, grid)
+            case Bracket(p):
+                masks = [self.cond_mask(c, grid) for c in _conds(p)]
+                m = self.conj(masks, grid)
+                assert m is not None
+                return m
+            case Neg(arg):
+                v = self.to_num(self.ev(arg, grid))
+                ks, size = self.pass_over(Elementwise, v.axes, grid, "-", v)
+                return Value(f"-{v.paren(_UNARY)}", v.axes, risky=v.risky, prec=_UNARY,
+                             kernels=ks, size=size)
+            case Pow(base, k):
+                v = self.to_num(self.ev(base, grid))
+                risky = v.risky or k < 0 or k != int(k)
+                kc = _num(k) if k >= 0 else f"({_num(k)})"
+                ks, size = self.pass_over(Elementwise, v.axes, grid, "**", v)
+                if not v.axes:  # a Python number: 0 ** -1 raises, (-1) ** 0.5 is complex
+                    return Value(f"np.power({v.code}, {kc}, dtype=_dt)", (), risky=risky,
+                                 kernels=ks, size=size)
+                return Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW, kernels=ks,
+                             size=size)
+            case Binary("/", lhs, rhs):
+                return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
+            case Call(fn, args):
+                return self.call(e, fn, args, grid)
+        return self.combine(expand(e, self.names), grid)
+
+    def call(self, e: Call, fn: str, args: tuple[Expr, ...], grid: dict[str, Axis]) -> Value:
+        f = lookup(fn)
+        if f is None:
+            raise ProgramError(f"unknown function {fn!r}", e.loc)
+        if len(args) != f.arity:
+            raise ProgramError(f"{fn} takes {f.arity} argument(s), got {len(args)}", e.loc)
+        vals = [self.to_num(self.ev(a, grid)) for a in args]
+        risky = any(v.risky for v in vals) or not f.finite
+        if fn == "stop_gradient":
+            return vals[0]
+        target = self.order(grid, *(v.axes for v in vals))
+        codes = ", ".join(self.align(v, target, False) for v in vals)
+        if f.numpy_name is not None:
+            head = f.numpy_name
+        else:
+            head = f"_fn_{fn}"
+            self.extras[head] = f.numpy
+        code = f"{head}({codes})"
+        if not target:  # np.tanh(0.5) is a float64 scalar: keep float32 programs in float32
+            code = f"_dt({code})"
+        ks, size = self.pass_over(Elementwise, target, grid, fn, *vals)
+        if f.strong:
+            # a data comparison is a condition (boolean array): a product applies it with
+            # np.where, so a false comparison is a strong zero as in the interpreter
+            return Value(code, target, mask=True, kernels=ks, size=size)
+        return self.shared(Value(code, target, risky=risky, kernels=ks, size=size), create=False)
+
+    def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
+        """The sum of terms on one grid, as one expression (negative terms subtracted)."""
+        out: Value | None = None
+        for t in terms:
+            if out is not None and t.coef < 0:
+                out = self.binop("-", out, self.term_value(replace(t, coef=-t.coef), grid), grid)
+                continue
+            v = self.term_value(t, grid)
+            out = v if out is None else self.binop("+", out, v, grid)
+        return Value("0", ()) if out is None else out
+
+    # --- terms ---------------------------------------------------------------------------------

@@ -1,0 +1,415 @@
+"""Statements: terms written into the output (assignments, slice updates, diagonal and point
+writes, structured outputs) and the whole program's function."""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import math
+from dataclasses import replace
+from fractions import Fraction
+
+from ..ir.errors import ProgramError
+from ..ir.expr import (
+    Access,
+    Expr,
+    free_indices,
+)
+from ..ir.index import Affine
+from ..ir.printer import print_expr, print_statement
+from ..ir.program import Statement
+from ..plan.kernels import (
+    Elementwise,
+    Fill,
+    Kernel,
+    Plan,
+    Scatter,
+    SliceUpdate,
+)
+from ..plan.normal import (
+    WINDOW_TERMS,
+    Axis,
+    Term,
+    _band,
+    _by_component,
+    _decide_static,
+    _read_ranges,
+    expand,
+    outer_groups,
+)
+from ..plan.poly import ZERO, Poly
+from .reduce import Reductions
+from .values import (
+    _ATOM,
+    _RESERVED,
+    _UNARY,
+    Lowered,
+)
+
+
+class Codegen(Reductions):
+    def statement(self, s: Statement) -> None:
+        self.stmt = s.name
+        self.emit(f"# {print_statement(s)}")
+        gens = [iv.name for iv in s.indices]
+        py = self.py[s.name]
+        shape = self._shape_code([Axis.full(iv) for iv in s.indices]) if gens else "()"
+        terms = expand(s.body, self.names)
+        full = {iv.name: Axis.full(iv) for iv in s.indices}
+        risky = False
+        plans = []
+        for t in (w for t0 in terms for w in self.windows(t0)):
+            plan = self.plan_term(t, s)
+            if plan is not None:
+                plans.append(plan)
+        if not gens:
+            total = self.to_num(self.combine([t for t, _, _ in plans], {}))
+            self.decide("assign", "scalar")
+            self.emit(f"{py} = _dt({total.code})", total.kernels)
+            self.risky_vars.discard(s.name)
+            if total.risky:
+                self.risky_vars.add(s.name)
+            self.shapes[s.name] = ()
+            self.kinds[s.name] = "tensor"
+            return
+        dense = [p for p in plans if not p[2] and all(a.is_full() for a in p[1].values())]
+        rest = [p for p in plans if p not in dense]
+        if s.name in self.structured and all(solved for _, _, solved in plans):
+            # Every term writes at points fixed by equalities: return those points only.
+            self.structured_output(py, s, plans, shape)
+            self.shapes[s.name] = s.shape
+            self.kinds[s.name] = "tensor"
+            return
+        if s.name in self.structured and len(plans) == 1 and self.outer_output(py, s, plans[0]):
+            self.shapes[s.name] = s.shape
+            self.kinds[s.name] = "tensor"
+            return
+        if dense:
+            # Terms over the whole output: one expression, assigned (not added to zeros).
+            v = self.combine([t for t, _, _ in dense], full)
+            self.decide("assign", "dense", tuple(gens))
+            v = self.to_num(v)
+            final = not rest and s.name not in self.returned
+            n = self.numel_poly(gens, full)
+            copy = v.kernels + self.kernel(Elementwise, n, n, "copy")
+            if v.axes == tuple(gens) and (v.fresh or final):
+                # A fresh array, or a view read only by later statements (never mutated).
+                self.assign(py, v.code, v.kernels)
+            elif final:
+                code = self.align(v, gens, False) if v.axes else f"_dt({v.code})"
+                self.emit(f"{py} = np.broadcast_to({code}, {shape})", v.kernels)
+            elif v.axes == tuple(gens) and v.code.startswith("_rt."):
+                self.emit(f"{py} = _rt.fresh({v.code}, _dt)", copy)  # copies only a view
+            elif v.axes == tuple(gens):
+                self.emit(f"{py} = np.array({v.code}, dtype=_dt)", copy)
+            else:
+                self.emit(
+                    f"{py} = np.broadcast_to({self.align(v, gens, False)}, {shape}).astype(_dt)",
+                    copy,
+                )
+            risky = v.risky
+        else:
+            n = self.numel_poly(gens, full)
+            self.emit(f"{py} = np.zeros({shape}, dtype=_dt)",
+                      self.kernel(Fill, n, n, "zero-fill"))
+        for t, axes, solved in rest:
+            risky |= self.write(py, s, t, axes, solved)
+        if risky:
+            self.risky_vars.add(s.name)
+        self.shapes[s.name] = s.shape
+        self.kinds[s.name] = "tensor"
+
+    def windows(self, t: Term) -> list[Term]:
+        """A statement term whose sums are windows, as one term per window offset.
+
+        Equalities on summed indices are solved first; then a summed index confined to a band
+        of constant width (``i - 1 <= k <= i + 1``) is written as ``k = i - 1 + a`` with ``a``
+        in ``0..2``; when every sum left has a constant extent and there are at most
+        :data:`WINDOW_TERMS` offsets, the sum is unrolled. Each offset's accesses are then
+        shifted reads whose in-range conditions narrow the output region: the term is a slice
+        update of the output from a shifted slice (no mask, no padded copy).
+        """
+        if not t.sums:
+            return [t]
+        res = self.eliminate(t, [iv.name for iv in t.sums], {iv.name: iv.extent
+                                                            for iv in t.sums})
+        if res is None:
+            return []
+        g, _ = res
+        for iv in list(g.sums):
+            if not isinstance(iv.extent, int):
+                g = _band(g, iv)
+        if not g.sums or not all(isinstance(iv.extent, int) for iv in g.sums):
+            return [t]
+        if math.prod(int(iv.extent) for iv in g.sums) > WINDOW_TERMS:
+            return [t]
+        out: list[Term] = []
+        names = [iv.name for iv in g.sums]
+        for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
+            at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
+            h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
+            h = _decide_static(replace(h, conds=h.conds + _read_ranges(h.factors, self.shapes)))
+            if h is not None:
+                out.append(h)
+        self.decide("window-unrolled", f"{len(out)} shifted slice term(s)")
+        return out
+
+    def plan_term(self, t: Term, s: Statement):
+        """Eliminate and fold a statement-level term: (term, generator axes, solved generators)."""
+        gens = {iv.name: iv.extent for iv in s.indices}
+        # Pull conditions that do not mention a sum's own indices out of sum factors, after
+        # eliminating the sums' equalities (so [i == k] inside Σ_k becomes a plain access).
+        t = self.pull_out(t)
+        if t is None:
+            return None
+        res = self.eliminate(t, list(gens), gens)
+        if res is None:
+            return None
+        t, solved = res
+        axes = {iv.name: Axis.full(iv) for iv in s.indices if iv.name not in solved}
+        t = self.fold(t, axes, list(axes))
+        return t, axes, solved
+
+    def pull_out(self, t: Term) -> Term | None:
+        if t.sums:
+            t = Term(1.0, [], [replace(t, coef=1.0)], []) if t.coef == 1 else Term(
+                t.coef, [], [replace(t, coef=1.0)], []
+            )
+        factors: list[Expr | Term] = []
+        conds = list(t.conds)
+        coef = t.coef
+        for f in t.factors:
+            if not isinstance(f, Term) or not f.sums:
+                factors.append(f)
+                continue
+            res = self.eliminate(f, [iv.name for iv in f.sums], {iv.name: iv.extent
+                                                                  for iv in f.sums})
+            if res is None:
+                return None
+            g, solved = res
+            for v in solved:
+                self.decide("eliminated", f"sum over {v} removed by an equality")
+            j = {iv.name for iv in g.sums}
+            out = [c for c in g.conds if not (c.indices() & j)]
+            inner = [c for c in g.conds if c.indices() & j]
+            conds += out
+            if not g.sums:
+                coef *= g.coef
+                factors += g.factors
+                conds += inner
+            else:
+                factors.append(Term(g.coef, g.sums, g.factors, inner))
+        return _decide_static(Term(coef, [], factors, conds))
+
+    def structured_output(self, py: str, s: Statement, plans: list, shape: str) -> None:
+        """A returned statement whose terms are all scatters, as a Diagonal or a Sparse."""
+        if len(plans) == 1:
+            t, axes, solved = plans[0]
+            (rem,) = axes if len(axes) == 1 else (None,)
+            diagonal = (
+                rem is not None and axes[rem].is_full() and not t.conds
+                and len({iv.extent for iv in s.indices}) == 1
+                and all(a == Affine(((rem, Fraction(1)),)) for a in solved.values())
+            )
+            if diagonal:
+                v = self.to_num(self.term_value(t, dict(axes)))
+                code = self.align(v, [rem], False) if v.axes else v.code
+                self.decide("diagonal", f"{py} on the diagonal", (rem,))
+                n = self.axis_count(axes[rem])
+                self.emit(f"{py} = _rt.Diagonal({code}, {shape}, _dt)",
+                          v.kernels + self.kernel(Fill, n, n, "diagonal storage"))
+                return
+        self.decide("sparse", f"{py}: {len(plans)} term(s)")
+        self.emit(f"{py} = _rt.SparseBuilder({shape}, _dt)")
+        for t, axes, solved in plans:
+            self.write(py, s, t, axes, solved, sparse=True)
+        self.emit(f"{py} = {py}.build()")
+
+    def outer_output(self, py: str, s: Statement, plan: tuple) -> bool:
+        """A returned ``y[I, J] = u(I) * v(J)`` as an Outer of its factors; False if not one.
+
+        The factors must split the generators into groups of consecutive axes that share no
+        index (``x[i] * x[j]``, ``ybar * a[i, j] * b[k]``); index-free factors join the first.
+        """
+        t, axes, solved = plan
+        if not t.sums and not t.conds and len(t.factors) == 1 and isinstance(t.factors[0], Term):
+            inner = t.factors[0]
+            t = replace(inner, coef=inner.coef * t.coef)
+        if not self.strict:  # exact for finite values: the fast code's inputs are checked
+            t = _by_component(t)
+        gens = [iv.name for iv in s.indices]
+        if solved or len(gens) < 2 or t.sums or t.conds:
+            return False
+        if not all(ax.is_full() for ax in axes.values()):
+            return False
+        groups = outer_groups(t.factors, gens, lambda f: f.free() if isinstance(f, Term)
+                              else set(free_indices(f)))
+        if groups is None:
+            return False  # an index shared by all factors, or groups that interleave
+        if not groups[0][0]:  # index-free factors join the first group
+            groups = [(groups[1][0], groups[0][1] + groups[1][1]), *groups[2:]]
+        grid = dict(axes)
+        codes = []
+        ks: tuple[Kernel, ...] = ()
+        for k, (order, fs) in enumerate(groups):
+            vals = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
+                    for f in fs]
+            v = self.to_num(self.product(t.coef if k == 0 else 1.0, vals, grid))
+            ks += v.kernels
+            if set(v.axes) != set(order):
+                n = self.numel_poly(order, grid)
+                ks += self.kernel(Elementwise, n, n, "outer factor")
+            code = self.align(v, order, False)
+            if set(v.axes) != set(order):
+                shp = self._shape_code([axes[n] for n in order])
+                code = f"np.broadcast_to({code}, {shp})"
+            codes.append(code)
+        shape = self._shape_code([axes[n] for n in gens])
+        self.decide("outer", f"{py}: {len(groups)} factors", tuple(gens))
+        self.emit(f"{py} = _rt.Outer(({', '.join(codes)}), {shape}, _dt)", ks)
+        return True
+
+    def write(self, py: str, s: Statement, t: Term, axes: dict[str, Axis],
+              solved: dict[str, Affine], sparse: bool = False) -> bool:
+        sign = 1
+        if t.coef < 0:
+            sign, t = -1, replace(t, coef=-t.coef)
+        op = "+=" if sign > 0 else "-="
+        grid = dict(axes)
+        # Conditions on the remaining generators: masks applied at the write.
+        mask_conds = list(t.conds)
+        t = replace(t, conds=[])
+        if not axes:
+            self.facts = [c.aff for c in mask_conds if c.kind == "ge" and not c.indices()]
+        v = self.to_num(self.term_value(t, grid))
+        self.facts = []
+        rem = list(axes)
+        masks = [self.cond_mask(c, grid) for c in mask_conds]
+        m = self.conj(masks, grid)
+        if not solved:
+            region = []
+            for iv in s.indices:
+                ax = axes[iv.name]
+                if ax.is_full():
+                    region.append(":")
+                else:
+                    lo, hi = self.bound_code(ax.lo, True), self.bound_code(ax.hi, False)
+                    if not all(self.nonneg(h) for h in ax.hi):
+                        hi = f"max({hi}, 0)"  # a negative stop would count from the end
+                    region.append(f"{'' if lo == '0' else lo}:{hi}")
+            target = rem
+            val = v if m is None else self.where(m, v, grid)
+            lhs = py if all(r == ":" for r in region) else f"{py}[{', '.join(region)}]"
+            kind = "slice-write" if lhs != py else "add"
+            self.decide(kind, lhs, tuple(rem))
+            n = self.numel_poly(rem, grid)
+            self.emit(f"{lhs} {op} {self.align(val, target, False)}",
+                      val.kernels + self.kernel(SliceUpdate, n, ZERO, lhs))
+            return v.risky
+        # Scatter: output coordinates from the remaining generators.
+        coords: list[str] = []
+        n = self.numel_poly(rem, grid)
+        ks = v.kernels + (m.kernels if m is not None else ()) + self.kernel(
+            Scatter, n, ZERO, f"{py} at {len(solved)} solved index(es)")
+        for iv in s.indices:
+            if iv.name in solved:
+                a = solved[iv.name]
+                iv_val, q = self.index_value(a, grid)
+                ks = iv_val.kernels + ks
+                code = self.align(iv_val, rem) if iv_val.axes else iv_val.code
+                if q != 1:
+                    code = f"({code}) // {q}"
+                coords.append(code)
+            else:
+                coords.append(self.align(self.arange(axes[iv.name]), rem))
+        if not rem:
+            self.decide("point-write", ", ".join(coords))
+            line = f"{py}[{', '.join(coords)}] {op} {v.code}"
+            if sparse:
+                point = f"({coords[0]},)" if len(coords) == 1 else f"({', '.join(coords)})"
+                value = f"-{v.paren(_UNARY)}" if sign < 0 else v.code
+                line = f"{py}.points.append(({point}, {value}))"
+            if m is None:
+                self.emit(line, ks)
+            else:
+                cond = m.code[1:-1] if m.prec == _ATOM and m.code.startswith("(") else m.code
+                self.emit(f"if {cond}:")
+                self.emit(f"    {line}", ks)
+            return v.risky
+        self.decide("scatter", f"{py}[{', '.join(coords)}]", tuple(rem))
+        if sparse:
+            args = [f"({', '.join(coords)},)", self.align(v, rem, False)]
+            if m is not None or sign < 0:
+                args.append("True" if m is None else self.align(m, rem, False))
+            if sign < 0:
+                args.append("-1")
+            self.emit(f"{py}.add({', '.join(args)})", ks)
+        elif m is None:
+            self.emit(f"{py}[{', '.join(coords)}] {op} {self.align(v, rem, False)}", ks)
+        else:
+            self.emit(
+                f"_rt.scatter_add({py}, ({', '.join(coords)},), {self.align(v, rem, False)}, "
+                f"{self.align(m, rem, False)}, {sign})", ks,
+            )
+        return v.risky
+
+    # --- the program ---------------------------------------------------------------------------
+    def program(self) -> Lowered:
+        prog = self.prog
+        fname = self.py.get(prog.name, prog.name) if prog.name.isidentifier() else "f"
+        if keyword.iskeyword(fname) or fname in _RESERVED:
+            fname = f"{fname}_"
+        params = ", ".join(self.py[p] for p in prog.param_names)
+        header = [f"def {fname}({params}):"]
+        doc = [f'    """Generated by eqsat_ad from the index-language program {prog.name!r}."""']
+        floats = [self.py[p.name] for p in prog.params if p.kind == "tensor"]
+        self.emit(f"_dt = _rt.float_type({', '.join(floats)})")
+        seen: set[str] = set()
+        for p in prog.params:
+            for k, d in enumerate(p.shape):
+                if not isinstance(d, int) and d.name not in seen:
+                    seen.add(d.name)
+                    self.emit(f"{self.py[d.name]} = {self.py[p.name]}.shape[{k}]")
+        for s in prog.statements:
+            self.statement(s)
+        self.stmt = "<return>"
+        outs = []
+        ret_ks: tuple[Kernel, ...] = ()
+        for o in prog.outputs:
+            if isinstance(o, Access) and not o.indices:
+                if o.name in {p.name for p in prog.params}:
+                    src = self.py[o.name]
+                    n = Poly.product_of_dims(self.shapes[o.name])
+                    if self.shapes[o.name]:
+                        ret_ks += self.kernel(Elementwise, n, n, f"copy of {o.name}")
+                    if self.kinds.get(o.name) == "relation":
+                        outs.append(f"np.array({src})")
+                    else:
+                        outs.append(f"np.array({src}, dtype=_dt)"
+                                    if self.shapes[o.name] else f"_dt({src})")
+                else:
+                    outs.append(self.py[o.name])
+                continue
+            if free_indices(o):
+                raise ProgramError(
+                    "an output has free index(es) "
+                    f"{', '.join(sorted(free_indices(o)))}; return a tensor variable", o.loc
+                )
+            self.emit(f"# return {print_expr(o)}")
+            v = self.to_num(self.ev(o, {}))
+            ret_ks += v.kernels
+            outs.append(f"_dt({v.code})")
+        if prog.returns_tuple:
+            ret = f"({outs[0]},)" if len(outs) == 1 else ", ".join(outs)
+        else:
+            if len(outs) != 1:
+                raise ProgramError(f"program {prog.name!r} returns {len(outs)} values")
+            ret = outs[0]
+        self.emit(f"return {ret}", ret_ks)
+        src = "\n".join(header + doc + self.lines) + "\n"
+        # body line k (0-based) is line k + 3 of the source (after the def and the docstring)
+        plan = Plan(tuple(replace(k, line=k.line + 1 + len(header) + len(doc))
+                          for k in self.kernels))
+        return Lowered(src, tuple(self.decisions), fname, dict(self.extras), plan)
+
+

@@ -1,0 +1,15 @@
+"""The plan: what the backend runs for a program, and the price of exactly that.
+
+``normal``: the normal form of a statement (terms: coefficient, summed indices, brackets,
+factors; windows); ``order``: the contraction order (one search, priced and run);
+``kernels``: the kernels the generated code calls, with iteration spaces and allocations;
+``price``: a program's price = the sum over the kernels of its lowering; ``poly``: the size
+polynomials prices are written in.
+"""
+
+from .kernels import Kernel, Plan
+from .order import EXACT_LIMIT, OPTIMAL_LIMIT, ContractionPath, contraction_path
+
+__all__ = [
+    "EXACT_LIMIT", "OPTIMAL_LIMIT", "ContractionPath", "Kernel", "Plan", "contraction_path",
+]

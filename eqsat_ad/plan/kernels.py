@@ -1,0 +1,177 @@
+"""The kernels the backend runs, each with its iteration space and what it allocates.
+
+A program's plan is the list of kernels its generated code calls, in order, each tied to the
+generated source line that runs it. Sizes are polynomials in the size symbols (:class:`Poly`):
+``space`` is the number of points the kernel visits, ``alloc`` the number of elements of the new
+array it writes (0 for a view or an in-place update of an existing array).
+
+Price of a kernel (elements touched): ``space`` for a kernel that writes each point it visits
+once (elementwise passes, masks, gathers, fills, slice updates, scatters, scans), ``space +
+alloc`` for one that visits more points than it writes (contractions, reductions). A plan's price
+is the sum over its kernels; its largest intermediate is its largest ``alloc``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import ClassVar
+
+from .poly import ZERO, Poly, compare
+
+__all__ = [
+    "KERNEL_KINDS", "Contract", "Elementwise", "Fill", "Gather", "Kernel", "Mask", "Plan",
+    "Reduce", "Scan", "Scatter", "SliceUpdate", "View",
+]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One operation of the generated code."""
+
+    statement: str
+    space: Poly
+    alloc: Poly
+    detail: str = ""
+    line: int = field(default=-1, compare=False)
+    """1-based line of the generated source that runs it (-1 before emission)."""
+
+    kind: ClassVar[str] = "kernel"
+    reduces: ClassVar[bool] = False
+
+    @property
+    def cost(self) -> Poly:
+        return self.space + self.alloc if self.reduces else self.space
+
+    def __str__(self) -> str:
+        return f"{self.kind}[{self.space}] -> {self.alloc}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Contract(Kernel):
+    """A pairwise contraction step (``@`` or ``np.einsum``): space = the indices it touches."""
+
+    kind: ClassVar[str] = "contract"
+    reduces: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Reduce(Kernel):
+    """A sum over some axes of one array (``.sum(axis=...)``)."""
+
+    kind: ClassVar[str] = "reduce"
+    reduces: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Elementwise(Kernel):
+    """An arithmetic pass, a ufunc, a cast or a broadcast copy over its result's axes."""
+
+    kind: ClassVar[str] = "elementwise"
+
+
+@dataclass(frozen=True)
+class Mask(Kernel):
+    """A boolean array from index comparisons or a relation, or a mask applied (``np.where``)."""
+
+    kind: ClassVar[str] = "mask"
+
+
+@dataclass(frozen=True)
+class View(Kernel):
+    """A slice, shifted or strided view, transpose or diagonal view: nothing allocated."""
+
+    kind: ClassVar[str] = "view"
+
+
+@dataclass(frozen=True)
+class Gather(Kernel):
+    """Reads at computed coordinates, or a zero-padded window copy."""
+
+    kind: ClassVar[str] = "gather"
+
+
+@dataclass(frozen=True)
+class Fill(Kernel):
+    """A new array: zero-fill, index range (``np.arange``) or structured output storage."""
+
+    kind: ClassVar[str] = "fill"
+
+
+@dataclass(frozen=True)
+class SliceUpdate(Kernel):
+    """``y[region] += v`` into an existing array (no allocation of its own)."""
+
+    kind: ClassVar[str] = "slice-update"
+
+
+@dataclass(frozen=True)
+class Scatter(Kernel):
+    """Writes at points fixed by equalities: a diagonal fill or point writes."""
+
+    kind: ClassVar[str] = "scatter"
+
+
+@dataclass(frozen=True)
+class Scan(Kernel):
+    """A cumulative sum along one axis (``np.cumsum``)."""
+
+    kind: ClassVar[str] = "scan"
+
+
+KERNEL_KINDS: tuple[type[Kernel], ...] = (
+    Contract, Reduce, Elementwise, Mask, View, Gather, Fill, SliceUpdate, Scatter, Scan,
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The kernels of a lowered program, in the order the generated code runs them."""
+
+    kernels: tuple[Kernel, ...]
+
+    @property
+    def cost(self) -> Poly:
+        total = ZERO
+        for k in self.kernels:
+            total = total + k.cost
+        return total
+
+    def statement_cost(self, name: str) -> Poly:
+        total = ZERO
+        for k in self.kernels:
+            if k.statement == name:
+                total = total + k.cost
+        return total
+
+    def allocations(self) -> tuple[Kernel, ...]:
+        """The kernels that allocate a new array."""
+        return tuple(k for k in self.kernels if not k.alloc.is_zero())
+
+    def largest(self, sizes: Mapping[str, int] | None = None) -> Kernel | None:
+        """The kernel allocating the largest array (asymptotically, then at ``sizes``)."""
+        best: Kernel | None = None
+        for k in self.allocations():
+            if best is None or compare(k.alloc, best.alloc, sizes) > 0:
+                best = k
+        return best
+
+    def kinds(self) -> list[str]:
+        return [k.kind for k in self.kernels]
+
+    def on_line(self, line: int) -> tuple[Kernel, ...]:
+        return tuple(k for k in self.kernels if k.line == line)
+
+    def value(self, sizes: Mapping[str, int]) -> Fraction:
+        return Fraction(self.cost.evaluate(sizes))
+
+    def __str__(self) -> str:
+        return "\n".join(f"{k.line:4d} {k.statement:>10} {k}" for k in self.kernels)
+
+
+def total(polys: Iterable[Poly]) -> Poly:
+    out = ZERO
+    for p in polys:
+        out = out + p
+    return out

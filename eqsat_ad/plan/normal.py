@@ -1,0 +1,426 @@
+"""The normal form of what a statement executes, and the index ranges it runs over.
+
+A statement body is expanded into a sum of *terms* (:class:`Term`), each
+``coef · Σ_J Π conditions · Π factors``, in the spirit of ATL's normalized contraction form:
+the generator indices are the statement's, ``J`` the summed indices, the conditions the
+Iverson brackets (:class:`Cond`, normalized to ``a >= 0``, ``a == 0``, ``a != 0``, integrality
+or relation membership) and the factors everything else. Products of sums are flattened into
+one sum (``Σ_I f · Σ_J g = Σ_{I,J} f · g``) so that a contraction is ordered as a whole.
+
+Windows (:func:`_band`, :data:`WINDOW_TERMS`): a summed index confined to a band of constant
+width becomes an offset of constant extent, small constant sums are unrolled into shifted
+reads, and the in-range conditions of shifted reads (:func:`_read_ranges`) narrow the region a
+term writes: the backend then runs slice updates of shifted views, never a mask over a product
+of index spaces. :class:`Axis` is an index with its (narrowed) range.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from ..ir.errors import ProgramError
+from ..ir.expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Cmp,
+    Const,
+    Expr,
+    Neg,
+    Pred,
+    Rel,
+    Sum,
+    free_indices,
+    substitute,
+)
+from ..ir.index import Affine, Dim, IndexVar
+
+# ================================================================================================
+# Conditions (what brackets become once normalized)
+# ================================================================================================
+
+
+@dataclass(frozen=True)
+class Cond:
+    """A condition on integer indices: ``aff >= 0`` (ge), ``aff == 0`` (eq), ``aff != 0`` (ne),
+    ``aff`` is an integer (int), or membership in a relation (rel).
+
+    ``aff`` has integer coefficients for ge/eq/ne (scaled by the common denominator), so that
+    ``<`` becomes ``>= 1`` exactly.
+    """
+
+    kind: str
+    aff: Affine = Affine()
+    rel: Rel | None = None
+
+    def indices(self) -> frozenset[str]:
+        if self.rel is not None:
+            out: frozenset[str] = frozenset()
+            for a in self.rel.indices:
+                out |= a.free_indices()
+            return out
+        return self.aff.free_indices()
+
+    def substitute(self, mapping: Mapping[str, Affine]) -> Cond:
+        if self.rel is not None:
+            r = Rel(self.rel.name, tuple(a.substitute(mapping) for a in self.rel.indices))
+            return Cond("rel", rel=r)
+        a = self.aff.substitute(mapping)
+        return Cond(self.kind, a if self.kind == "int" else _integral(a))
+
+
+def _denominator(a: Affine) -> int:
+    q = a.const.denominator
+    for _, c in a.index + a.sizes:
+        q = math.lcm(q, c.denominator)
+    return q
+
+
+def _integral(a: Affine) -> Affine:
+    """``a`` scaled by a positive integer so that every coefficient is an integer."""
+    q = _denominator(a)
+    return a if q == 1 else a.scale(q)
+
+
+def _conds(p: Pred) -> list[Cond]:
+    match p:
+        case And(preds):
+            return [c for q in preds for c in _conds(q)]
+        case Rel():
+            return [Cond("rel", rel=p)]
+        case Cmp(op, lhs, rhs):
+            d = _integral(lhs - rhs)
+            match op:
+                case "==":
+                    return [Cond("eq", d)]
+                case "!=":
+                    return [Cond("ne", d)]
+                case "<":
+                    return [Cond("ge", -d - 1)]
+                case "<=":
+                    return [Cond("ge", -d)]
+                case ">":
+                    return [Cond("ge", d - 1)]
+                case ">=":
+                    return [Cond("ge", d)]
+    raise ProgramError(f"not a predicate: {p!r}")
+
+
+def _sign_known(a: Affine) -> int | None:
+    """+1 if ``a >= 0`` for all sizes >= 1, -1 if ``a < 0`` for all sizes >= 1, else None.
+
+    ``a`` must be free of index variables.
+    """
+    cs = [c for _, c in a.sizes]
+    at_one = a.const + sum(cs, Fraction(0))
+    if all(c >= 0 for c in cs) and at_one >= 0:
+        return 1
+    if all(c <= 0 for c in cs) and at_one < 0:
+        return -1
+    return None
+
+
+def _static(c: Cond) -> bool | None:
+    """The truth of an index-free condition when the sizes do not matter, else None."""
+    if c.kind == "rel":
+        return None
+    a = c.aff
+    if c.kind == "int":
+        return True if _denominator(a) == 1 else (None if a.sizes else False)
+    if c.kind == "ge":
+        s = _sign_known(a)
+        return None if s is None else s > 0
+    if a.is_constant():
+        return (a.const == 0) == (c.kind == "eq")
+    return None
+
+
+# ================================================================================================
+# Terms: Σ_J coef · Π conds · Π factors
+# ================================================================================================
+
+
+@dataclass
+class Term:
+    coef: float
+    sums: list[IndexVar]
+    factors: list[Expr | Term]
+    conds: list[Cond]
+
+    def free(self) -> set[str]:
+        out: set[str] = set()
+        for f in self.factors:
+            out |= f.free() if isinstance(f, Term) else set(free_indices(f))
+        for c in self.conds:
+            out |= c.indices()
+        return out - {iv.name for iv in self.sums}
+
+    def substitute(self, mapping: Mapping[str, Affine]) -> Term:
+        mapping = {k: v for k, v in mapping.items() if k not in {iv.name for iv in self.sums}}
+        if not mapping:
+            return self
+        return Term(
+            self.coef,
+            list(self.sums),
+            [f.substitute(mapping) if isinstance(f, Term) else substitute(f, mapping)
+             for f in self.factors],
+            [c.substitute(mapping) for c in self.conds],
+        )
+
+
+class _Names:
+    """Fresh index names for the binders of sums (so merged scopes never capture).
+
+    ``flatten``: a product of sums becomes one sum (``Σ_I f · Σ_J g = Σ_{I,J} f · g``, the
+    normal form the cost model prices and the contraction order is chosen for). Off in the
+    strict lowering, where a factor may be inf and strong zero must see the nesting.
+    """
+
+    def __init__(self, used: set[str], flatten: bool = False) -> None:
+        self.used = set(used)
+        self.flatten = flatten
+
+    def fresh(self, base: str) -> str:
+        stem = base.rstrip("0123456789") or base
+        for k in itertools.count():
+            name = base if k == 0 else f"{stem}{k}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+        raise AssertionError
+
+
+
+def _decide_static(t: Term) -> Term | None:
+    """``t`` without its index-free conditions known true; ``None`` if one is known false."""
+    kept: list[Cond] = []
+    for c in t.conds:
+        if not c.indices():
+            s = _static(c)
+            if s is False:
+                return None
+            if s is True:
+                continue
+        kept.append(c)
+    return replace(t, conds=kept)
+
+WINDOW_TERMS = 27
+"""A sum over at most this many constant offsets (a 3×3×3 window) is unrolled into slices."""
+
+
+def _band(t: Term, iv: IndexVar) -> Term:
+    """``t`` with the summed ``iv`` written as ``lo + a`` (``a`` a new summed index of constant
+    extent) when two conditions confine it to ``lo <= iv <= lo + c``; else ``t``."""
+    k = iv.name
+    lows: list[tuple[int, Affine]] = []
+    highs: list[tuple[int, Affine]] = []
+    for n, c in enumerate(t.conds):
+        if c.kind != "ge" or abs(c.aff.coeff(k)) != 1:
+            continue
+        rest = c.aff - Affine.var(k).scale(c.aff.coeff(k))
+        (lows if c.aff.coeff(k) == 1 else highs).append((n, -rest if c.aff.coeff(k) == 1
+                                                         else rest))
+    for n1, lo in lows:
+        for n2, hi in highs:
+            width = hi - lo
+            if width.is_constant() and 0 <= width.const < WINDOW_TERMS:
+                a = IndexVar(f"{k}_off", int(width.const) + 1)
+                at = lo + Affine.var(a.name)
+                conds = [c for n, c in enumerate(t.conds) if n not in (n1, n2)]
+                body = Term(t.coef, [], t.factors, conds).substitute({k: at})
+                ext = Affine.of_dim(iv.extent)
+                extra = [Cond("ge", _integral(at)), Cond("ge", _integral(ext - at - 1))]
+                sums = [x for x in t.sums if x.name != k] + [a]
+                return Term(t.coef, sums, body.factors, body.conds + extra)
+    return t
+
+
+def _read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim, ...]]
+                 ) -> list[Cond]:
+    """The in-range conditions of shifted reads ``x[i + c]`` (outside, a read is 0 anyway):
+    stated, they narrow the region written instead of padding the array read."""
+    out: list[Cond] = []
+    for f in factors:
+        if not isinstance(f, Access) or f.name not in shapes:
+            continue
+        for a, d in zip(f.indices, shapes[f.name], strict=False):
+            if len(a.index) == 1 and abs(a.index[0][1]) == 1 and a.is_integral():
+                out += [Cond("ge", a), Cond("ge", Affine.of_dim(d) - a - 1)]
+    return out
+
+
+def _by_component(t: Term) -> Term:
+    """A flattened ``Σ_{I,J} f(I) · g(J)`` regrouped as ``(Σ_I f) · (Σ_J g)``: one factor per
+    group of factors linked by summed indices (the output of an outer product)."""
+    if not t.sums or t.conds:
+        return t
+    summed = {iv.name for iv in t.sums}
+    groups: list[tuple[set[str], list[Expr | Term]]] = []
+    for f in t.factors:
+        own = (f.free() if isinstance(f, Term) else set(free_indices(f))) & summed
+        merged: list[Expr | Term] = [f]
+        keep = []
+        for ix, fs in groups:
+            if ix & own:
+                own |= ix
+                merged = fs + merged
+            else:
+                keep.append((ix, fs))
+        groups = [*keep, (own, merged)]
+    if any(not ix for ix, _ in groups) and len(groups) == 1:
+        return t
+    factors: list[Expr | Term] = []
+    for ix, fs in groups:
+        sums = [iv for iv in t.sums if iv.name in ix]
+        factors += [Term(1.0, sums, fs, [])] if sums else fs
+    rest = [iv for iv in t.sums if not any(iv.name in ix for ix, _ in groups)]
+    if rest:
+        return t  # a summed index in no factor: a scaling, left to the general path
+    return Term(t.coef, [], factors, [])
+
+
+def outer_groups(
+    factors: Sequence[Any], gens: Sequence[str],
+    free: Callable[[Any], set[str]] = lambda f: set(free_indices(f)),
+) -> list[tuple[tuple[str, ...], list[Any]]] | None:
+    """The factors of a product split into groups of consecutive output indices that share no
+    index (``x[i] * y[j]`` → ``[((i,), [x[i]]), ((j,), [y[j]])]``), index-free factors in a
+    leading group ``()``; None unless there are at least two groups covering ``gens`` in order.
+    ``free``: a factor's free indices (the backend passes its own terms)."""
+    groups: list[tuple[set[str], list[Any]]] = []
+    scalars: list[Any] = []
+    for f in factors:
+        fv = free(f)
+        if not fv:
+            scalars.append(f)
+            continue
+        group: tuple[set[str], list[Any]] = (set(fv), [f])
+        for g in [g for g in groups if g[0] & fv]:
+            group[0].update(g[0])
+            group[1][:0] = g[1]
+            groups.remove(g)
+        groups.append(group)
+    if any(n not in gens for g in groups for n in g[0]):
+        return None
+    groups.sort(key=lambda g: min(gens.index(n) for n in g[0]))
+    ordered = [tuple(n for n in gens if n in g[0]) for g in groups]
+    if len(groups) < 2 or [n for o in ordered for n in o] != list(gens):
+        return None
+    out = [(o, g[1]) for o, g in zip(ordered, groups, strict=True)]
+    return ([((), scalars)] if scalars else []) + out
+
+
+def _cheap(terms: list[Term]) -> bool:
+    return all(
+        not t.sums and all(isinstance(f, Access) for f in t.factors) for t in terms
+    )
+
+
+def _merge(a: Term, b: Term) -> Term:
+    """The product of two terms, without moving data factors into a sum."""
+    if not a.sums and not b.sums:
+        return Term(a.coef * b.coef, [], a.factors + b.factors, a.conds + b.conds)
+    if a.sums and not b.sums and not b.factors:
+        return Term(a.coef * b.coef, a.sums, a.factors, a.conds + b.conds)
+    if b.sums and not a.sums and not a.factors:
+        return Term(a.coef * b.coef, b.sums, b.factors, b.conds + a.conds)
+    if not b.sums:
+        a, b = b, a
+    if not a.sums:  # b is a sum: keep it as one factor
+        return Term(a.coef * b.coef, [], a.factors + [replace(b, coef=1.0)], a.conds)
+    return Term(a.coef * b.coef, [], [replace(a, coef=1.0), replace(b, coef=1.0)], [])
+
+
+def expand(e: Expr, names: _Names) -> list[Term]:
+    """``e`` as a sum of terms (sums distribute over ``+``; products of sums stay products)."""
+    match e:
+        case Const(v):
+            return [] if v == 0 else [Term(v, [], [], [])]
+        case Binary("+", lhs, rhs):
+            return expand(lhs, names) + expand(rhs, names)
+        case Binary("-", lhs, rhs):
+            return expand(lhs, names) + [replace(t, coef=-t.coef) for t in expand(rhs, names)]
+        case Neg(arg):
+            return [replace(t, coef=-t.coef) for t in expand(arg, names)]
+        case Binary("/", lhs, Const(v)) if v != 0 and math.isfinite(v):
+            return [replace(t, coef=t.coef / v) for t in expand(lhs, names)]
+        case Binary("*", lhs, rhs):
+            left, right = expand(lhs, names), expand(rhs, names)
+            if not left or not right:
+                return []
+            if len(left) == 1 and len(right) == 1:
+                if names.flatten:
+                    a, b = left[0], right[0]
+                    return [Term(a.coef * b.coef, a.sums + b.sums, a.factors + b.factors,
+                                 a.conds + b.conds)]
+                return [_merge(left[0], right[0])]
+            # Distribute only to bring brackets to the top of terms (where they become writes
+            # into parts of the output); otherwise a product of sums stays one factor.
+            if (
+                len(left) * len(right) <= 16
+                and (_cheap(left) or _cheap(right))
+                and any(t.conds for t in left + right)
+            ):
+                return [_merge(a, b) for a in left for b in right]
+            lt = left[0] if len(left) == 1 else Term(1.0, [], [lhs], [])
+            rt = right[0] if len(right) == 1 else Term(1.0, [], [rhs], [])
+            return [_merge(lt, rt)]
+        case Bracket(p):
+            return [Term(1.0, [], [], _conds(p))]
+        case Sum(ivs, body):
+            mapping: dict[str, Affine] = {}
+            new: list[IndexVar] = []
+            for iv in ivs:
+                nn = names.fresh(iv.name)
+                new.append(IndexVar(nn, iv.extent))
+                if nn != iv.name:
+                    mapping[iv.name] = Affine.var(nn)
+            inner = substitute(body, mapping) if mapping else body
+            return [Term(t.coef, new + t.sums, t.factors, t.conds) for t in expand(inner, names)]
+    return [Term(1.0, [], [e], [])]
+
+
+# ================================================================================================
+# Ranges, grids and values
+# ================================================================================================
+
+
+@dataclass(frozen=True)
+class Axis:
+    """An index ranging over ``max(lo) <= v < min(hi)`` (bounds free of index variables)."""
+
+    name: str
+    extent: Dim
+    lo: tuple[Affine, ...]
+    hi: tuple[Affine, ...]
+
+    @staticmethod
+    def full(iv: IndexVar) -> Axis:
+        return Axis(iv.name, iv.extent, (Affine.constant(0),), (Affine.of_dim(iv.extent),))
+
+    def is_full(self) -> bool:
+        return self.lo == (Affine.constant(0),) and self.hi == (Affine.of_dim(self.extent),)
+
+    def with_lo(self, b: Affine) -> Axis:
+        return replace(self, lo=_add_bound(self.lo, b, lower=True))
+
+    def with_hi(self, b: Affine) -> Axis:
+        return replace(self, hi=_add_bound(self.hi, b, lower=False))
+
+
+def _add_bound(bounds: tuple[Affine, ...], b: Affine, lower: bool) -> tuple[Affine, ...]:
+    """Add a bound to a max (lower) or min (upper) list, dropping dominated ones."""
+    sign = 1 if lower else -1
+    for x in bounds:
+        if _sign_known((x - b).scale(sign)) == 1:  # x already at least as tight
+            return bounds
+    kept = tuple(x for x in bounds if _sign_known((b - x).scale(sign)) != 1)
+    return kept + (b,)
+
+

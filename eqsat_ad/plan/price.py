@@ -1,0 +1,217 @@
+"""The price of a program: the price of the plan the backend runs for it.
+
+:func:`program_plan` lowers a program (the NumPy backend's lowering records every kernel it
+emits, see :mod:`eqsat_ad.plan.kernels`) and :func:`program_cost` sums those kernels per
+statement. So the figure the report prints, the figure the optimizer's safety net compares and
+the code that runs are one object: there is no second model of execution to disagree with.
+
+:func:`eager_cost` prices what a tape-based system (autograd, PyTorch eager) pays for the same
+adjoint: each term of a statement (one per indexing operation of the forward program) is its own
+dense array of the statement's shape, accumulated into the adjoint.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy
+
+from ..ir.errors import EqsatError
+from ..ir.expr import Binary, Expr, Neg
+from ..ir.printer import print_expr, print_statement
+from ..ir.program import Program
+from .kernels import Plan
+from .poly import ZERO, Poly, big_o, compare
+
+__all__ = [
+    "Materialized", "ProgramCost", "StatementCost", "eager_cost", "materialized_sizes",
+    "normalize_sizes", "program_cost", "program_plan", "statement_terms_count",
+]
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """One array the generated code allocates: its statement, what it is, its element count."""
+
+    statement: str
+    what: str
+    elements: Poly
+
+
+@dataclass(frozen=True)
+class StatementCost:
+    """The price of one statement (or the returned expressions, ``kind == "output"``)."""
+
+    name: str
+    text: str
+    poly: Poly
+    materialized: tuple[Materialized, ...]
+    kind: str = "statement"
+
+    @functools.cached_property
+    def cost(self) -> sympy.Expr:
+        return self.poly.to_sympy()
+
+    @property
+    def writes(self) -> Poly:
+        """Elements of the largest array the statement allocates."""
+        return max((m.elements for m in self.materialized),
+                   key=functools.cmp_to_key(compare), default=ZERO)
+
+
+@dataclass(frozen=True)
+class ProgramCost:
+    """Per-statement and total prices of a program's plan (SymPy views computed on demand)."""
+
+    details: tuple[StatementCost, ...]
+    sizes: Mapping[str, int] | None = None
+    plan: Plan = Plan(())
+
+    @functools.cached_property
+    def total_poly(self) -> Poly:
+        out = ZERO
+        for d in self.details:
+            out = out + d.poly
+        return out
+
+    @functools.cached_property
+    def total(self) -> sympy.Expr:
+        return self.total_poly.to_sympy()
+
+    @functools.cached_property
+    def statements(self) -> dict[str, sympy.Expr]:
+        """Statement name → expanded SymPy cost polynomial (outputs excluded)."""
+        return {d.name: d.cost for d in self.details if d.kind == "statement"}
+
+    @property
+    def materialized(self) -> tuple[Materialized, ...]:
+        return tuple(m for d in self.details for m in d.materialized)
+
+    def largest_intermediate(self) -> Materialized | None:
+        """The largest array allocated (by :func:`compare`, ties: first), or None."""
+        best: Materialized | None = None
+        for m in self.materialized:
+            if best is None or compare(m.elements, best.elements, self.sizes) > 0:
+                best = m
+        return best
+
+    def value(self, sizes: Mapping[str, int] | None = None) -> Fraction:
+        """The total at concrete sizes (default: the sizes it was priced with)."""
+        sizes = self.sizes if sizes is None else sizes
+        if sizes is None:
+            raise EqsatError("no sizes given to evaluate the cost at")
+        return Fraction(self.total_poly.evaluate(sizes))
+
+    def big_o(self) -> str:
+        return big_o(self.total_poly)
+
+    def __str__(self) -> str:
+        lines = [f"total {self.total}  {self.big_o()}"]
+        lines += [f"  {d.name}: {d.cost}  ({big_o(d.poly)})" for d in self.details]
+        return "\n".join(lines)
+
+
+def normalize_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
+    """``sizes`` as a plain ``dict[str, int]`` (NumPy integers accepted), or a clear error."""
+    if not isinstance(sizes, Mapping):
+        raise EqsatError(f"sizes must map size names to integers, got {type(sizes).__name__}")
+    out: dict[str, int] = {}
+    for k, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise EqsatError(f"size {k!r} must be a non-negative integer, got {v!r}")
+        out[str(k)] = int(v)
+    return out
+
+
+def _check(prog: Program, sizes: Mapping[str, int] | None) -> dict[str, int] | None:
+    if not isinstance(prog, Program):
+        raise EqsatError(f"expected a Program, got {type(prog).__name__}")
+    if sizes is None:
+        return None
+    out = normalize_sizes(sizes)
+    missing = [n for n in prog.size_names() if n not in out]
+    if missing:
+        raise EqsatError(f"no value given for the size(s) {', '.join(missing)}")
+    return out
+
+
+def program_plan(prog: Program, sizes: Mapping[str, int] | None = None,
+                 structured: bool = False) -> Plan:
+    """The kernels the backend runs for ``prog`` (contraction orders chosen at ``sizes``)."""
+    from ..backend.numpy import lower_program
+
+    return lower_program(prog, _check(prog, sizes), structured=structured).plan
+
+
+def program_cost(
+    prog: Program, sizes: Mapping[str, int] | None = None, *, structured: bool = False,
+    lowered: bool = True,
+) -> ProgramCost:
+    """The price of the plan the backend runs for ``prog``, per statement.
+
+    ``sizes`` choose contraction orders (as the compiled code does at those sizes) and let
+    :meth:`ProgramCost.value` evaluate the total. ``structured``: price outputs as
+    ``structured=True`` compiles them (diagonal / point-sparse / outer-product storage).
+    ``lowered`` is accepted for compatibility: there is one price, the plan's.
+    """
+    del lowered
+    checked = _check(prog, sizes)
+    plan = program_plan(prog, checked, structured)
+    texts = {s.name: print_statement(s) for s in prog.statements}
+    details: list[StatementCost] = []
+    for name in [s.name for s in prog.statements] + ["<return>"]:
+        ks = [k for k in plan.kernels if k.statement == name]
+        poly = ZERO
+        for k in ks:
+            poly = poly + k.cost
+        mats = tuple(Materialized(name, f"{k.kind} {k.detail}".strip(), k.alloc)
+                     for k in ks if not k.alloc.is_zero())
+        if name == "<return>":
+            text = "return " + ", ".join(print_expr(o) for o in prog.outputs)
+            details.append(StatementCost(name, text, poly, mats, "output"))
+        else:
+            details.append(StatementCost(name, texts[name], poly, mats))
+    return ProgramCost(tuple(details), checked, plan)
+
+
+def materialized_sizes(
+    prog: Program, sizes: Mapping[str, int] | None = None
+) -> dict[str, tuple[sympy.Expr, ...]]:
+    """Statement (or ``<return>``) name → element counts of every array its code allocates.
+
+    Counting, not timing: ``max(degree(e) for es in materialized_sizes(p).values() for e in es)``
+    is the exponent of the largest temporary the generated code allocates.
+    """
+    cost = program_cost(prog, sizes)
+    return {d.name: tuple(m.elements.to_sympy() for m in d.materialized) for d in cost.details}
+
+
+def statement_terms_count(body: Expr) -> int:
+    """The number of top-level terms of a statement body (split at ``+``, ``-``, unary ``-``)."""
+    match body:
+        case Binary("+" | "-", lhs, rhs):
+            return statement_terms_count(lhs) + statement_terms_count(rhs)
+        case Neg(arg):
+            return statement_terms_count(arg)
+    return 1
+
+
+def eager_cost(prog: Program, sizes: Mapping[str, int] | None = None,
+               structured: bool = False, plan_cost: ProgramCost | None = None) -> Poly:
+    """What a tape-based AD system pays for the adjoint ``prog``: the naive plan plus one dense
+    array of the statement's shape for every term beyond the first (a tape materializes each
+    indexing operation's adjoint on its own and sums them; the naive plan writes them all into
+    one array). ``Σ_t A[t, t]`` for 32 traces: ``32·N²``."""
+    cost = plan_cost if plan_cost is not None else program_cost(prog, sizes,
+                                                                structured=structured)
+    extra = ZERO
+    for s in prog.statements:
+        k = statement_terms_count(s.body)
+        if s.indices and k > 1:
+            extra = extra + Poly.product_of_dims(s.shape) * (k - 1)
+    return cost.total_poly + extra
+

@@ -1,0 +1,307 @@
+"""The plan: what is priced is what runs.
+
+* Contraction order: optimal (checked against NumPy's own optimal path on the issue's 8-matrix
+  chain) and the order the generated code runs.
+* Priced equals run: on random programs and their adjoints, the generated code is run line by
+  line under ``tracemalloc``; every line allocates no more than the kernels the plan lists for
+  it (up to a constant factor and the helpers' small bookkeeping), the largest allocation of the
+  plan (the report's largest intermediate) is really allocated, and the calls of each line are
+  the kernels listed for it.
+* ``optimize`` never returns a program whose plan is priced above the naive program's plan.
+* Windows are shifted slices: the 3x3 blur's gradient allocates nothing beyond H x W arrays.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from plan_probe import line_peaks
+from strategies import programs, random_inputs, tensor_params
+
+import eqsat_ad as ea
+from eqsat_ad.ad import vjp
+from eqsat_ad.backend.numpy import _load, lower_program
+from eqsat_ad.cost import CostReport, program_cost
+from eqsat_ad.egraph.optimize import Limits, optimize
+from eqsat_ad.ir.index import size
+from eqsat_ad.plan import OPTIMAL_LIMIT, contraction_path
+from eqsat_ad.plan.poly import Poly, degree
+
+CHAIN_SIZES = (64, 4, 4, 64, 64, 16, 256, 1024, 64)
+LETTERS = "ijklmnopq"
+
+
+def _flops(spec: str, shapes: list[tuple[int, ...]], path: list) -> float:
+    ops = [np.empty(s) for s in shapes]
+    text = np.einsum_path(spec, *ops, optimize=path)[1]
+    return float(re.search(r"Optimized FLOP count:\s*(\S+)", text).group(1))
+
+
+@pytest.mark.parametrize("output", ["", "iq"])
+def test_eight_matrix_chain_order_is_within_1_1x_of_numpy_optimal(output):
+    shapes = [(CHAIN_SIZES[k], CHAIN_SIZES[k + 1]) for k in range(8)]
+    operands = [LETTERS[k] + LETTERS[k + 1] for k in range(8)]
+    spec = ",".join(operands) + "->" + output
+    extents = {LETTERS[k]: size(f"S{k}") for k in range(9)}
+    sizes = {f"S{k}": CHAIN_SIZES[k] for k in range(9)}
+    path = contraction_path(operands, output, extents, sizes)
+    ours = _flops(spec, shapes, path.einsum_path())
+    best = _flops(spec, shapes, "optimal")
+    assert ours <= 1.1 * best, (ours, best, path.steps)
+    naive_left_to_right = _flops(spec, shapes, ["einsum_path", *[(0, 1)] * 7])
+    assert ours <= naive_left_to_right
+
+
+def test_optimal_search_covers_the_operand_counts_that_occur():
+    # a 12-operand chain is still searched exactly (no outer products), quickly
+    n = OPTIMAL_LIMIT
+    ops = [(f"a{k}", f"a{k + 1}") for k in range(n)]
+    extents = {f"a{k}": size("N") if k % 3 else size("R") for k in range(n + 1)}
+    path = contraction_path(ops, (), extents, {"N": 1000, "R": 3})
+    assert degree(path.cost) == 2  # every step touches two indices only
+    assert len([s for s in path.steps if len(s) == 2]) == n - 1
+
+
+def test_the_compiled_chain_gradient_runs_the_priced_order():
+    args = ", ".join(f"A{k}: [S{k}, S{k + 1}]" for k in range(8))
+    body = " * ".join(f"A{k}[{LETTERS[k]}, {LETTERS[k + 1]}]" for k in range(8))
+    sums = ", ".join(f"{c}: S{k}" for k, c in enumerate(LETTERS))
+    prog = ea.parse(f"def chain({args}):\n    return Sum[{sums}]({body})\n")
+    sizes = {f"S{k}": CHAIN_SIZES[k] for k in range(9)}
+    g = ea.grad(prog, wrt="A3", sizes=sizes)
+    rng = np.random.default_rng(0)
+    mats = [rng.standard_normal((CHAIN_SIZES[k], CHAIN_SIZES[k + 1])) for k in range(8)]
+    left = np.linalg.multi_dot(mats[:3]).sum(axis=0)
+    right = np.linalg.multi_dot(mats[4:]).sum(axis=1)
+    np.testing.assert_allclose(g(*mats), np.outer(left, right), rtol=1e-9)
+    # nothing larger than the largest operand or the output is allocated
+    largest = program_cost(g.program, sizes).largest_intermediate()
+    assert largest is not None and largest.elements.evaluate(sizes) <= 256 * 1024
+
+
+# ================================================================================================
+# Priced equals run
+# ================================================================================================
+
+SLACK = 16384  # bytes: the Python-level bookkeeping of a runtime helper call (lists, tuples)
+PER_ELEMENT = 32  # bytes per planned element: float64 plus the temporaries NumPy keeps alive
+SIZES = (64, 40)
+
+
+def _arrays(prog, sizes, seed=0):
+    args = random_inputs(prog, sizes, np.random.default_rng(seed))
+    out = []
+    for p in prog.params:
+        v = args[p.name]
+        out.append(np.float64(v) if isinstance(v, float) else np.asarray(v))
+    return out
+
+
+_EINSUM = re.compile(r"einsum(?:_sz)?\('([a-zA-Z,]*)->([a-zA-Z]*)'")
+
+
+def _calls(line: str) -> dict[str, int]:
+    """The kernels a line of generated code calls, read from its text."""
+    specs = _EINSUM.findall(line)
+    return {
+        "contract": line.count(" @ ") + sum(1 for ins, _ in specs if "," in ins),
+        "fill": line.count("np.zeros(") + line.count("np.arange("),
+        "gather": line.count("_rt.gather(") + line.count("_rt.window("),
+        "scan": line.count("np.cumsum(") + line.count("_rt.suffix_sum(")
+        + line.count("_rt.scan_sum("),
+        "where": line.count("np.where("),
+        "reduce": line.count(".sum(") + sum(1 for ins, out in specs
+                                            if "," not in ins and len(set(ins)) > len(out)),
+    }
+
+
+def _listed(kernels) -> dict[str, int]:
+    return {
+        "contract": sum(1 for k in kernels if k.kind == "contract"),
+        "fill": sum(1 for k in kernels if k.kind == "fill" and k.detail in ("zero-fill",
+                                                                             "np.arange")),
+        "gather": sum(1 for k in kernels if k.kind == "gather"),
+        "scan": sum(1 for k in kernels if k.kind == "scan" and "running sum" in k.detail),
+        "where": sum(1 for k in kernels if k.kind == "mask" and k.detail == "np.where"),
+        "reduce": sum(1 for k in kernels if k.kind == "reduce"),
+    }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          database=None)
+@given(prog=programs(max_statements=3), data=st.data())
+def test_the_code_allocates_and_calls_what_the_plan_lists(prog, data):
+    if data.draw(st.booleans(), label="adjoint") and tensor_params(prog):
+        prog = vjp(prog, data.draw(st.sampled_from(tensor_params(prog)), label="wrt"))
+    sizes = dict(zip(prog.size_names(), SIZES, strict=False))
+    lowered = lower_program(prog, sizes)
+    plan = lowered.plan
+    lines = lowered.source.splitlines()
+    peaks = line_peaks(_load(lowered), _arrays(prog, sizes))
+    by_line: dict[int, list] = {}
+    for k in plan.kernels:
+        by_line.setdefault(k.line, []).append(k)
+    for line, measured in peaks.items():
+        planned = sum(int(k.alloc.evaluate(sizes)) for k in by_line.get(line, []))
+        assert measured <= PER_ELEMENT * planned + SLACK, (lines[line - 1], measured, planned)
+    for line, ks in by_line.items():
+        assert _calls(lines[line - 1]) == _listed(ks), (lines[line - 1], [str(k) for k in ks])
+    # the plan's largest allocation is the report's largest intermediate, and it happens
+    report = CostReport.build(prog, prog, sizes)
+    top = plan.largest(sizes)
+    if top is None:
+        assert report.naive.largest is None
+        return
+    assert report.naive.largest is not None
+    assert report.naive.largest.elements == top.alloc
+    elements = int(top.alloc.evaluate(sizes))
+    if elements >= 1024:
+        assert peaks.get(top.line, 0) >= elements, (lines[top.line - 1], str(top))
+
+
+def test_a_broadcast_statement_is_a_view_and_its_sum_allocates_nothing():
+    prog = ea.parse("def f(x: [N]):\n    y1[i: N, j: N] = x[i]\n"
+                    "    return x[0] + Sum[k: N, l: N](y1[k, l])\n")
+    sizes = {"N": 200}
+    lowered = lower_program(prog, sizes)
+    assert lowered.plan.statement_cost("y1").is_zero()  # np.broadcast_to: a view
+    peaks = line_peaks(_load(lowered), _arrays(prog, sizes))
+    assert max(peaks.values()) <= SLACK
+
+
+def test_a_planned_quadratic_temporary_is_measured():
+    # the probe is sharp: an outer product's N x M array shows up in bytes on its line
+    prog = ea.parse("def f(x: [N], y: [M]):\n    return Sum[i: N, j: M](exp(x[i] * y[j]))\n")
+    sizes = {"N": 300, "M": 200}
+    lowered = lower_program(prog, sizes)
+    peaks = line_peaks(_load(lowered), _arrays(prog, sizes))
+    top = lowered.plan.largest(sizes)
+    assert top is not None and top.alloc == Poly.symbol("M") * Poly.symbol("N")
+    assert peaks[top.line] >= 8 * 300 * 200
+
+
+# ================================================================================================
+# Never above naive; windows as slices
+# ================================================================================================
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          database=None)
+@given(prog=programs(max_statements=2, smooth=True), data=st.data())
+def test_optimize_never_returns_a_plan_priced_above_the_naive_one(prog, data):
+    naive = vjp(prog, data.draw(st.sampled_from(tensor_params(prog))))
+    res = optimize(naive, limits=Limits(iterations=6, nodes=2000, seconds=1.0))
+    assert res.report.optimized.value <= res.report.naive.value
+    big = {n: 2**20 for n in naive.size_names()}
+    assert (program_cost(res.program).total_poly.evaluate(big)
+            <= program_cost(naive).total_poly.evaluate(big))
+
+
+BLUR = """
+def blur(x: [H, W], w: [H, W]):
+    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0
+    return Sum[i: H, j: W](w[i, j] * b[i, j])
+"""
+
+
+def _nine_tap_gradient(w: np.ndarray) -> np.ndarray:
+    h, wd = w.shape
+    p = np.zeros((h + 2, wd + 2))
+    for a in range(3):
+        for c in range(3):
+            p[2 - a:2 - a + h, 2 - c:2 - c + wd] += w
+    return p[1:h + 1, 1:wd + 1] / 9.0
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+def test_window_blur_gradient_is_shifted_slices(optimized):
+    g = ea.grad(ea.parse(BLUR), wrt="x", optimize=optimized, sizes={"H": 1024, "W": 1024})
+    cost = program_cost(g.program)
+    hw = Poly.symbol("H") * Poly.symbol("W")
+    assert all(degree(m.elements) <= 2 for m in cost.materialized)
+    assert cost.largest_intermediate().elements == hw
+    assert "np.where" not in g.source and "_rt.window" not in g.source
+    assert g.source.count("+=") == 8  # eight shifted slice updates around the centre tap
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((7, 9)), rng.standard_normal((7, 9))
+    np.testing.assert_allclose(g(x, w), _nine_tap_gradient(w), rtol=1e-12, atol=1e-14)
+
+
+# ================================================================================================
+# Scans: triangular and banded bracket sums are running sums
+# ================================================================================================
+
+PREFIX = """
+def prefix(x: [N], w: [N]):
+    c[i: N] = Sum[j: N]((j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+"""
+MOVING = """
+def moving(x: [N], w: [N], k: [K]):
+    c[i: N] = Sum[j: N]((i - K < j and j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+"""
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+def test_prefix_sum_and_its_gradient_are_running_sums(optimized):
+    prog = ea.parse(PREFIX)
+    g = ea.grad(prog, wrt="x", optimize=optimized)
+    cost = program_cost(g.program)
+    assert degree(cost.total_poly) == 1
+    assert all(degree(m.elements) <= 1 for m in cost.materialized)
+    assert cost.plan.kinds().count("scan") >= 2  # the forward running sum and the adjoint's
+    assert "np.where" not in g.source
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(40), rng.standard_normal(40)
+    c = np.cumsum(x)
+    want = np.cumsum((2 * w * c)[::-1])[::-1]
+    np.testing.assert_allclose(g(x, w), want, rtol=1e-10)
+    f = ea.compile(prog)
+    assert f(x, w) == pytest.approx(float(np.sum(w * c * c)))
+
+
+def test_moving_window_is_a_difference_of_running_sums_for_finite_values():
+    prog = ea.parse(MOVING)
+    g = ea.grad(prog, wrt="x")
+    assert "_rt.scan_sum(" in g.source and "np.where" not in g.source
+    assert degree(program_cost(g.program).total_poly) == 1
+    rng = np.random.default_rng(6)
+    x, w, k = rng.standard_normal(30), rng.standard_normal(30), np.zeros(4)
+    want = ea.evaluate(ea.grad(prog, wrt="x", optimize=False).program, x=x, w=w, k=k)
+    np.testing.assert_allclose(g(x, w, k), want, rtol=1e-10, atol=1e-12)
+    # the difference form is for finite values only: an inf input reruns the masked sums
+    f = ea.compile(prog)
+    x[3] = np.inf
+    assert "_rt.scan_sum(" in f.source
+    with np.errstate(all="ignore"):
+        got, ref = f(x, w, k), ea.evaluate(prog, x=x, w=w, k=k)
+    assert (np.isnan(got) and np.isnan(ref)) or got == ref
+
+
+ATTENTION = """
+def attention(Q: [T, D], K: [T, D], V: [T, D], Wo: [T, D]):
+    E[t: T, s: T] = exp(0.125 * Sum[d: D](Q[t, d] * K[s, d]))
+    Z[t: T] = Sum[s: T](E[t, s])
+    O[t: T, d: D] = Sum[s: T](E[t, s] * V[s, d]) / Z[t]
+    return Sum[t: T, d: D](Wo[t, d] * O[t, d])
+"""
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+def test_attention_gradient_allocates_no_t_by_t_by_d_array(optimized):
+    # a division by a factor free of the summed indices leaves the sum: (Σ_s V[s, d]) / Z[t]
+    g = ea.grad(ea.parse(ATTENTION), wrt=("Q", "K", "V"), optimize=optimized,
+                sizes={"T": 512, "D": 64})
+    cost = program_cost(g.program, {"T": 512, "D": 64})
+    assert all(degree(m.elements) <= 2 for m in cost.materialized)
+    rng = np.random.default_rng(7)
+    args = {n: rng.standard_normal((5, 3)) for n in ("Q", "K", "V", "Wo")}
+    naive = ea.grad(ea.parse(ATTENTION), wrt=("Q", "K", "V"), optimize=False).program
+    want = ea.evaluate(naive, **args)
+    for got, ref in zip(g(**args), want, strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
