@@ -54,9 +54,9 @@ def _number(v: Any) -> float | None:
 def _price(column: Any) -> float | None:
     """A priced column's value at the report's sizes, whatever the report's version.
 
-    The current report prices each program twice: as written ("value") and as the backend runs
-    it ("lowered"); the backend price is what a timing measures. A report priced from one plan
-    may have a single "price"/"value" (or a "plan" sub-dictionary).
+    The current report prices each column from the plan the backend runs: its "value" is what a
+    timing measures. An older report priced programs twice, as written ("value") and as run
+    ("lowered"); the run price is then read.
     """
     if not isinstance(column, Mapping):
         return _number(column)

@@ -9,6 +9,7 @@ import pytest
 
 import eqsat_ad as ea
 from eqsat_ad.ir.printer import print_program
+from eqsat_ad.plan.price import program_plan
 from eqsat_ad.why import explain
 from eqsat_ad.why.picture import egraph_picture
 
@@ -33,8 +34,15 @@ def test_chain_runs_from_the_naive_statement_to_the_extracted_one(grad_and_expla
     final_rows = {r["name"]: r for r in g.report.to_dict()["optimized"]["statements"]}
     assert chain[0].label == "naive" and chain[0].text == naive_rows["A_bar"]["statement"]
     assert chain[-1].text == final_rows["A_bar"]["statement"] == "A_bar[i: N, j: N] = 2 * (i == j)"
-    # the cost after each step is the cost model's price of that statement (N = 50)
-    assert chain[0].value == 50**2 + 2 * 50 and chain[-1].value == 50**2 + 50
+    # the cost after each step is the price of that statement in the plan the backend runs for
+    # that step's program (N = 50): the naive statement writes two masked terms, the extracted
+    # one a single scaled diagonal
+    plans = [program_plan(e.steps[0].program, {"N": 50}), program_plan(g.program, {"N": 50})]
+    for link, plan in zip((chain[0], chain[-1]), plans, strict=True):
+        price = plan.statement_cost("A_bar")
+        assert link.value == price.evaluate({"N": 50}) and link.cost == str(price.to_sympy())
+    assert chain[0].value == naive_rows["A_bar"]["value"] > chain[-1].value
+    assert chain[-1].value == final_rows["A_bar"]["value"]
     # the rules named in the chain are rules that fired, no more often than they fired in all
     total = g.report.stats.rule_counts
     fired: dict[str, int] = {}
@@ -51,11 +59,15 @@ def test_explanation_text_and_why_lines(grad_and_explanation):
     text = str(e)
     assert "A_bar" in text and "↓" in text and "2 * (i == j)" in text
     (why,) = e.why_lines()
-    assert why.startswith("A_bar: N**2 + 2*N → N**2 + N")
-    # expression rewrites are named first; analysis bookkeeping is only counted
+    chain = e.chains()["A_bar"]
+    # naive price → extracted price of A_bar, the plan's prices (checked in the test above)
+    assert why.startswith(f"A_bar: {chain[0].cost} → {chain[-1].cost} (1 step; ")
+    assert chain[0].cost != chain[-1].cost
+    # expression rewrites are named; analysis bookkeeping is never named, only counted
     assert "like-terms ×" in why and "int-lin-term" not in why
-    assert "analysis / index-arithmetic matches" in why
-    assert e.to_dict()["chains"]["A_bar"][-1]["cost"] == "N**2 + N"
+    assert e.fired_text({"like-terms": 2, "int-lin-term": 5, "nonneg-size": 1}) == (
+        "like-terms ×2; 6 analysis / index-arithmetic matches")
+    assert e.to_dict()["chains"]["A_bar"][-1]["cost"] == chain[-1].cost
 
 
 def test_expression_rules_are_told_from_bookkeeping():
@@ -102,6 +114,12 @@ def test_optimized_prints_as_program_and_report_and_explains_itself():
     assert "A_bar" in res.report.explain().chains()
     html = res.report._repr_html_()
     assert "<table>" in html and "Cost report" in html and "A_bar" in html
+    # the report's three priced columns and its why lines, as str(report) prints them
+    from html import escape
+
+    assert "<th>eager AD</th><th>naive adjoint</th><th>optimized</th>" in html
+    assert res.report.why() and all(escape(w) in html for w in res.report.why())
+    assert f"<td>{int(res.report.eager_value)}</td>" in html
     assert "<pre>" in res._repr_html_()
 
 

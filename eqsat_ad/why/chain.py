@@ -7,8 +7,10 @@ chain is recorded the direct way: saturation is replayed with 0, 1, 2, ...
 iterations allowed, the cheapest program is extracted after each, and a step is kept wherever
 the extracted program changed, together with the rules that fired since the step before (their
 match counts) and the cost report of that program. Each statement's chain is its text at each
-step where it changed. Everything is read from the optimizer's public results: the extracted
-program, ``report.to_dict()`` (statement rows, totals) and the saturation statistics.
+step where it changed, priced as the report prices it: the cost of the statement's kernels in
+the plan the backend runs for that step's program. Everything is read from the optimizer's public
+results: the extracted program, ``report.to_dict()`` (statement rows, totals) and the saturation
+statistics.
 """
 
 from __future__ import annotations
@@ -118,6 +120,14 @@ def _fired_text(fired: Mapping[str, int], most: int = 40,
     return text
 
 
+def _label(iterations: int) -> str:
+    if iterations < 0:
+        return "naive"
+    if iterations == 0:  # the optimizer's like-term pre-pass, extraction and tidying only
+        return "pre-pass, 0 iterations"
+    return f"after {iterations} " + ("iteration" if iterations == 1 else "iterations")
+
+
 @dataclass(frozen=True)
 class Explanation:
     """The rewrite chains of one optimization, and what is needed to draw it."""
@@ -150,8 +160,10 @@ class Explanation:
         return _fired_text(fired, most, self.rewrites)
 
     def chains(self) -> dict[str, list[ChainLink]]:
-        """Per statement of the final program (and ``return``): its text at each step where it
-        changed, with the cost and the rules fired since its previous link."""
+        """Per statement of the final program (and ``"<return>"``, the returned expressions, as
+        the report names them): its text at each step where it changed, with its price in the
+        plan of that step's program (the report's number) and the rules fired since its
+        previous link."""
         out: dict[str, list[ChainLink]] = {}
         for name in self.final.rows():
             links: list[ChainLink] = []
@@ -164,8 +176,7 @@ class Explanation:
                     continue
                 if links and links[-1].text == row["statement"]:
                     continue
-                label = "naive" if step.iterations < 0 else f"after {step.iterations} " + (
-                    "iteration" if step.iterations == 1 else "iterations")
+                label = _label(step.iterations)
                 links.append(ChainLink(label, row["statement"], str(row["cost"]),
                                        float(row["value"]), {} if not links else dict(pending)))
                 pending = {}

@@ -55,27 +55,35 @@ def report_html(report: Any) -> str:
             return "none"
         return f"{escape(lg['elements'])} = {_num(lg['value'])} ({escape(lg['statement'])})"
 
-    speed = d.get("speedup")
+    eager = d.get("eager") or {}
+
+    def speed(x: Any) -> str:
+        return f'<span class="better">{x:.3g}×</span>' if x else "n/a"
+
     rows = [
-        ("scaling", escape(n["big_o"]), escape(o["big_o"])),
-        ("cost", f"<code>{escape(n['total'])}</code>", f"<code>{escape(o['total'])}</code>"),
-        ("cost at sizes", _num(n["value"]), _num(o["value"])),
-        ("largest intermediate", largest(n), largest(o)),
-        ("as the backend runs it", escape(n["lowered"]["big_o"]) + " = "
-         + _num(n["lowered"]["value"]), escape(o["lowered"]["big_o"]) + " = "
-         + _num(o["lowered"]["value"])),
+        ("scaling", escape(eager.get("big_o", "")), escape(n["big_o"]), escape(o["big_o"])),
+        ("cost", f"<code>{escape(eager.get('total', ''))}</code>",
+         f"<code>{escape(n['total'])}</code>", f"<code>{escape(o['total'])}</code>"),
+        ("cost at sizes", _num(eager.get("value", "")), _num(n["value"]), _num(o["value"])),
+        ("largest intermediate", "", largest(n), largest(o)),
+        ("speed-up of optimized", speed(d.get("eager_speedup")), speed(d.get("speedup")), "1×"),
     ]
-    table = "".join(f"<tr><th>{k}</th><td>{a}</td><td>{b}</td></tr>" for k, a, b in rows)
+    table = "".join(f"<tr><th>{k}</th><td>{e}</td><td>{a}</td><td>{b}</td></tr>"
+                    for k, e, a, b in rows)
+    why = "".join(f"<li><code>{escape(w)}</code></li>" for w in d.get("why", ()))
     fired = sorted(sat["rule_counts"].items(), key=lambda kv: (-kv[1], kv[0]))
     rules = ", ".join(f"<code>{escape(k)}</code> ×{v}" for k, v in fired) or "none"
-    speed_text = f'<span class="better">{speed:.3g}×</span>' if speed else "n/a"
     return (
         f'<div class="eqsat"><style>{_CSS}</style>'
-        f"<h3>Cost report</h3><p>sizes: {escape(sizes)}; predicted speed-up {speed_text}</p>"
-        f"<table><tr><th></th><th>naive</th><th>optimized</th></tr>{table}</table>"
+        f"<h3>Cost report</h3><p>sizes: {escape(sizes)}; prices of the plans the backend runs"
+        + (", structured outputs" if d.get("structured") else "")
+        + f"; predicted speed-up {speed(d.get('speedup'))}</p>"
+        "<table><tr><th></th><th>eager AD</th><th>naive adjoint</th><th>optimized</th></tr>"
+        f"{table}</table>"
         f"<p>e-graph: {sat['nodes']} nodes, {sat['classes']} classes, {sat['iterations']} "
         f"iterations, {sat['seconds']:.2f} s, stopped: {escape(sat['stop_reason'])}"
         + (f"; {escape(sat['note'])}" if sat.get("note") else "") + "</p>"
+        + (f"<h4>why</h4><ul>{why}</ul>" if why else "")
         + _statements("naive program", n) + _statements("optimized program", o)
         + f"<p>rules fired: {rules}</p></div>"
     )

@@ -4,9 +4,10 @@ the extracted choice highlighted, as standalone SVG (no Graphviz needed).
 The layout is layered by breadth-first depth from the statement roots; classes of one layer sit
 side by side in discovery order. Only expression classes are drawn (affine indices, index lists
 and predicates are written into the node labels), at most ``max_classes`` of them, nearest the
-roots first. The e-graph is the one the optimizer extracts from (same encoding, rules and
-limits); the choice is the extractor's: the chosen node of each class on the extracted path is
-filled, the classes it passes through are outlined.
+roots first. The e-graph is the one the optimizer extracts from (same like-term pre-pass,
+encoding, rules and limits); the choice is the optimizer's: of extraction's best few programs the
+one whose plan is priced lowest, the chosen node of each class on its path filled, the classes it
+passes through outlined.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from html import escape
 from typing import Any
 
 from ..egraph.encode import Encoded, encode_program
-from ..egraph.extract import Extractor, decode_index_classes, node_children
-from ..egraph.optimize import Limits
+from ..egraph.extract import Extraction, Extractor, decode_index_classes, node_children
+from ..egraph.optimize import Limits, _cheapest_plan
 from ..egraph.rules import load_rules
 from ..egraph.saturate import Snapshot, saturate
+from ..egraph.share import drop_unit_factors, share_statement_bodies
+from ..ir.like_terms import merge_like_terms
+from ..ir.outline import outline
 from ..ir.program import Program
 
 __all__ = ["EGraphPicture", "egraph_picture", "egraph_svg"]
@@ -113,7 +117,8 @@ def egraph_picture(
 ) -> EGraphPicture:
     """Saturate ``prog`` as the optimizer does and lay out the e-graph around its roots."""
     limits = Limits() if limits is None else limits
-    enc = encode_program(prog)
+    # the optimizer's like-term pre-pass comes first: its e-graph holds the merged program
+    enc = encode_program(outline(merge_like_terms(prog)))
     files = load_rules(rules)
     run = saturate(enc.text, files, limits.iterations, limits.nodes, limits.seconds)
     snap = run.snapshot
@@ -136,8 +141,7 @@ def _choice(snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None, secon
     chosen: set[int] = set()
     try:
         ex = Extractor(snap, enc, sizes, time.perf_counter() + seconds)
-        best = ex.best_program()
-        found = ex.price(set(best.materialized))
+        found = ex.price(_statements_kept(ex.best_program(), sizes))
     except Exception:  # the picture is still useful without the highlight
         return roots, chosen
     if found is None:
@@ -159,6 +163,17 @@ def _choice(snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None, secon
             op, _, args = snap.nodes[k]
             stack.extend(node_children(op, args))
     return roots, chosen
+
+
+def _statements_kept(best: Extraction, sizes: Mapping[str, int] | None) -> set[str]:
+    """The statements of the program the optimizer keeps: of extraction's best few, the one
+    whose plan is priced lowest once tidied as the optimizer tidies them."""
+    candidates = [best.program, *best.alternatives]
+    tidied = [share_statement_bodies(drop_unit_factors(outline(merge_like_terms(p))))
+              for p in candidates]
+    winner = _cheapest_plan(tidied, sizes)
+    k = next(i for i, t in enumerate(tidied) if t is winner)
+    return {s.name for s in candidates[k].statements}
 
 
 def _layout(snap: Snapshot, enc: Encoded, roots: dict[int, str], chosen: set[int],
