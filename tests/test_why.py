@@ -68,6 +68,9 @@ def test_explanation_text_and_why_lines(grad_and_explanation):
     assert e.fired_text({"like-terms": 2, "int-lin-term": 5, "nonneg-size": 1}) == (
         "like-terms ×2; 6 analysis / index-arithmetic matches")
     assert e.to_dict()["chains"]["A_bar"][-1]["cost"] == chain[-1].cost
+    # the returned variable costs nothing and never changes: kept in the data, not printed
+    assert [link.value for link in e.chains()["<return>"]] == [0]
+    assert "\n<return>" not in text and "<return>" in e.to_dict()["chains"]
 
 
 def test_expression_rules_are_told_from_bookkeeping():

@@ -123,8 +123,8 @@ def _fired_text(fired: Mapping[str, int], most: int = 40,
 def _label(iterations: int) -> str:
     if iterations < 0:
         return "naive"
-    if iterations == 0:  # the optimizer's like-term pre-pass, extraction and tidying only
-        return "pre-pass, 0 iterations"
+    if iterations == 0:  # the optimizer's like-term pre-pass, normal form and extraction only
+        return "before saturation"
     return f"after {iterations} " + ("iteration" if iterations == 1 else "iterations")
 
 
@@ -183,6 +183,12 @@ class Explanation:
             out[name] = links
         return out
 
+    def shown_chains(self) -> dict[str, list[ChainLink]]:
+        """The chains worth showing: all but a returned variable's that never changed and costs
+        nothing (the report's statement tables leave it out too)."""
+        return {name: links for name, links in self.chains().items()
+                if not (name == "<return>" and len(links) == 1 and links[0].value == 0)}
+
     def why_lines(self) -> list[str]:
         """One line per statement that changed: naive cost → final cost, and the rules that did
         the most of it."""
@@ -213,7 +219,7 @@ class Explanation:
             head.append("  why:")
             head += [f"    {w}" for w in why]
         body: list[str] = []
-        for name, links in self.chains().items():
+        for name, links in self.shown_chains().items():
             body.append(f"\n{name}")
             for k, link in enumerate(links):
                 if k:

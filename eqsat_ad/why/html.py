@@ -36,6 +36,8 @@ def _statements(title: str, side: dict[str, Any]) -> str:
         f"<td><code>{escape(r['cost'])}</code></td><td><code>{escape(r['statement'])}</code>"
         "</td></tr>"
         for r in side["statements"]
+        # a returned variable costs nothing: left out, as str(report) leaves it out
+        if not (r["kind"] == "output" and r["cost"] == "0")
     )
     return (f"<h4>{escape(title)}</h4><table><tr><th>scaling</th><th>at sizes</th>"
             f"<th>cost</th><th>statement</th></tr>{rows}</table>")
@@ -58,7 +60,7 @@ def report_html(report: Any) -> str:
     eager = d.get("eager") or {}
 
     def speed(x: Any) -> str:
-        return f'<span class="better">{x:.3g}×</span>' if x else "n/a"
+        return f'<span class="better">{x:.4g}×</span>' if x else "n/a"  # as str(report)
 
     rows = [
         ("scaling", escape(eager.get("big_o", "")), escape(n["big_o"]), escape(o["big_o"])),
@@ -94,7 +96,7 @@ def explanation_html(expl: Any) -> str:
     from ..ir.printer import print_program
 
     chains = []
-    for name, links in expl.chains().items():
+    for name, links in expl.shown_chains().items():
         items = []
         for k, link in enumerate(links):
             fired = ""
