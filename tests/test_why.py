@@ -144,3 +144,32 @@ def test_explanation_page_is_self_contained(grad_and_explanation):
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "Rewrite chains" in page
     assert "<script" not in page and "http://" not in page.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_picture_highlights_the_program_the_optimizer_keeps():
+    # of extraction's best few programs, the picture follows the one whose plan is cheapest:
+    # the statements it keeps are the optimized program's
+    import time
+
+    from eqsat_ad.egraph.encode import encode_program
+    from eqsat_ad.egraph.extract import Extractor
+    from eqsat_ad.egraph.optimize import Limits
+    from eqsat_ad.egraph.rules import load_rules
+    from eqsat_ad.egraph.saturate import saturate
+    from eqsat_ad.ir.like_terms import merge_like_terms
+    from eqsat_ad.ir.outline import outline
+    from eqsat_ad.why.picture import _statements_kept
+
+    prog = ea.vjp(ea.parse("""
+def f(A: [N, N], x: [N]):
+    y[i: N] = Sum[j: N](A[i, j] * x[j])
+    z[i: N] = Sum[j: N](A[i, j] * y[j])
+    return Sum[i: N](x[i] * z[i] + y[i] * y[i])
+"""), "x")
+    sizes = {"N": 300}
+    enc = encode_program(outline(merge_like_terms(prog)))
+    run = saturate(enc.text, load_rules(None), Limits().iterations, Limits().nodes, 5.0)
+    best = Extractor(run.snapshot, enc, sizes, time.perf_counter() + 5.0).best_program()
+    assert best.alternatives  # there is a choice to follow
+    kept = {s.name for s in ea.optimize(prog, sizes=sizes).program.statements}
+    assert _statements_kept(best, sizes) == kept
