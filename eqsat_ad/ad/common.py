@@ -31,7 +31,7 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, IndexVar
 from ..ir.outline import outline
-from ..ir.program import Param, Program, Statement
+from ..ir.program import Fold, Param, Program, Step
 from ..ir.traverse import Done, rebuild
 
 
@@ -175,9 +175,11 @@ def eq_pred(a: Affine, b: Affine) -> Cmp:
 
 def program_names(prog: Program) -> set[str]:
     """Every tensor, relation and size name of ``prog`` (the names a new variable must avoid)."""
-    names = {p.name for p in prog.params} | {s.name for s in prog.statements}
+    names = {p.name for p in prog.params} | {n for s in prog.statements for n in s.defines}
     names |= set(prog.size_names())
     for s in prog.statements:
+        if isinstance(s, Fold):
+            continue
         for iv in s.indices:
             if not isinstance(iv.extent, int):
                 names.add(iv.extent.name)
@@ -187,6 +189,8 @@ def program_names(prog: Program) -> set[str]:
 def program_index_names(prog: Program) -> set[str]:
     out: set[str] = set()
     for s in prog.statements:
+        if isinstance(s, Fold):
+            continue
         out |= {iv.name for iv in s.indices}
         out |= all_index_names(s.body)
     for o in prog.outputs:
@@ -311,13 +315,13 @@ def active_names(prog: Program, wrt: Iterable[str]) -> set[str]:
     active = set(wrt)
     for s in prog.statements:
         if s.reads() & active:
-            active.add(s.name)
+            active.update(s.defines)
     return active
 
 
 def prune(
     params: tuple[Param, ...],
-    statements: Sequence[Statement],
+    statements: Sequence[Step],
     outputs: tuple[Expr, ...],
     returns_tuple: bool,
     name: str,
@@ -326,9 +330,9 @@ def prune(
     needed: set[str] = set()
     for o in outputs:
         needed |= accessed_names(o)
-    kept: list[Statement] = []
+    kept: list[Step] = []
     for s in reversed(statements):
-        if s.name in needed:
+        if needed.intersection(s.defines):
             kept.append(s)
             needed |= s.reads()
     return Program(params, tuple(reversed(kept)), outputs, returns_tuple, name)
