@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from .ad.common import is_tensor_output, prune
-from .backend.numpy import CompiledProgram, compile_program
+from .backend.fold import compile_any
+from .backend.numpy import CompiledProgram
 from .frontend.closures import ConstantArrays
 from .ir.errors import EqsatError, EqsatTypeError, ProgramError, ShapeError
 from .ir.expr import Access, Const, Expr
@@ -422,7 +423,7 @@ class Compiled:
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
-        stage = _Stage(naive, program, report, compile_program(program, self.structured), spec,
+        stage = _Stage(naive, program, report, compile_any(program, self.structured), spec,
                        constants if constants is not None and constants.found else None)
         self._stages[key] = stage
         self._forwards[key] = forward

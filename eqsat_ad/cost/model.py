@@ -113,7 +113,7 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.printer import print_expr, print_statement
-from ..ir.program import Program, Statement
+from ..ir.program import Fold, Program, Statement
 from .poly import ONE, ZERO, Poly, big_o, compare, degree, leading_terms, poly_max
 
 __all__ = [
@@ -1153,8 +1153,25 @@ class _Pricer:
 def _shapes(prog: Program) -> dict[str, tuple[Dim, ...]]:
     shapes: dict[str, tuple[Dim, ...]] = {p.name: p.shape for p in prog.params}
     for s in prog.statements:
-        shapes[s.name] = s.shape
+        if isinstance(s, Fold):
+            shapes.update((n, s.result_shape(n)) for n in s.names)
+        else:
+            shapes[s.name] = s.shape
     return shapes
+
+
+def fold_cost(f: Fold, sizes: Mapping[str, int] | None, lowered: bool) -> StatementCost:
+    """A rolled loop: T times its body (priced once), plus the stacks it writes."""
+    from ..ir.printer import print_fold
+
+    trip = Poly.of_dim(f.trip)
+    body = program_cost(f.body, sizes, lowered=lowered)
+    stored = tuple(Materialized(n, "output", Poly.product_of_dims(f.result_shape(n)))
+                   for n in f.names)
+    work = body.total_poly * trip
+    for m in stored:
+        work = work + m.elements
+    return StatementCost(f.names[0], print_fold(f), work, stored, "statement")
 
 
 def normalize_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
@@ -1231,7 +1248,8 @@ def program_cost(
     pricer = _Pricer(_shapes(prog), sizes, lowered)
     returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
     sparse_ok = prog.unread_outputs() if structured and lowered else frozenset()
-    details = [pricer.statement(s.name, s.indices, s.body, print_statement(s), "statement",
+    details = [fold_cost(s, sizes, lowered) if isinstance(s, Fold) else
+               pricer.statement(s.name, s.indices, s.body, print_statement(s), "statement",
                                 s.name in returned, s.name in sparse_ok)
                for s in prog.statements]
     n = len(prog.outputs)

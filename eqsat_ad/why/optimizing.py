@@ -6,7 +6,7 @@ The optimizer proper is :func:`eqsat_ad.egraph.optimize.optimize`; this wrapper 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +33,18 @@ def optimize(
     limits: Limits | None = None,
     sizes: Mapping[str, int] | None = None,
     structured: bool = False,
+    progress: Callable[[Any], None] | None = None,
+    verbose: bool = False,
+    cache: bool | None = None,
 ) -> Optimized:
     """Optimize ``prog`` with the rule sets ``rules`` (shipped names or paths to ``.egg`` files;
     default: all shipped sets) under ``limits``; ``sizes`` breaks asymptotic ties.
-    ``structured``: the report prices outputs as ``structured=True`` compiles them.
+    ``structured``: the report prices outputs as ``structured=True`` compiles them;
+    ``progress``, ``verbose`` and ``cache`` as for :func:`eqsat_ad.egraph.optimize.optimize`.
 
     ``print(result)`` shows the program and the cost report; ``result.explain()`` (or
     ``result.report.explain()``) the chain of rewrites behind it."""
-    result = _optimize(prog, rules, limits, sizes, structured)
+    result = _optimize(prog, rules, limits, sizes, structured, progress, verbose, cache)
     return remember(result, (prog, rules, limits, sizes, structured))
 
 

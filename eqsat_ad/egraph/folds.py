@@ -1,0 +1,101 @@
+"""Optimizing a program with rolled loops: each fold body once, the rest around them.
+
+The e-graph sees fold-free programs only. A fold's body is a program of its own: it is optimized
+ONCE, whatever the trip count. The statements around the folds form one more program in which
+each fold's results are parameters (opaque values) and each fold's inputs extra outputs (so they
+are kept and can be found again); after its optimization the folds are put back where their
+inputs are defined (a topological order), reading the optimized inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..ir.checks import check_program
+from ..ir.errors import ProgramError
+from ..ir.expr import Access, fresh_name
+from ..ir.program import Fold, Param, Program, Statement, Step
+
+Optimizer = Callable[[Program], tuple[Program, Any]]
+"""Optimizes a fold-free program: returns the optimized program and its report (or None)."""
+
+
+def optimize_with_folds(prog: Program, run: Optimizer) -> tuple[Program, Any]:
+    """``prog`` with every fold body optimized once and the statements around them optimized
+    as one program; returns it and the report of the outer optimization (None if it failed and
+    the outer statements were kept as they were)."""
+    folds: dict[int, Fold] = {}
+    for k, s in enumerate(prog.statements):
+        if isinstance(s, Fold):
+            body = optimize_with_folds(s.body, run)[0] if s.body.folds else run(s.body)[0]
+            folds[k] = replace(s, body=body)
+    kept = tuple(folds.get(k, s) for k, s in enumerate(prog.statements))
+    if not any(isinstance(s, Statement) for s in prog.statements):
+        return replace(prog, statements=kept), None
+    try:
+        return _optimize_around(replace(prog, statements=kept), list(folds.values()), run)
+    except ProgramError:
+        return replace(prog, statements=kept), None
+
+
+def _optimize_around(prog: Program, folds: list[Fold], run: Optimizer) -> tuple[Program, Any]:
+    defined = {s.name for s in prog.statements if isinstance(s, Statement)}
+    inputs = list(dict.fromkeys(n for f in folds for n in f.inputs if n in defined))
+    results = [Param(n, f.result_shape(n)) for f in folds for n in f.names]
+    outer = Program(
+        prog.params + tuple(results),
+        tuple(s for s in prog.statements if isinstance(s, Statement)),
+        prog.outputs + tuple(Access(n) for n in inputs), True, prog.name,
+    )
+    opt, report = run(outer)
+    taken = {p.name for p in opt.params} | {n for s in opt.statements for n in s.defines}
+    extra: list[Statement] = []
+    where: dict[str, str] = {}
+    for n, o in zip(inputs, opt.outputs[len(prog.outputs):], strict=True):
+        if isinstance(o, Access) and not o.indices:
+            where[n] = o.name
+            continue
+        name = fresh_name(n, taken)
+        taken.add(name)
+        extra.append(Statement(name, (), o))
+        where[n] = name
+
+    def moved(names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(where.get(n, n) for n in names)
+
+    placed = [replace(f, carry=moved(f.carry), scan=moved(f.scan), const=moved(f.const))
+              for f in folds]
+    steps = _ordered([*opt.statements, *extra, *placed])
+    result = Program(opt.params[: len(prog.params)], tuple(steps),
+                     opt.outputs[: len(prog.outputs)], prog.returns_tuple, prog.name)
+    check_program(result)
+    return result, report
+
+
+def _ordered(steps: list[Step]) -> list[Step]:
+    """``steps`` in an order where each is defined before it is read (stable; ProgramError on a
+    cycle)."""
+    owner: dict[str, int] = {n: k for k, s in enumerate(steps) for n in s.defines}
+    state = [0] * len(steps)  # 0 new, 1 in progress, 2 placed
+    out: list[Step] = []
+    for root in range(len(steps)):
+        stack: list[tuple[int, bool]] = [(root, False)]
+        while stack:
+            k, done = stack.pop()
+            if done:
+                state[k] = 2
+                out.append(steps[k])
+                continue
+            if state[k] == 2:
+                continue
+            if state[k] == 1:
+                raise ProgramError("the optimized statements and the folds depend on each other")
+            state[k] = 1
+            stack.append((k, True))
+            for n in sorted(steps[k].reads()):
+                d = owner.get(n)
+                if d is not None and d != k and state[d] != 2:
+                    stack.append((d, False))
+    return out
