@@ -22,6 +22,8 @@ from ..ir.index import Dim
 from ..ir.interpreter import bind_arguments
 from ..ir.printer import print_fold
 from ..ir.program import Fold, Param, Program, Statement, Step
+from .numpy import CompiledProgram
+from .runtime import NonFinite, finite
 
 
 def compile_any(prog: Program, structured: bool = False) -> Any:
@@ -100,16 +102,51 @@ class _Loop:
                                    f.loc)
         stacks = [np.zeros((trip, *(_dim(d, sizes) for d in f.body_output_shape(k))))
                   for k in range(ncarry, len(f.names))]
-        body = self.body
-        asarray = np.asarray
         order = range(trip - 1, -1, -1) if f.reverse else range(trip)
+        if not trip or not isinstance(self.body, CompiledProgram):
+            fast = strict = self.body  # no step, or a nested fold program (checks itself)
+            checks: tuple[int, ...] = ()
+        else:
+            fast, strict, checks = self._functions(state, scans, consts, sizes)
+        try:
+            state = self._loop(fast, strict, checks, order, state, scans, consts, stacks)
+        except NonFinite:  # the fast code met a non-finite product: run the careful code
+            state = [np.asarray(env[n], dtype=float) for n in f.carry]
+            state = self._loop(strict, strict, (), order, state, scans, consts, stacks)
+        env.update((n, np.asarray(v, dtype=float)) for n, v in zip(f.names[:ncarry], state,
+                                                                    strict=True))
+        env.update(zip(f.names[ncarry:], stacks, strict=True))
+
+    def _loop(self, fast: Any, strict: Any, checks: tuple[int, ...], order: range,
+              state: list, scans: list, consts: list, stacks: list) -> list:
+        ncarry = len(state)
         for t in order:
-            outs = body(*state, *[x[t, ...] for x in scans], *consts)
-            state = [o if type(o) is np.ndarray else asarray(o) for o in outs[:ncarry]]
+            fn = fast if not checks or finite(*(state[k] for k in checks)) else strict
+            outs = fn(*state, *[x[t] for x in scans], *consts)
+            state = list(outs[:ncarry])
             for k, y in enumerate(outs[ncarry:]):
                 stacks[k][t] = y
-        env.update(zip(f.names[:ncarry], state, strict=True))
-        env.update(zip(f.names[ncarry:], stacks, strict=True))
+        return state
+
+    def _functions(self, state: list, scans: list, consts: list, sizes: dict[str, int]
+                   ) -> tuple[Any, Any, tuple[int, ...]]:
+        """The body's generated functions themselves (no argument checks per step: the fold's
+        arguments were checked once): the fast one, the strict one, and the states the fast
+        one trusts to be finite (checked each step; scans and constants once)."""
+        assert isinstance(self.body, CompiledProgram)
+        first = [np.asarray(a) for a in (*state, *(x[0] for x in scans), *consts)]
+        mine = {n: sizes[n] for n in self.fold.body.size_names()}
+        fast, check = self.body.function_for(first, mine)
+        if not check:
+            return fast, fast, ()
+        strict = self.body.function_for(first, mine, strict=True)[0]
+        names = self.fold.body.param_names
+        trusted = {names.index(n) for n in getattr(fast, "finite_inputs", names)}
+        ncarry = len(state)
+        rest = [a for k, a in enumerate((*scans, *consts), ncarry) if k in trusted]
+        if rest and not finite(*rest):
+            return strict, strict, ()
+        return fast, strict, tuple(k for k in range(ncarry) if k in trusted)
 
 
 class FoldProgram:
