@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..ad.common import prune
 from ..ir.checks import check_program
 from ..ir.errors import ProgramError
-from ..ir.expr import Access, fresh_name
+from ..ir.expr import Access, accessed_names, fresh_name
 from ..ir.program import Fold, Param, Program, Statement, Step
 
 Optimizer = Callable[[Program], tuple[Program, Any]]
@@ -33,11 +34,49 @@ def optimize_with_folds(prog: Program, run: Optimizer) -> tuple[Program, Any]:
             folds[k] = replace(s, body=body)
     kept = tuple(folds.get(k, s) for k, s in enumerate(prog.statements))
     if not any(isinstance(s, Statement) for s in prog.statements):
-        return replace(prog, statements=kept), None
+        return tidy(replace(prog, statements=kept)), None
     try:
-        return _optimize_around(replace(prog, statements=kept), list(folds.values()), run)
+        result, report = _optimize_around(replace(prog, statements=kept), list(folds.values()),
+                                          run)
     except ProgramError:
-        return replace(prog, statements=kept), None
+        return tidy(replace(prog, statements=kept)), None
+    return tidy(result), report
+
+
+def tidy(prog: Program) -> Program:
+    """``prog`` with what its folds do not need dropped: per-step outputs nobody reads (the
+    stacked states an optimized adjoint no longer uses) and scanned or constant inputs their
+    optimized body no longer reads. Each is an array passed or written at every step."""
+    read: set[str] = set()
+    for o in prog.outputs:
+        read |= accessed_names(o)
+    steps: list[Step] = []
+    for s in reversed(prog.statements):
+        if isinstance(s, Fold):
+            s = _tidy_fold(s, read)
+        read |= s.reads()
+        steps.append(s)
+    return replace(prog, statements=tuple(reversed(steps)))
+
+
+def _tidy_fold(f: Fold, read: set[str]) -> Fold:
+    body, ncarry, nscan = f.body, len(f.carry), len(f.scan)
+    keep_out = [k for k in range(len(f.names)) if k < ncarry or f.names[k] in read]
+    outputs = tuple(body.outputs[k] for k in keep_out)
+    body = prune(body.params, body.statements, outputs, True, body.name)
+    used: set[str] = set()
+    for st in body.statements:
+        used |= st.reads()
+    for o in outputs:
+        used |= accessed_names(o)
+    keep_in = [k for k, p in enumerate(body.params) if k < ncarry or p.name in used]
+    body = replace(body, params=tuple(body.params[k] for k in keep_in))
+    inputs = f.inputs
+    return replace(
+        f, names=tuple(f.names[k] for k in keep_out), body=body,
+        scan=tuple(inputs[k] for k in keep_in if ncarry <= k < ncarry + nscan),
+        const=tuple(inputs[k] for k in keep_in if k >= ncarry + nscan),
+    )
 
 
 def _optimize_around(prog: Program, folds: list[Fold], run: Optimizer) -> tuple[Program, Any]:
