@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .ad.common import is_tensor_output, prune
+from .ad.common import in_dependency_order, is_tensor_output, prune
 from .backend.fold import compile_any
 from .backend.numpy import CompiledProgram
 from .frontend.closures import ConstantArrays
@@ -126,6 +126,7 @@ def gradient_program(
         else:
             stmts.append(Statement(s.name, s.indices, _replace_access(s.body, seed.name, one),
                                    s.loc))
+    stmts = in_dependency_order(stmts)
     outputs = tuple(_replace_access(o, seed.name, one) for o in adjoint.outputs)
     if preserve_result:
         outputs += (prog.outputs[0],)

@@ -168,3 +168,17 @@ def test_hessian_vector_product_through_a_numpy_fold() -> None:
     prog = translate(rnn, {"W": (3, 3), "h0": (3,)})
     hvp = jvp(gradient_program(prog, ["h0"]), ["h0"])
     np.testing.assert_allclose(evaluate(hvp, W, h0, dh), fd, rtol=1e-5, atol=1e-9)
+
+
+def test_jvp_and_vjp_of_a_numpy_function_with_a_fold() -> None:
+    rng = np.random.default_rng(5)
+    W, h0 = rng.normal(size=(4, 4)) * 0.5, rng.normal(size=4)
+    dW, dh = rng.normal(size=(4, 4)), rng.normal(size=4)
+    value, tangent = ea.jvp(rnn, (W, h0), (dW, dh))
+    assert value == pytest.approx(rnn(W, h0), rel=1e-12)
+    fd = (rnn(W + 1e-6 * dW, h0 + 1e-6 * dh) - rnn(W - 1e-6 * dW, h0 - 1e-6 * dh)) / 2e-6
+    assert tangent == pytest.approx(fd, rel=1e-5, abs=1e-12)
+    value, pullback = ea.vjp(rnn, W, h0)
+    gW, gh = pullback(1.0)
+    # the adjoint identity against the jvp
+    assert float((gW * dW).sum() + gh @ dh) == pytest.approx(tangent, rel=1e-9, abs=1e-14)

@@ -338,6 +338,33 @@ def prune(
     return Program(params, tuple(reversed(kept)), outputs, returns_tuple, name)
 
 
+def in_dependency_order(steps: list[Step]) -> list[Step]:
+    """``steps`` in an order where each is defined before it is read (stable; ProgramError on a
+    cycle)."""
+    owner: dict[str, int] = {n: k for k, s in enumerate(steps) for n in s.defines}
+    state = [0] * len(steps)  # 0 new, 1 in progress, 2 placed
+    out: list[Step] = []
+    for root in range(len(steps)):
+        stack: list[tuple[int, bool]] = [(root, False)]
+        while stack:
+            k, done = stack.pop()
+            if done:
+                state[k] = 2
+                out.append(steps[k])
+                continue
+            if state[k] == 2:
+                continue
+            if state[k] == 1:
+                raise ProgramError("the optimized statements and the folds depend on each other")
+            state[k] = 1
+            stack.append((k, True))
+            for n in sorted(steps[k].reads()):
+                d = owner.get(n)
+                if d is not None and d != k and state[d] != 2:
+                    stack.append((d, False))
+    return out
+
+
 def is_tensor_output(prog: Program, out: Expr) -> bool:
     """A bare access ``y`` to a tensor (rank > 0) variable, as allowed in ``return y``."""
     if not (isinstance(out, Access) and not out.indices):

@@ -88,6 +88,7 @@ class _Loop:
     def __init__(self, fold: Fold) -> None:
         self.fold = fold
         self.body = compile_any(fold.body)
+        self._loops: dict[bool, Any] = {}  # the loop's own code, without / with state checks
 
     def run(self, env: dict[str, Any], sizes: dict[str, int]) -> None:
         f = self.fold
@@ -119,14 +120,13 @@ class _Loop:
 
     def _loop(self, fast: Any, strict: Any, checks: tuple[int, ...], order: range,
               state: list, scans: list, consts: list, stacks: list) -> list:
-        ncarry = len(state)
-        for t in order:
-            fn = fast if not checks or finite(*(state[k] for k in checks)) else strict
-            outs = fn(*state, *[x[t] for x in scans], *consts)
-            state = list(outs[:ncarry])
-            for k, y in enumerate(outs[ncarry:]):
-                stacks[k][t] = y
-        return state
+        loop = self._loops.get(bool(checks))
+        if loop is None:
+            namespace: dict[str, Any] = {"finite": finite}
+            exec(compile(loop_source(self.fold, checks), "<eqsat_ad fold loop>", "exec"),
+                 namespace)
+            loop = self._loops[bool(checks)] = namespace["loop"]
+        return loop(fast, strict, order, state, scans, consts, stacks)
 
     def _functions(self, state: list, scans: list, consts: list, sizes: dict[str, int]
                    ) -> tuple[Any, Any, tuple[int, ...]]:
@@ -147,6 +147,35 @@ class _Loop:
         if rest and not finite(*rest):
             return strict, strict, ()
         return fast, strict, tuple(k for k in range(ncarry) if k in trusted)
+
+
+def loop_source(f: Fold, checks: tuple[int, ...] = ()) -> str:
+    """The Python loop that runs fold ``f``: its values in local names, one call of the body's
+    function per step (``checks``: states the fast body trusts to be finite, checked per step)."""
+    ncarry, nscan = len(f.carry), len(f.scan)
+    nconst, nstack = len(f.const), len(f.names) - ncarry
+    c = [f"c{k}" for k in range(ncarry)]
+    x = [f"x{k}" for k in range(nscan)]
+    w = [f"w{k}" for k in range(nconst)]
+    s = [f"s{k}" for k in range(nstack)]
+    y = [f"y{k}" for k in range(nstack)]
+
+    def unpack(names: list[str], source: str) -> str:
+        return f"    {', '.join(names)}, = {source}\n" if names else ""
+
+    args = ", ".join([*c, *(f"{v}[t]" for v in x), *w])
+    fn = "fast"
+    lines = [f"# {print_fold(f)}\n", "def loop(fast, strict, order, state, scans, consts, "
+             "stacks):\n", unpack(c, "state"), unpack(x, "scans"), unpack(w, "consts"),
+             unpack(s, "stacks"), "    for t in order:\n"]
+    if checks:
+        fn = "fn"
+        lines.append(f"        fn = fast if finite({', '.join(c[k] for k in checks)}) "
+                     "else strict\n")
+    lines.append(f"        {', '.join([*c, *y])}, = {fn}({args})\n")
+    lines += [f"        {sk}[t] = {yk}\n" for sk, yk in zip(s, y, strict=True)]
+    lines.append(f"    return [{', '.join(c)}]\n")
+    return "".join(lines)
 
 
 class FoldProgram:
@@ -177,8 +206,7 @@ class FoldProgram:
         parts: list[str] = []
         for step in self._plan:
             if isinstance(step, _Loop):
-                parts.append(f"# {print_fold(step.fold)}: runs this body T times\n"
-                             + step.body.source)
+                parts.append(loop_source(step.fold) + "\n\n" + step.body.source)
             else:
                 parts.append(step.compiled.source)
         parts.append(self._final.compiled.source)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..ad.common import prune
+from ..ad.common import in_dependency_order, prune
 from ..ir.checks import check_program
 from ..ir.errors import ProgramError
 from ..ir.expr import Access, accessed_names, fresh_name
@@ -106,35 +106,8 @@ def _optimize_around(prog: Program, folds: list[Fold], run: Optimizer) -> tuple[
 
     placed = [replace(f, carry=moved(f.carry), scan=moved(f.scan), const=moved(f.const))
               for f in folds]
-    steps = _ordered([*opt.statements, *extra, *placed])
+    steps = in_dependency_order([*opt.statements, *extra, *placed])
     result = Program(opt.params[: len(prog.params)], tuple(steps),
                      opt.outputs[: len(prog.outputs)], prog.returns_tuple, prog.name)
     check_program(result)
     return result, report
-
-
-def _ordered(steps: list[Step]) -> list[Step]:
-    """``steps`` in an order where each is defined before it is read (stable; ProgramError on a
-    cycle)."""
-    owner: dict[str, int] = {n: k for k, s in enumerate(steps) for n in s.defines}
-    state = [0] * len(steps)  # 0 new, 1 in progress, 2 placed
-    out: list[Step] = []
-    for root in range(len(steps)):
-        stack: list[tuple[int, bool]] = [(root, False)]
-        while stack:
-            k, done = stack.pop()
-            if done:
-                state[k] = 2
-                out.append(steps[k])
-                continue
-            if state[k] == 2:
-                continue
-            if state[k] == 1:
-                raise ProgramError("the optimized statements and the folds depend on each other")
-            state[k] = 1
-            stack.append((k, True))
-            for n in sorted(steps[k].reads()):
-                d = owner.get(n)
-                if d is not None and d != k and state[d] != 2:
-                    stack.append((d, False))
-    return out
