@@ -182,3 +182,15 @@ def test_jvp_and_vjp_of_a_numpy_function_with_a_fold() -> None:
     gW, gh = pullback(1.0)
     # the adjoint identity against the jvp
     assert float((gW * dW).sum() + gh @ dh) == pytest.approx(tangent, rel=1e-9, abs=1e-14)
+
+
+def test_folds_keep_only_what_the_optimized_program_reads() -> None:
+    # EMA's adjoint body does not read the saved states: the forward loop stops stacking them,
+    # and the reverse loop is passed neither the states nor x
+    g = ea.grad(ema, shapes={"x": ("N",)})
+    x = np.random.default_rng(6).normal(size=20)
+    g(x)
+    forward, backward = g.program.folds
+    assert len(forward.names) == 1 and backward.scan == () and backward.const == ()
+    naive_forward, naive_backward = g.naive.folds
+    assert len(naive_forward.names) == 2 and len(naive_backward.scan) == 2
