@@ -21,6 +21,7 @@ import ast
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -287,6 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EqsatError as exc:
         print(f"eqsat-ad {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (eqsat-ad grad f.py | head): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

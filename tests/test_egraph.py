@@ -98,15 +98,16 @@ def test_a_researchers_own_rule_file_is_loaded(tmp_path):
     mine = tmp_path / "mine.egg"
     mine.write_text(
         "; schedule: saturate\n(ruleset mine)\n"
-        '(rewrite (Add a a) (Mul (Num 2.0) a) :ruleset mine :name "double")\n'
+        '(rewrite (Call1 "abs" (Call1 "abs" a)) (Call1 "abs" a) :ruleset mine :name "abs-abs")\n'
     )
     (rf,) = load_rules([str(mine)])
     assert rf.name == "mine" and rf.saturate
-    prog = ea.parse("def f(x: [N]):\n    return Sum[i: N](x[i]) + Sum[j: N](x[j])\n")
+    prog = ea.parse("def f(x: [N]):\n    return Sum[i: N](abs(abs(x[i])) * x[i])\n")
     res = optimize(prog, rules=[str(mine)])
-    assert res.report.stats.rule_counts.get("double", 0) >= 1
-    x = np.arange(4.0)
-    assert np.isclose(ea.evaluate(res.program, x=x), 2 * x.sum())
+    assert res.report.stats.rule_counts.get("abs-abs", 0) >= 1
+    assert "abs(abs(" not in str(res.program)
+    x = np.arange(-2.0, 2.0)
+    assert np.isclose(ea.evaluate(res.program, x=x), np.sum(np.abs(x) * x))
 
 
 E8 = """

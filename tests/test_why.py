@@ -52,7 +52,20 @@ def test_explanation_text_and_why_lines(grad_and_explanation):
     assert "A_bar" in text and "↓" in text and "2 * (i == j)" in text
     (why,) = e.why_lines()
     assert why.startswith("A_bar: N**2 + 2*N → N**2 + N")
+    # expression rewrites are named first; analysis bookkeeping is only counted
+    assert "like-terms ×" in why and "int-lin-term" not in why
+    assert "analysis / index-arithmetic matches" in why
     assert e.to_dict()["chains"]["A_bar"][-1]["cost"] == "N**2 + N"
+
+
+def test_expression_rules_are_told_from_bookkeeping():
+    from eqsat_ad.why.chain import expression_rules
+
+    rewrites = expression_rules(None)  # the shipped sets
+    assert {"like-terms", "bracket-first", "one-mul", "mul-comm"} <= rewrites
+    assert not {"int-lin-term", "nonneg-const", "lattice-access"} & rewrites
+    # sum elimination is a rule (not a rewrite) that unions expression classes
+    assert any(r.startswith("sum-elim") for r in rewrites)
 
 
 def test_every_step_program_computes_the_same_gradient(grad_and_explanation):

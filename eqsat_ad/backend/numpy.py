@@ -267,6 +267,20 @@ def _merge(a: Term, b: Term) -> Term:
     return Term(a.coef * b.coef, [], [replace(a, coef=1.0), replace(b, coef=1.0)], [])
 
 
+def _without_brackets(e: Expr) -> Expr:
+    """The product tree ``e`` with its bracket factors left out (1 if nothing is left)."""
+    if isinstance(e, Bracket):
+        return Const(1.0)
+    if isinstance(e, Binary) and e.op == "*":
+        a, b = _without_brackets(e.lhs), _without_brackets(e.rhs)
+        if a == Const(1.0):
+            return b
+        return a if b == Const(1.0) else Binary("*", a, b)
+    if isinstance(e, Neg):
+        return Neg(_without_brackets(e.arg))
+    return e
+
+
 def expand(e: Expr, names: _Names) -> list[Term]:
     """``e`` as a sum of terms (sums distribute over ``+``; products of sums stay products)."""
     match e:
@@ -280,6 +294,12 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             return [replace(t, coef=-t.coef) for t in expand(arg, names)]
         case Binary("/", lhs, Const(v)) if v != 0 and math.isfinite(v):
             return [replace(t, coef=t.coef / v) for t in expand(lhs, names)]
+        case Binary("/", lhs, rhs):
+            # ([p] e) / d = [p] (e / d): a strong zero divided by anything is one
+            terms = expand(lhs, names)
+            if len(terms) == 1 and terms[0].conds and not terms[0].sums:
+                return [Term(1.0, [], [Binary("/", _without_brackets(lhs), rhs)],
+                             terms[0].conds)]
         case Binary("*", lhs, rhs):
             left, right = expand(lhs, names), expand(rhs, names)
             if not left or not right:
@@ -299,6 +319,12 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             return [_merge(lt, rt)]
         case Bracket(p):
             return [Term(1.0, [], [], _conds(p))]
+        case Pow(base, k) if k > 0:
+            # ([p] e) ** k = [p] e ** k: the bracket still guards the term (a strong zero to a
+            # positive power is one), instead of being computed as 0.0 ** k inside the power
+            terms = expand(base, names)
+            if len(terms) == 1 and terms[0].conds and not terms[0].sums:
+                return [Term(1.0, [], [Pow(_without_brackets(base), k)], terms[0].conds)]
         case Sum(ivs, body):
             mapping: dict[str, Affine] = {}
             new: list[IndexVar] = []

@@ -11,10 +11,13 @@ nonzeros are, so ``ea.grad(..., structured=True)`` can return it as such:
 * :class:`Outer` — ``out[I, J] = u[I] * v[J]`` kept as its factors: an adjoint that is one
   product of factors over disjoint indices (the gradient of ``xᵀ A y`` with respect to ``A``).
 
-Both convert to a dense ``ndarray`` on demand (``np.asarray(g)``, ``g.toarray()``), add into an
-existing array in O(nnz) (``g.add_to(x, scale=-lr)``: an optimizer step without densifying) and
-combine with arrays and scalars in arithmetic. NumPy's own operators defer to them, so
-``x + g`` is ``g.__radd__(x)`` rather than an implicit N² conversion followed by an add.
+All convert to a dense ``ndarray`` on demand (``np.asarray(g)``, ``g.toarray()``), add into an
+existing array in O(nnz) (``g.add_to(x, scale=-lr)``, or ``x -= lr * g``: an optimizer step
+without densifying) and combine with arrays and scalars in arithmetic through NumPy's protocols
+(``__array_ufunc__``, ``__array_function__``), so ``x + g`` is ``g.__radd__(x)`` rather than an
+implicit N² conversion followed by an add, and ``np.sum(g)``, ``np.linalg.norm(g)`` read the
+stored numbers. Their values are the dense tensor's, IEEE included: a product with an array
+holding inf or nan is computed densely (``0 * inf`` is nan).
 """
 
 from __future__ import annotations
@@ -34,11 +37,22 @@ def _shape(shape: Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-class _Structured:
-    """What every structured tensor shares: a shape, NumPy conversion, in-place accumulation."""
+def _dense(x: Any) -> Any:
+    """``x`` with structured tensors (also inside lists and tuples) made dense arrays."""
+    if isinstance(x, _Structured):
+        return x.toarray()
+    if isinstance(x, list | tuple):
+        return type(x)(_dense(y) for y in x)
+    return x
 
-    # NumPy operators (ndarray + Sparse) return NotImplemented, so Python asks us (__radd__ ...).
-    __array_ufunc__ = None
+
+class _Structured:
+    """What every structured tensor shares: a shape, NumPy conversion, in-place accumulation,
+    and NumPy's protocols: ``W -= lr * g`` and ``W += g`` update ``W`` in place touching the
+    stored entries only, ``x + g``, ``x * g`` and ``x @ g`` use the structure, ``np.sum(g)`` and
+    ``np.linalg.norm(g)`` are computed from the stored numbers, and any other NumPy function
+    gets the dense array (``np.asarray(g)``)."""
+
     __slots__ = ("shape",)
     shape: tuple[int, ...]
 
@@ -68,6 +82,64 @@ class _Structured:
         if not isinstance(out, np.ndarray) or out.shape != self.shape:
             got = getattr(out, "shape", type(out).__name__)
             raise ValueError(f"add_to needs an array of shape {self.shape}, got {got}")
+
+    def add_to(self, out: np.ndarray, scale: Any = 1) -> np.ndarray:
+        raise NotImplementedError
+
+    # --- NumPy protocols -----------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        out = kwargs.pop("out", None)
+        if method == "__call__" and not kwargs and len(inputs) == 2:
+            a, b = inputs
+            if out is not None:
+                # W += g, W -= g: in place, only the stored entries
+                if (ufunc in (np.add, np.subtract) and len(out) == 1 and out[0] is a
+                        and b is self and isinstance(a, np.ndarray) and a.shape == self.shape
+                        and np.can_cast(np.result_type(a, self.dtype), a.dtype)):
+                    return self.add_to(a, scale=1 if ufunc is np.add else -1)
+            else:
+                binary = {np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"),
+                          np.multiply: ("__mul__", "__rmul__"),
+                          np.matmul: ("__matmul__", "__rmatmul__")}.get(ufunc)
+                if binary is not None:
+                    name = binary[0] if a is self else binary[1]
+                    method_ = getattr(self, name, None)
+                    other = b if a is self else a
+                    if method_ is not None and not isinstance(other, _Structured):
+                        result = method_(other)
+                        if result is not NotImplemented:
+                            return result
+        if method == "__call__" and not kwargs and out is None and ufunc is np.negative:
+            return -self
+        # anything else: on the dense arrays
+        if out is not None:
+            kwargs["out"] = tuple(_dense(o) for o in out)
+        return getattr(ufunc, method)(*(_dense(x) for x in inputs), **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if func is np.sum and args and args[0] is self:
+            return self.sum(*args[1:], **kwargs)
+        if func is np.linalg.norm and args and args[0] is self and not args[1:] and all(
+                kwargs.get(k) is None for k in ("ord", "axis")) and not kwargs.get("keepdims"):
+            return self.frobenius()
+        return func(*_dense(tuple(args)), **{k: _dense(v) for k, v in kwargs.items()})
+
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False, **more: Any) -> Any:
+        """``np.sum`` of the tensor (over all entries: from the stored numbers)."""
+        if axis is None and out is None and not keepdims and not more:
+            total = self._total()
+            if total is not None:
+                return total if dtype is None else np.asarray(total, dtype=dtype)[()]
+        return np.sum(self.toarray(), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                      **more)
+
+    def _total(self) -> Any:
+        return None
+
+    def frobenius(self) -> Any:
+        """``np.linalg.norm`` of the tensor (the 2-norm of all its entries)."""
+        return np.linalg.norm(self.toarray().ravel())
 
 
 class Sparse(_Structured):
@@ -130,6 +202,19 @@ class Sparse(_Structured):
         np.add.at(out, self.coords, vals)
         return out
 
+    def _total(self) -> Any:
+        return self.values.sum() if self.size else self.values.dtype.type(0)
+
+    def frobenius(self) -> Any:
+        """The 2-norm of the entries: of the stored values, repeated points added first."""
+        if not self.nnz:
+            return self.values.dtype.type(0)
+        flat = np.ravel_multi_index(self.coords, self.shape)
+        points, where = np.unique(flat, return_inverse=True)
+        summed = np.zeros(points.shape[0], dtype=np.result_type(self.values, np.float64))
+        np.add.at(summed, where, self.values)
+        return np.linalg.norm(summed)
+
     # --- arithmetic ----------------------------------------------------------------------------
     def _scaled(self, values: np.ndarray) -> Sparse:
         return Sparse(self.shape, self.coords, values)
@@ -143,8 +228,11 @@ class Sparse(_Structured):
     def __mul__(self, other: Any) -> Sparse | np.ndarray:
         if np.ndim(other) == 0:
             return self._scaled(self.values * other)
-        # Elementwise with a dense array: only the stored entries can be nonzero.
+        # Elementwise with a dense array: only the stored entries can be nonzero (unless the
+        # array holds inf or nan: 0 * inf is nan, as in the dense product).
         other = np.broadcast_to(np.asarray(other), self.shape)
+        if not np.isfinite(other).all():
+            return self.toarray() * other
         return self._scaled(self.values * other[self.coords])
 
     __rmul__ = __mul__
@@ -208,6 +296,9 @@ class Diagonal(Sparse):
         """The values on the diagonal (a view: no copy)."""
         return self.values
 
+    def frobenius(self) -> Any:
+        return np.linalg.norm(self.values)
+
     def toarray(self) -> np.ndarray:
         out = np.zeros(self.shape, dtype=self.dtype)
         k = np.arange(self.values.shape[0])
@@ -221,6 +312,8 @@ class Diagonal(Sparse):
         other = np.asarray(other)
         if len(self.shape) != 2 or other.ndim not in (1, 2) or other.shape[0] != self.shape[1]:
             raise ValueError(f"cannot multiply a {self.shape} Diagonal by shape {other.shape}")
+        if not np.isfinite(other).all():  # 0 * inf = nan off the diagonal, as densely
+            return self.toarray() @ other
         m, n = self.shape
         k = self.values.shape[0]
         lead = self.values if other.ndim == 1 else self.values[:, None]
@@ -232,6 +325,8 @@ class Diagonal(Sparse):
         other = np.asarray(other)
         if len(self.shape) != 2 or other.ndim not in (1, 2) or other.shape[-1] != self.shape[0]:
             raise ValueError(f"cannot multiply shape {other.shape} by a {self.shape} Diagonal")
+        if not np.isfinite(other).all():
+            return other @ self.toarray()
         m, n = self.shape
         k = self.values.shape[0]
         out = np.zeros(other.shape[:-1] + (n,), dtype=np.result_type(self.values, other))
@@ -329,6 +424,18 @@ class Outer(_Structured):
             for f in self.factors[1:]:
                 out = np.multiply.outer(out, f)
         return np.asarray(out, dtype=self.dtype)
+
+    def _total(self) -> Any:
+        if not all(bool(np.isfinite(f).all()) for f in self.factors):
+            return None  # (Σ u)(Σ v) reassociates Σ u v: exact for finite factors only
+        out = np.prod([f.sum() for f in self.factors])
+        return np.asarray(out, dtype=self.dtype)[()]
+
+    def frobenius(self) -> Any:
+        if not all(bool(np.isfinite(f).all()) for f in self.factors):
+            return np.linalg.norm(self.toarray().ravel())
+        return np.asarray(np.prod([np.linalg.norm(f) for f in self.factors]),
+                          dtype=self.dtype)[()]
 
     def _finite_with(self, other: np.ndarray) -> bool:
         """Whether reassociating a product with ``other`` is exact (no inf or nan anywhere)."""

@@ -157,6 +157,21 @@ def _optimize_folds(prog: Program, rules: Any, limits: Limits, sizes: Mapping[st
     return Optimized(result, CostReport.build(prog, result, sizes, stats))
 
 
+def _changed_statements(before: Program, after: Program) -> int:
+    """How many statements and outputs of ``before`` a pass rewrote (at least 1)."""
+    old = {s.name: s.body for s in before.statements}
+    changed = sum(1 for s in after.statements if old.get(s.name) != s.body)
+    changed += sum(1 for a, b in zip(before.outputs, after.outputs, strict=False) if a != b)
+    return max(changed, 1)
+
+
+def _add_counts(counts: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    out = dict(counts)
+    for k, v in more.items():
+        out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
+
+
 def _optimize(
     prog: Program,
     files: Sequence[RuleFile],
@@ -171,6 +186,8 @@ def _optimize(
     # would need ~k²/2 nodes for k copies); every later pass takes shallow expressions
     merged = outline(merge_like_terms(prog))
     prog = outline(prog)
+    # the pass is the like-terms law applied linearly: the report counts it as that rule
+    pre_pass = {"like-terms": _changed_statements(prog, merged)} if merged != prog else {}
     # Limits.seconds is CPU time: this process's (encoding, extraction) plus the worker's
     start = time.process_time()
     enc = encode_program(merged)
@@ -217,7 +234,9 @@ def _optimize(
         seconds=time.process_time() - start + run.seconds,
         stop_reason=stop_reason,
         # the rules of the rule files (the prelude's analyses and arithmetic are bookkeeping)
-        rule_counts={k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules},
+        rule_counts=_add_counts(
+            {k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules}, pre_pass
+        ),
         note=note,
     )
     if progress is not None:

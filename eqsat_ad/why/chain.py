@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..ir.errors import EqsatTypeError
@@ -61,16 +62,60 @@ class ChainLink:
     fired: dict[str, int] = field(default_factory=dict)
 
 
+E_CONSTRUCTORS = frozenset(
+    {"Num", "Acc", "Br", "Add", "Mul", "Div", "Pow", "Call1", "Call2", "Sum", "Subst"})
+
+
+def expression_rules(rules: Any) -> frozenset[str]:
+    """The names of the rules that rewrite expressions (a ``rewrite`` of an expression, or a
+    ``rule`` that unions expression classes); the others compute analyses and index arithmetic
+    (free indices, bounds, lattices), bookkeeping that is listed after them."""
+    from ..egraph.check import parse_sexps, rule_name
+    from ..egraph.rules import load_rules
+
+    names: set[str] = set()
+    for f in load_rules(rules):
+        for cmd in parse_sexps(f.text):
+            if not isinstance(cmd, list) or not cmd:
+                continue
+            if cmd[0] in ("rewrite", "birewrite"):
+                lhs = cmd[1]
+                if isinstance(lhs, list) and lhs and lhs[0] in E_CONSTRUCTORS:
+                    names.add(rule_name(cmd))
+            elif cmd[0] == "rule" and _unions_expressions(cmd):
+                names.add(rule_name(cmd))
+    return frozenset(names)
+
+
+def _unions_expressions(cmd: list) -> bool:
+    """A ``rule`` whose actions union a variable bound in its query to an expression pattern."""
+    query, actions = cmd[1], cmd[2]
+    bound = {q[1] for q in query if isinstance(q, list) and len(q) == 3 and q[0] == "="
+             and isinstance(q[2], list) and q[2] and q[2][0] in E_CONSTRUCTORS}
+    return any(isinstance(a, list) and a and a[0] == "union" and a[1] in bound for a in actions)
+
+
 def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.4g}"
 
 
-def _fired_text(fired: Mapping[str, int], most: int = 40) -> str:
+def _fired_text(fired: Mapping[str, int], most: int = 40,
+                rewrites: frozenset[str] | None = None) -> str:
+    """The rules that fired, expression rewrites first (most matches first), then the count of
+    bookkeeping matches (analyses, index arithmetic)."""
     if not fired:
         return "no rule of the rule files fired: the prelude's normal form and extraction"
-    items = sorted(fired.items(), key=lambda kv: (-kv[1], kv[0]))
+    if rewrites is None:
+        rewrites = frozenset(fired)
+    items = sorted(((k, v) for k, v in fired.items() if k in rewrites),
+                   key=lambda kv: (-kv[1], kv[0]))
     text = ", ".join(f"{k} ×{v}" for k, v in items[:most])
-    return text + (f", … {len(items) - most} more" if len(items) > most else "")
+    if len(items) > most:
+        text += f", … {len(items) - most} more"
+    book = sum(v for k, v in fired.items() if k not in rewrites)
+    if book:
+        text += ("; " if text else "") + f"{book} analysis / index-arithmetic matches"
+    return text
 
 
 @dataclass(frozen=True)
@@ -92,6 +137,17 @@ class Explanation:
     @property
     def final(self) -> Step:
         return self.steps[-1]
+
+    @cached_property
+    def rewrites(self) -> frozenset[str]:
+        """The rules of the run that rewrite expressions (listed first in the chains)."""
+        try:
+            return expression_rules(self.rules)
+        except Exception:  # rule files gone since the run: list every rule alike
+            return frozenset(r for s in self.steps for r in s.fired)
+
+    def fired_text(self, fired: Mapping[str, int], most: int = 40) -> str:
+        return _fired_text(fired, most, self.rewrites)
 
     def chains(self) -> dict[str, list[ChainLink]]:
         """Per statement of the final program (and ``return``): its text at each step where it
@@ -127,10 +183,9 @@ class Explanation:
             for link in links[1:]:
                 for k, v in link.fired.items():
                     fired[k] = fired.get(k, 0) + v
-            lines.append(
-                f"{name}: {links[0].cost} → {links[-1].cost} "
-                f"({len(links) - 1} step{'s' if len(links) > 2 else ''}; {_fired_text(fired, 6)})"
-            )
+            steps = f"{len(links) - 1} step{'s' if len(links) > 2 else ''}"
+            lines.append(f"{name}: {links[0].cost} → {links[-1].cost} "
+                         f"({steps}; {self.fired_text(fired, 6)})")
         return lines
 
     def __str__(self) -> str:
@@ -151,7 +206,7 @@ class Explanation:
             body.append(f"\n{name}")
             for k, link in enumerate(links):
                 if k:
-                    body.append(f"    ↓ {_fired_text(link.fired)}")
+                    body.append(f"    ↓ {self.fired_text(link.fired)}")
                 body.append(f"  [{link.label}] cost {link.cost} = {_num(link.value)}")
                 body.append(f"      {link.text}")
         return "\n".join(head + body)

@@ -91,10 +91,7 @@ def explanation_html(expl: Any) -> str:
         for k, link in enumerate(links):
             fired = ""
             if k:
-                text = ", ".join(f"{escape(r)} ×{v}" for r, v in sorted(
-                    link.fired.items(), key=lambda kv: (-kv[1], kv[0]))) or \
-                    "the prelude's normal form and extraction"
-                fired = f'<div class="step">↓ {text}</div>'
+                fired = f'<div class="step">↓ {escape(expl.fired_text(link.fired))}</div>'
             items.append(f"{fired}<div><span class=\"step\">[{escape(link.label)}] cost "
                          f"<code>{escape(link.cost)}</code> = {_num(link.value)}</span>"
                          f"<pre>{escape(link.text)}</pre></div>")

@@ -39,12 +39,13 @@ def optimize(
 ) -> Optimized:
     """Optimize ``prog`` with the rule sets ``rules`` (shipped names or paths to ``.egg`` files;
     default: all shipped sets) under ``limits``; ``sizes`` breaks asymptotic ties.
-    ``structured``: the report prices outputs as ``structured=True`` compiles them;
-    ``progress``, ``verbose`` and ``cache`` as for :func:`eqsat_ad.egraph.optimize.optimize`.
+    ``structured``: the report prices outputs as ``structured=True`` compiles them.
+    ``progress``, ``verbose``, ``cache``: as for :func:`eqsat_ad.egraph.optimize.optimize`.
 
     ``print(result)`` shows the program and the cost report; ``result.explain()`` (or
     ``result.report.explain()``) the chain of rewrites behind it."""
-    result = _optimize(prog, rules, limits, sizes, structured, progress, verbose, cache)
+    result = _optimize(prog, rules, limits, sizes, structured, progress=progress,
+                       verbose=verbose, cache=cache)
     return remember(result, (prog, rules, limits, sizes, structured))
 
 
