@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir.checks import check_program
 from ..ir.errors import ProgramError
-from ..ir.expr import Access, Bracket, Expr, accessed_names
+from ..ir.expr import Access, Bracket, Expr, accessed_names, pred_free_indices
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.program import Fold, Param, Program, Statement
 from ..ir.traverse import rebuild
@@ -192,8 +192,6 @@ class _Roll:
     def expr(self, e: Expr, g: str | None) -> Expr:
         def post(x: Expr, _ctx: object) -> Expr:
             if isinstance(x, Bracket):
-                from ..ir.expr import pred_free_indices
-
                 if g is not None and g in pred_free_indices(x.pred):
                     raise NotSummable("a bracket on the loop index")
                 return x
