@@ -23,14 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from .ad.common import is_tensor_output, prune
-from .backend.numpy import CompiledProgram, compile_program
+from .ad.common import in_dependency_order, is_tensor_output, prune
+from .backend.fold import compile_any
+from .backend.numpy import CompiledProgram
 from .frontend.closures import ConstantArrays
 from .ir.errors import EqsatError, EqsatTypeError, ProgramError, ShapeError
 from .ir.expr import Access, Const, Expr
 from .ir.outline import outline
 from .ir.printer import print_program
-from .ir.program import Program, Statement
+from .ir.program import Fold, Program, Statement, Step
 from .ir.traverse import rebuild
 
 __all__ = ["Compiled", "Specialization", "compile", "grad", "hessian", "jvp", "vjp"]
@@ -109,12 +110,23 @@ def gradient_program(
     adjoint = ad_vjp(prog, names if len(names) > 1 else names[0])
     (seed,) = [p for p in adjoint.params if p.name not in prog.param_names]
     one = Const(1.0)
-    primal = {s.name for s in prog.statements}
-    stmts = list(prog.statements) + [
-        Statement(s.name, s.indices, _replace_access(s.body, seed.name, one), s.loc)
-        for s in adjoint.statements
-        if s.name not in primal
-    ]
+    primal = {n for s in prog.statements for n in s.defines}
+    # a fold the adjoint needs keeps its states: it replaces the original where that stood
+    saving = {s.names[0]: s for s in adjoint.statements if isinstance(s, Fold)
+              and s.names[0] in primal}
+    stmts: list[Step] = [saving.get(s.names[0], s) if isinstance(s, Fold) else s
+                         for s in prog.statements]
+    for s in adjoint.statements:
+        if primal.issuperset(s.defines) or s.defines[0] in primal:
+            continue
+        if isinstance(s, Fold):
+            if seed.name in s.reads():
+                raise ProgramError("internal: a fold reads the output seed")  # bars are statements
+            stmts.append(s)
+        else:
+            stmts.append(Statement(s.name, s.indices, _replace_access(s.body, seed.name, one),
+                                   s.loc))
+    stmts = in_dependency_order(stmts)
     outputs = tuple(_replace_access(o, seed.name, one) for o in adjoint.outputs)
     if preserve_result:
         outputs += (prog.outputs[0],)
@@ -412,7 +424,7 @@ class Compiled:
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
-        stage = _Stage(naive, program, report, compile_program(program, self.structured), spec,
+        stage = _Stage(naive, program, report, compile_any(program, self.structured), spec,
                        constants if constants is not None and constants.found else None)
         self._stages[key] = stage
         self._forwards[key] = forward

@@ -68,10 +68,14 @@ def _tensor_inputs(forward: Program, fn: Callable[..., Any]) -> tuple[str, ...]:
 
 def _with_primal_outputs(forward: Program, derivative: Program, name: str) -> Program:
     """``derivative`` that also returns ``forward``'s outputs first (statements shared)."""
-    from .ad.common import prune
+    from .ad.common import in_dependency_order, prune
 
-    have = {s.name for s in forward.statements}
-    stmts = list(forward.statements) + [s for s in derivative.statements if s.name not in have]
+    have = {n for s in forward.statements for n in s.defines}
+    # a fold the derivative extended (tangents, saved states) replaces the forward one
+    extended = {s.defines[0]: s for s in derivative.statements if s.defines[0] in have}
+    stmts = [extended.get(s.defines[0], s) for s in forward.statements]
+    stmts += [s for s in derivative.statements if s.defines[0] not in have]
+    stmts = in_dependency_order(stmts)
     outputs = forward.outputs + derivative.outputs
     return prune(derivative.params, stmts, outputs, True, name)
 

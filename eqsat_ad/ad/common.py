@@ -33,7 +33,7 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, IndexVar
 from ..ir.outline import outline
-from ..ir.program import Param, Program, Statement
+from ..ir.program import Fold, Param, Program, Step
 from ..ir.traverse import Done, rebuild
 
 
@@ -178,9 +178,11 @@ def eq_pred(a: Affine, b: Affine) -> Cmp:
 
 def program_names(prog: Program) -> set[str]:
     """Every tensor, relation and size name of ``prog`` (the names a new variable must avoid)."""
-    names = {p.name for p in prog.params} | {s.name for s in prog.statements}
+    names = {p.name for p in prog.params} | {n for s in prog.statements for n in s.defines}
     names |= set(prog.size_names())
     for s in prog.statements:
+        if isinstance(s, Fold):
+            continue
         for iv in s.indices:
             if not isinstance(iv.extent, int):
                 names.add(iv.extent.name)
@@ -190,6 +192,8 @@ def program_names(prog: Program) -> set[str]:
 def program_index_names(prog: Program) -> set[str]:
     out: set[str] = set()
     for s in prog.statements:
+        if isinstance(s, Fold):
+            continue
         out |= {iv.name for iv in s.indices}
         out |= all_index_names(s.body)
     for o in prog.outputs:
@@ -314,13 +318,13 @@ def active_names(prog: Program, wrt: Iterable[str]) -> set[str]:
     active = set(wrt)
     for s in prog.statements:
         if s.reads() & active:
-            active.add(s.name)
+            active.update(s.defines)
     return active
 
 
 def prune(
     params: tuple[Param, ...],
-    statements: Sequence[Statement],
+    statements: Sequence[Step],
     outputs: tuple[Expr, ...],
     returns_tuple: bool,
     name: str,
@@ -329,12 +333,39 @@ def prune(
     needed: set[str] = set()
     for o in outputs:
         needed |= accessed_names(o)
-    kept: list[Statement] = []
+    kept: list[Step] = []
     for s in reversed(statements):
-        if s.name in needed:
+        if needed.intersection(s.defines):
             kept.append(s)
             needed |= s.reads()
     return Program(params, tuple(reversed(kept)), outputs, returns_tuple, name)
+
+
+def in_dependency_order(steps: list[Step]) -> list[Step]:
+    """``steps`` in an order where each is defined before it is read (stable; ProgramError on a
+    cycle)."""
+    owner: dict[str, int] = {n: k for k, s in enumerate(steps) for n in s.defines}
+    state = [0] * len(steps)  # 0 new, 1 in progress, 2 placed
+    out: list[Step] = []
+    for root in range(len(steps)):
+        stack: list[tuple[int, bool]] = [(root, False)]
+        while stack:
+            k, done = stack.pop()
+            if done:
+                state[k] = 2
+                out.append(steps[k])
+                continue
+            if state[k] == 2:
+                continue
+            if state[k] == 1:
+                raise ProgramError("the optimized statements and the folds depend on each other")
+            state[k] = 1
+            stack.append((k, True))
+            for n in sorted(steps[k].reads()):
+                d = owner.get(n)
+                if d is not None and d != k and state[d] != 2:
+                    stack.append((d, False))
+    return out
 
 
 def is_tensor_output(prog: Program, out: Expr) -> bool:

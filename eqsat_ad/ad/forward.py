@@ -28,7 +28,7 @@ from ..ir.expr import (
     all_index_names,
 )
 from ..ir.index import Affine, Dim, IndexVar
-from ..ir.program import Param, Program, Statement
+from ..ir.program import Fold, Param, Program, Statement, Step
 from .common import (
     ZERO,
     DifferentiationError,
@@ -128,8 +128,31 @@ def forward_statements(
     """
     active = active_names(prog, seeded)
     tangent_of: dict[str, str] = {}
-    out: list[Statement] = []
+    out: list[Step] = []
+
+    def input_tangent(n: str) -> str | None:
+        if n in seeded:
+            if n not in tangent_of:  # a seeded parameter gets a statement of its own
+                gens = _generators(prog.shape_of(n), names)
+                idx = tuple(Affine.var(g.name) for g in gens)
+                tangent_of[n] = names.variable(f"{n}_d")
+                out.append(Statement(tangent_of[n], gens, seed(n, idx, ())))
+            return tangent_of[n]
+        return tangent_of.get(n)
+
     for s in prog.statements:
+        if isinstance(s, Fold):
+            if not (s.reads() & active):
+                out.append(s)
+                continue
+            if extra_dims:
+                raise DifferentiationError(
+                    "a family of tangents (the symbolic Hessian) cannot go through a fold: "
+                    "differentiate its gradient with jvp instead (a Hessian-vector product)",
+                    s.loc)
+
+            out += tangent_fold(s, prog, input_tangent, tangent_of, names, mode)
+            continue
         out.append(s)
         if s.name not in active:
             continue
@@ -144,6 +167,70 @@ def forward_statements(
         out.append(Statement(name, gens, body, s.loc))
         tangent_of[s.name] = name
     return out, tangent_of
+
+
+def _generators(shape: Sequence[Dim], names: Names) -> tuple[IndexVar, ...]:
+    return tuple(IndexVar(g, d) for g, d in zip(names.pick_indices(len(shape)), shape,
+                                                strict=True))
+
+
+def tangent_fold(
+    f: Fold,
+    prog: Program,
+    input_tangent: Callable[[str], str | None],
+    tangent_of: dict[str, str],
+    names: Names,
+    mode: str,
+) -> list[Step]:
+    """The fold that carries tangents along with the states: its body is the body's jvp
+    (derived once), its states ``(c, ċ)``, its scans and constants those of ``f`` plus the
+    tangents of the active ones. Records the tangents of ``f``'s results in ``tangent_of``."""
+    body, ncarry, nscan = f.body, len(f.carry), len(f.scan)
+    new: list[Step] = []
+    carry_dots: list[str] = []
+    for n, p in zip(f.carry, body.params, strict=False):
+        t = input_tangent(n)
+        if t is None:  # an inactive initial state: its tangent starts at zero
+            t = names.variable(f"{n}_d")
+            new.append(Statement(t, _generators(p.shape, names), ZERO))
+        carry_dots.append(t)
+    scan_dots = [(k, input_tangent(n)) for k, n in enumerate(f.scan, ncarry)]
+    const_dots = [(k, input_tangent(n)) for k, n in enumerate(f.const, ncarry + nscan)]
+    scan_dots = [(k, t) for k, t in scan_dots if t is not None]
+    const_dots = [(k, t) for k, t in const_dots if t is not None]
+    wrt = [p.name for p in body.params[:ncarry]]
+    wrt += [body.params[k].name for k, _ in scan_dots + const_dots]
+
+    inner = Names(body)
+    dot = {n: inner.variable(f"{n}_dot") for n in wrt}
+
+    def seed(name: str, idx: tuple[Affine, ...], extra: tuple[str, ...]) -> Expr:
+        return Access(dot[name], idx)
+
+    stmts, inner_of = forward_statements(body, wrt, seed, (), inner, mode)
+    more, touts = output_tangents(body, wrt, seed, (), inner_of, inner, mode)
+
+    def param(k: int) -> Param:
+        return body.params[k]
+
+    def dparam(k: int) -> Param:
+        return Param(dot[param(k).name], param(k).shape)
+
+    carries = [param(k) for k in range(ncarry)] + [dparam(k) for k in range(ncarry)]
+    scans = [param(k) for k in range(ncarry, ncarry + nscan)] + [dparam(k) for k, _ in scan_dots]
+    consts = [param(k) for k in range(ncarry + nscan, len(body.params))]
+    consts += [dparam(k) for k, _ in const_dots]
+    outs = body.outputs[:ncarry] + touts[:ncarry] + body.outputs[ncarry:] + touts[ncarry:]
+    jbody = prune(tuple(carries + scans + consts), stmts + more, outs, True, f"{body.name}_jvp")
+
+    result_dots = tuple(names.variable(f"{n}_d") for n in f.names)
+    tangent_of.update(zip(f.names, result_dots, strict=True))
+    new.append(Fold(
+        f.names[:ncarry] + result_dots[:ncarry] + f.names[ncarry:] + result_dots[ncarry:],
+        f.trip, jbody, f.carry + tuple(carry_dots),
+        f.scan + tuple(t for _, t in scan_dots), f.const + tuple(t for _, t in const_dots),
+        f.reverse, f.loc))
+    return new
 
 
 def output_tangents(

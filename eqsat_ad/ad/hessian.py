@@ -55,7 +55,7 @@ def hessian_program(prog: Program, wrt: str | Sequence[str]) -> Program:
     stmts, x_bar = gradient_statements(prog, x, taken)
     # the gradient's sums may be long: outline them before differentiating again
     gradient = outline(Program(prog.params, tuple(stmts), (Access(x_bar),), False, prog.name))
-    taken.variables |= {s.name for s in gradient.statements}
+    taken.variables |= {n for s in gradient.statements for n in s.defines}
 
     def indicator(name: str, idx: tuple[Affine, ...], extra: tuple[str, ...]) -> Expr:
         # dx[a] = [a = M]: the tangent family of all unit directions at once.

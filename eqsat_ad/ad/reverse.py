@@ -21,7 +21,7 @@ summed); everything else is left to the optimizer.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ir.expr import (
     Access,
@@ -39,8 +39,8 @@ from ..ir.expr import (
     rename,
     substitute,
 )
-from ..ir.index import Affine, IndexVar
-from ..ir.program import Param, Program, Statement
+from ..ir.index import Affine, Dim, IndexVar
+from ..ir.program import Fold, Param, Program, Statement, Step
 from .common import (
     ONE,
     ZERO,
@@ -268,8 +268,30 @@ def reverse_statements(
         else:
             collect((), o, cotangent(number, ()))
 
-    adjoints: list[Statement] = []
-    for s in reversed(prog.statements):
+    adjoints: list[Step] = []
+    primal: list[Step] = list(prog.statements)
+    for number in reversed(range(len(primal))):
+        s = primal[number]
+        if isinstance(s, Fold):
+            if not (s.reads() & active) or not any(n in pending for n in s.names):
+                continue
+            # the forward loop also stacks its states; the adjoint loop runs back over them
+            saving, states = saving_fold(s, names)
+            primal[number] = saving
+            bars: list[str] = []
+            for n in s.names:
+                shape = s.result_shape(n)
+                gens = _generators(shape, names)
+                bars.append(bar_name(n))
+                adjoints.append(Statement(bars[-1], gens, adjoint_body(gens,
+                                                                        pending.pop(n, []))))
+            new, input_bars = adjoint_fold(s, states, bars, active, names, mode)
+            adjoints += new
+            for n, b in input_bars:
+                gens = _generators(prog.shape_of(n), names)
+                idx = tuple(Affine.var(g.name) for g in gens)
+                collect(gens, Access(n, idx), Access(b, idx))
+            continue
         contributions = pending.pop(s.name, None)
         if not contributions:
             continue
@@ -284,7 +306,84 @@ def reverse_statements(
         gens = tuple(IndexVar(g, d) for g, d in zip(gen_names, shape, strict=True))
         body = adjoint_body(gens, pending.pop(n, []))
         adjoints.append(Statement(bar_name(n), gens, body))
-    return list(prog.statements) + adjoints, {n: bar[n] for n in inputs}
+    return primal + adjoints, {n: bar[n] for n in inputs}
+
+
+def _generators(shape: Sequence[Dim], names: Names) -> tuple[IndexVar, ...]:
+    return tuple(IndexVar(g, d) for g, d in zip(names.pick_indices(len(shape)), shape,
+                                                strict=True))
+
+
+def saving_fold(f: Fold, names: Names) -> tuple[Fold, tuple[str, ...]]:
+    """``f`` that also stacks the state each step starts from (the T states the adjoint loop
+    reads back); returns it and the names of those stacks."""
+    ncarry = len(f.carry)
+    states = tuple(names.variable(f"{c}_states") for c in f.carry)
+    kept = tuple(Access(p.name) for p in f.body.params[:ncarry])
+    body = replace(f.body, outputs=f.body.outputs + kept)
+    return replace(f, names=f.names + states, body=body), states
+
+
+def _element(prog: Program, o: Expr, idx: tuple[Affine, ...]) -> Expr:
+    """Output ``o`` of ``prog`` at indices ``idx`` (a whole tensor's element, or a scalar)."""
+    if idx and isinstance(o, Access) and not o.indices:
+        return Access(o.name, idx)
+    return o
+
+
+def adjoint_fold(
+    f: Fold,
+    states: tuple[str, ...],
+    bars: list[str],
+    active: set[str],
+    names: Names,
+    mode: str,
+) -> tuple[list[Step], list[tuple[str, str]]]:
+    """The reverse loop of ``f``: from the adjoints ``bars`` of its results (final states, then
+    stacks) back over the saved ``states``. Its body is the vjp of ``f``'s body (derived once);
+    it carries the states' adjoints and accumulates those of the active constants
+    (W̄ = Σ_t ...), and stacks those of the active scanned inputs. Returns its statements and
+    the (input, adjoint) pairs of ``f``'s active inputs."""
+    body, ncarry, nscan = f.body, len(f.carry), len(f.scan)
+    scans = [k for k, n in enumerate(f.scan, ncarry) if n in active]
+    consts = [k for k, n in enumerate(f.const, ncarry + nscan) if n in active]
+    wrt = [p.name for p in body.params[:ncarry]] + [body.params[k].name for k in scans + consts]
+    vb = vjp(body, wrt)
+    seeds = vb.params[len(body.params):]
+    outs = vb.outputs if vb.returns_tuple else (vb.outputs[0],)
+    inner = Names(vb)
+    accs = [Param(inner.variable(f"{body.params[k].name}_acc"), body.params[k].shape)
+            for k in consts]
+    stmts: list[Step] = list(vb.statements)
+    acc_outs: list[Expr] = []
+    for acc, o in zip(accs, outs[ncarry + len(scans):], strict=True):
+        gens = _generators(acc.shape, inner)
+        idx = tuple(Affine.var(g.name) for g in gens)
+        total = f_add(Access(acc.name, idx), _element(vb, o, idx))
+        if gens:
+            stmts.append(Statement(inner.variable(f"{acc.name}_next"), gens, total))
+            acc_outs.append(Access(stmts[-1].name))
+        else:
+            acc_outs.append(total)
+    params = (seeds[:ncarry] + tuple(accs) + body.params[:ncarry]
+              + body.params[ncarry:ncarry + nscan] + seeds[ncarry:]
+              + body.params[ncarry + nscan:])
+    outputs = outs[:ncarry] + tuple(acc_outs) + outs[ncarry:ncarry + len(scans)]
+    rbody = Program(params, tuple(stmts), outputs, True, f"{body.name}_vjp")
+
+    new: list[Step] = []
+    zeros = []
+    for k in consts:
+        shape = body.params[k].shape
+        zeros.append(names.variable(f"{f.inputs[k]}_acc0"))
+        new.append(Statement(zeros[-1], _generators(shape, names), ZERO))
+    results = tuple(names.variable(f"{f.inputs[k]}_fbar")
+                    for k in list(range(ncarry)) + consts + scans)
+    new.append(Fold(results, f.trip, rbody, tuple(bars[:ncarry]) + tuple(zeros),
+                    states + f.scan + tuple(bars[ncarry:]), f.const, not f.reverse, f.loc))
+    pairs = [(f.inputs[k], r) for k, r in zip(list(range(ncarry)) + consts + scans, results,
+                                               strict=True)]
+    return new, [(n, r) for n, r in pairs if n in active]
 
 
 def _output_shape(prog: Program, o: Expr) -> tuple:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..ir.errors import EqsatError, EqsatTypeError, EqsatValueError
 from ..ir.like_terms import merge_like_terms
@@ -150,6 +151,8 @@ def optimize(
                 raise EqsatValueError(
                     f"sizes must map size names to non-negative ints, got {k!r}: {v!r}"
                 )
+    if prog.folds:  # rolled loops: each body once, the statements around them once
+        return _optimize_folds(prog, rules, limits, sizes, progress, verbose, cache)
     files = load_rules(rules)
     use_cache = disk.enabled() if cache is None else cache
     key = disk.key(prog, files, limits, sizes, structured) if use_cache else None
@@ -161,6 +164,20 @@ def optimize(
     if key is not None:
         disk.store(key, result)
     return result
+
+
+def _optimize_folds(prog: Program, rules: Any, limits: Limits, sizes: Mapping[str, int] | None,
+                    progress: Any, verbose: bool, cache: bool | None) -> Optimized:
+    from ..cost.report import CostReport, SaturationStats
+    from .folds import optimize_with_folds
+
+    def run(p: Program) -> tuple[Program, Any]:
+        r = optimize(p, rules, limits, sizes, False, progress, verbose, cache)
+        return r.program, r.report
+
+    result, report = optimize_with_folds(prog, run)
+    stats = getattr(report, "stats", None) or SaturationStats(stop_reason="not run")
+    return Optimized(result, CostReport.build(prog, result, sizes, stats))
 
 
 def _changed_statements(before: Program, after: Program) -> int:

@@ -44,7 +44,7 @@ from ..ir.expr import (
     Sum,
 )
 from ..ir.index import Affine, Dim, IndexVar, as_dim
-from ..ir.program import Param, Program, Statement
+from ..ir.program import Fold, Param, Program, Statement, Step
 from .long_chains import Operand, split_long_chains
 
 __all__ = ["parse", "tensor_fn"]
@@ -207,14 +207,24 @@ class _Parser:
             and isinstance(body[0].value.value, str)
         ):
             body = body[1:]  # a docstring
-        statements: list[Statement] = []
+        statements: list[Step] = []
+        bodies: dict[str, ast.FunctionDef] = {}  # nested defs: the bodies of folds, latest wins
+        used: set[int] = set()
         for k, node in enumerate(body):
-            if isinstance(node, ast.Assign):
+            if isinstance(node, ast.FunctionDef):
+                bodies[node.name] = node
+            elif isinstance(node, ast.Assign) and _is_fold(node.value):
+                statements.append(self.fold(node, bodies, used))
+            elif isinstance(node, ast.Assign):
                 statements.append(self.statement(node))
             elif isinstance(node, ast.Return):
                 if k != len(body) - 1:
                     raise self.error("statements after 'return' are not supported", body[k + 1])
                 outputs, as_tuple = self.returns(node)
+                for d in bodies.values():
+                    if id(d) not in used:
+                        raise self.error("nested function definition is not supported except "
+                                         "as the body of a Fold", d)
                 return Program(params, tuple(statements), outputs, as_tuple, fn.name)
             else:
                 raise self.unsupported(node)
@@ -293,6 +303,46 @@ class _Parser:
             )
         scope = frozenset(iv.name for iv in gens)
         return Statement(name, gens, self.expr(node.value, scope), self.loc(node))
+
+    def fold(self, node: ast.Assign, bodies: dict[str, ast.FunctionDef], used: set[int]) -> Fold:
+        """``c, ys = Fold[T](body, carry=(c0,), scan=(x,), const=(W,), reverse=True)``."""
+        if len(node.targets) != 1:
+            raise self.error("chained assignment 'a = b = ...' is not supported", node)
+        target = node.targets[0]
+        elts = target.elts if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(e, ast.Name) for e in elts):
+            raise self.error("a fold assigns plain names: 'h = Fold[T](...)' or "
+                             "'h, hs = Fold[T](...)'", target)
+        names = tuple(e.id for e in elts if isinstance(e, ast.Name))
+        call = node.value
+        assert isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+        trip = self.dim(call.func.slice)
+        if len(call.args) != 1 or not isinstance(call.args[0], ast.Name):
+            raise self.error("Fold takes its body, the name of a nested def, as its one "
+                             "positional argument", call)
+        body_name = call.args[0].id
+        if body_name not in bodies:
+            raise self.error(f"'{body_name}' is not a def nested before this fold", call.args[0])
+        saved = (self.relations, self.sizes)
+        fn = bodies[body_name]
+        used.add(id(fn))
+        program = self.function(fn)
+        self.relations, self.sizes = saved
+        groups: dict[str, tuple[str, ...]] = {"carry": (), "scan": (), "const": ()}
+        reverse = False
+        for kw in call.keywords:
+            if kw.arg == "reverse" and isinstance(kw.value, ast.Constant) and isinstance(
+                    kw.value.value, bool):
+                reverse = kw.value.value
+            elif kw.arg in groups and isinstance(kw.value, ast.Tuple) and all(
+                    isinstance(e, ast.Name) for e in kw.value.elts):
+                groups[kw.arg] = tuple(e.id for e in kw.value.elts if isinstance(e, ast.Name))
+            else:
+                raise self.error(
+                    "Fold's keywords are carry=(names,), scan=(names,), const=(names,) and "
+                    f"reverse=True, not '{self.text(kw)}'", kw)
+        return Fold(names, trip, program, groups["carry"], groups["scan"],
+                    groups["const"], reverse, self.loc(node))
 
     def returns(self, node: ast.Return) -> tuple[tuple[Expr, ...], bool]:
         v = node.value
@@ -485,6 +535,11 @@ class _Parser:
             "sizes and integers)",
             node,
         )
+
+
+def _is_fold(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "Fold")
 
 
 def _is_number(v: object) -> bool:

@@ -66,10 +66,11 @@ from ..ir.expr import (
 )
 from ..ir.functions import BUILTINS, lookup
 from ..ir.index import Affine, Dim, IndexVar, as_dim, dim_str
-from ..ir.program import Param, Program, Statement
+from ..ir.program import Param, Program, Statement, Step
 from .closures import ConstantArrays, closure_cells, lambda_source
 from .numpy_calls import BUILTIN_NAMES, NP_BY_ID
 from .numpy_exprs import NEGATED, ExprOps, eqsat_function
+from .numpy_fold import FOLD_MIN_TRIP, translate_fold, trip_count
 from .numpy_values import (
     Builtin,
     EqsatFunc,
@@ -304,13 +305,14 @@ def _subst_loop(v: Any, var: str, value: Affine) -> Any:
 
 class _Translator(ExprOps):
     def __init__(self) -> None:
-        self.statements: list[Statement] = []
+        self.statements: list[Step] = []
         self.params: list[Param] = []
         self.taken: set[str] = set(BUILTINS) | {"Sum", "rel"} | set(keyword.kwlist)
         self.index_used: set[str] = set()
         self.index_avoid: set[str] = set()
         self.next_suffix: dict[str, int] = {}
         self.loop_vars: dict[str, _LoopVar] = {}
+        self.loop_generators: dict[str, tuple[str, ...]] = {}  # statement -> its loop binders
         self.counter = 0
         self.unrolled = 0
         self.scope: _Scope | None = None
@@ -510,7 +512,8 @@ class _Translator(ExprOps):
         if not (isinstance(body, Access)
                 and body.indices == tuple(Affine.var(a) for a in tv.axes)):
             return False
-        stmt = next((s for s in self.statements if s.name == body.name), None)
+        stmt = next((s for s in self.statements
+                     if isinstance(s, Statement) and s.name == body.name), None)
         return stmt is not None and tuple(iv.extent for iv in stmt.indices) == tuple(tv.shape)
 
     def _index_name(self, used: set[str]) -> str:
@@ -591,6 +594,7 @@ class _Translator(ExprOps):
         self.index_used |= used
         body = self._rename(tv.body, mapping, used)
         self.statements.append(Statement(name, tuple(ivs), body, self.loc(node)))
+        self.loop_generators[name] = tuple(loops)
         axes = tuple(self.fresh() for _ in tv.shape)
         idx = tuple(Affine.var(v) for v in loops) + tuple(Affine.var(axes[k]) for k in stored)
         return TVal(tv.shape, axes, Access(name, idx), name, tv.boolean)
@@ -1170,6 +1174,15 @@ class _Translator(ExprOps):
         except NotSummable as why:
             self._restore(snap)
             reason = why.reason
+        trip = trip_count(start, stop, step)
+        if trip is not None and (not isinstance(trip, int) or trip >= FOLD_MIN_TRIP):
+            again = self._snapshot()
+            try:  # a recurrence: one fold, whatever the trip count
+                translate_fold(self, s, trip, start, step)
+                return None
+            except NotSummable as why:
+                self._restore(again)
+                reason = f"{reason}; not a fold either: {why.reason}"
         if not all(isinstance(x, int) for x in (start, stop)):
             for x in (start, stop):
                 if isinstance(x, Affine) and x.index:

@@ -38,12 +38,12 @@ from .expr import (
 from .functions import BUILTINS, Function, lookup, register_function
 from .index import Affine, Dim, IndexVar, as_dim, dim_str, dim_value, size
 from .printer import print_expr, print_pred, print_program, print_statement
-from .program import Param, Program, Statement
+from .program import Fold, Param, Program, Statement, Step
 
 __all__ = [
     "BUILTINS", "CMP_OPS", "Access", "Affine", "And", "Binary", "Bracket", "Call", "Cmp", "Const",
-    "Dim", "EqsatError", "EqsatTypeError", "EqsatValueError", "Expr", "Function", "IndexVar",
-    "Loc", "Neg", "Param", "Pow", "Pred",
+    "Dim", "EqsatError", "EqsatTypeError", "EqsatValueError", "Expr", "Fold", "Function",
+    "IndexVar", "Loc", "Neg", "Param", "Pow", "Pred", "Step",
     "Program", "ProgramError", "Rel", "ShapeError", "Statement", "Sum", "accessed_names", "add",
     "as_dim", "bound_indices", "children", "conj", "const", "dim_str", "dim_value", "div", "eq",
     "free_indices", "fresh_name", "lookup", "map_children", "mul", "pred_free_indices",

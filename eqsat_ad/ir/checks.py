@@ -30,13 +30,13 @@ from .expr import (
     children,
 )
 from .functions import lookup
-from .index import Affine, IndexVar
-from .program import Program
+from .index import Affine, IndexVar, dim_str
+from .program import Fold, Program
 
 __all__ = ["check_program"]
 
 # Names the concrete syntax gives a meaning of their own.
-RESERVED = frozenset({"Sum"})
+RESERVED = frozenset({"Sum", "Fold"})
 
 
 class _Checker:
@@ -48,6 +48,8 @@ class _Checker:
         )
         self.binders: list[tuple[IndexVar, ...]] = []
         for s in prog.statements:
+            if isinstance(s, Fold):
+                continue
             self.binders.append(s.indices)
             self.binders.extend(_sum_binders(s.body))
         for o in prog.outputs:
@@ -56,9 +58,10 @@ class _Checker:
         self.all_sizes = self.bound_sizes | frozenset(
             iv.extent.name for b in self.binders for iv in b if not isinstance(iv.extent, int)
         )
-        self.statement_names = frozenset(s.name for s in prog.statements)
+        self.statement_names = frozenset(n for s in prog.statements for n in s.defines)
         # name -> rank of what is defined so far (parameters, then statements in order)
         self.defined: dict[str, int] = {}
+        self.shapes: dict[str, tuple] = {}
 
     # --- the program ---------------------------------------------------------------------------
     def run(self) -> None:
@@ -69,6 +72,9 @@ class _Checker:
             self.name_ok(p.name, "parameter", p.loc)
             self.defined[p.name] = p.rank
         for s in prog.statements:
+            if isinstance(s, Fold):
+                self.fold(s)
+                continue
             if s.name in self.params:
                 raise ProgramError(
                     f"statement '{s.name}' has the name of a parameter (single assignment)", s.loc
@@ -81,6 +87,7 @@ class _Checker:
             self.binder(s.indices, s.loc, f"the generators of '{s.name}'")
             self.expr(s.body, {iv.name: iv for iv in s.indices}, s.loc)
             self.defined[s.name] = s.rank
+            self.shapes[s.name] = s.shape
         if not prog.outputs:
             raise ProgramError(f"program '{prog.name}' returns nothing")
         for o in prog.outputs:
@@ -89,6 +96,57 @@ class _Checker:
             if whole and self.rank_of(o.name, loc) > 0:
                 continue  # a whole tensor returned: `return y`
             self.expr(o, {}, loc, output=True)
+
+    def fold(self, f: Fold) -> None:
+        """A rolled loop: its body is a program of its own, bound to outer names by shape."""
+        body = f.body
+        try:
+            check_program(body)
+        except ProgramError as e:
+            raise ProgramError(f"in the body '{body.name}' of a fold: {e.message}",
+                               e.loc or f.loc) from None
+        if not body.returns_tuple:
+            raise ProgramError(f"the body '{body.name}' of a fold must return a tuple", f.loc)
+        ncarry = len(f.carry)
+        if len(body.params) != len(f.inputs):
+            raise ProgramError(
+                f"the body '{body.name}' of a fold takes {len(body.params)} parameters but the "
+                f"fold passes {len(f.inputs)} (carry, scan, const)", f.loc)
+        if len(f.names) != len(body.outputs) or len(body.outputs) < ncarry or ncarry == 0:
+            raise ProgramError(
+                f"a fold over '{body.name}' assigns {len(f.names)} names but its body returns "
+                f"{len(body.outputs)} values (at least one state, then per-step outputs)", f.loc)
+        if not isinstance(f.trip, int) and f.trip.name not in self.bound_sizes:
+            raise ProgramError(f"trip count '{f.trip.name}' of a fold: no parameter shape binds "
+                               "it", f.loc)
+        for k, (outer, p) in enumerate(zip(f.inputs, body.params, strict=True)):
+            self.rank_of(outer, f.loc)
+            if self.is_relation(outer) or p.kind == "relation":
+                raise ProgramError(f"a fold cannot pass the relation '{outer}'", f.loc)
+            shape = self.shape(outer)
+            want = p.shape if k < ncarry or k >= ncarry + len(f.scan) else (f.trip, *p.shape)
+            if shape != want:
+                raise ProgramError(
+                    f"fold input '{outer}' has shape [{_dims(shape)}] but the body parameter "
+                    f"'{p.name}' needs [{_dims(want)}]", f.loc)
+        for k in range(ncarry):
+            if f.body_output_shape(k) != body.params[k].shape:
+                raise ProgramError(
+                    f"the body '{body.name}' returns state {k} of shape "
+                    f"[{_dims(f.body_output_shape(k))}] for a state of shape "
+                    f"[{_dims(body.params[k].shape)}]", f.loc)
+        for n in f.names:
+            if n in self.params or n in self.defined:
+                raise ProgramError(f"'{n}' is assigned twice (Tensor SSA assigns each name once)",
+                                   f.loc)
+            self.name_ok(n, "fold result", f.loc)
+            self.defined[n] = len(f.result_shape(n))
+            self.shapes[n] = f.result_shape(n)
+
+    def shape(self, name: str) -> tuple:
+        if name in self.params:
+            return self.params[name].shape
+        return self.shapes[name]
 
     def name_ok(self, name: str, what: str, loc: Loc | None) -> None:
         _identifier(name, what, loc)
@@ -255,6 +313,10 @@ def _identifier(name: str, what: str, loc: Loc | None) -> None:
     # The printer writes names as they are: they must read back as Python names.
     if not name.isidentifier() or keyword.iskeyword(name):
         raise ProgramError(f"{what} name {name!r} is not a valid identifier", loc)
+
+
+def _dims(shape: tuple) -> str:
+    return ", ".join(dim_str(d) for d in shape)
 
 
 def _indices(n: int) -> str:

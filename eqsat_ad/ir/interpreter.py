@@ -25,7 +25,7 @@ expression with free indices to an array over those indices (for checking rewrit
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,7 @@ from .expr import (
 from .functions import lookup
 from .index import Affine, Dim, IndexVar, dim_str
 from .outline import outline
-from .program import Param, Program
+from .program import Fold, Param, Program
 
 __all__ = ["bind_arguments", "evaluate", "evaluate_expr", "evaluate_statements"]
 
@@ -174,6 +174,9 @@ def evaluate_statements(
     """Run ``prog``'s statements on bound parameters; returns every variable's value by name."""
     env: dict[str, np.ndarray] = dict(arrays)
     for s in prog.statements:
+        if isinstance(s, Fold):
+            env.update(run_fold(s, env, sizes, lambda b, args: _run_body(b, args, sizes)))
+            continue
         if s.name in env:
             raise ProgramError(f"variable {s.name!r} is assigned twice", s.loc)
         gen_names = [iv.name for iv in s.indices]
@@ -190,6 +193,49 @@ def evaluate_statements(
         # A stored tensor holds plain numbers: a strong zero is stored as 0.0.
         env[s.name] = _arrange(_weak(_eval(s.body, env, sizes, extents)), gen_names, extents)
     return env
+
+
+def _run_body(body: Program, args: Sequence[np.ndarray], sizes: Mapping[str, int]) -> list:
+    env = evaluate_statements(body, dict(zip(body.param_names, args, strict=True)), sizes)
+    return [np.asarray(_output(o, env, sizes), dtype=float) for o in body.outputs]
+
+
+def run_fold(
+    f: Fold,
+    env: Mapping[str, np.ndarray],
+    sizes: Mapping[str, int],
+    step: Callable[[Program, Sequence[np.ndarray]], Sequence[np.ndarray]],
+) -> dict[str, np.ndarray]:
+    """The values of a fold's results: ``step(body, arguments)`` run T times, threading the
+    states and stacking the per-step outputs (shared by the interpreter and the backend)."""
+    trip = _dim(f.trip, sizes, "the trip count of a fold")
+    for n in f.defines:
+        if n in env:
+            raise ProgramError(f"variable {n!r} is assigned twice", f.loc)
+    state = [np.asarray(env[n], dtype=float) for n in f.carry]
+    scans = [np.asarray(env[n]) for n in f.scan]
+    consts = [env[n] for n in f.const]
+    for n, x in zip(f.scan, scans, strict=True):
+        if x.shape[0] != trip:
+            raise ProgramError(f"fold scans '{n}' of length {x.shape[0]} over {trip} steps", f.loc)
+    ncarry = len(f.carry)
+    stacks: list[np.ndarray | None] = [None] * (len(f.names) - ncarry)
+    for t in (range(trip - 1, -1, -1) if f.reverse else range(trip)):
+        outs = step(f.body, [*state, *(x[t] for x in scans), *consts])
+        state = [np.asarray(v, dtype=float) for v in outs[:ncarry]]
+        for k, y in enumerate(outs[ncarry:]):
+            arr = stacks[k]
+            if arr is None:
+                arr = stacks[k] = np.zeros((trip, *np.shape(y)))
+            arr[t] = y
+    result = dict(zip(f.names[:ncarry], state, strict=True))
+    for k, name in enumerate(f.names[ncarry:]):
+        arr = stacks[k]
+        if arr is None:  # no steps: the shape comes from the body's declared output
+            shape = [_dim(d, sizes, name) for d in f.body_output_shape(ncarry + k)]
+            arr = np.zeros((0, *shape))
+        result[name] = arr
+    return result
 
 
 def evaluate_expr(

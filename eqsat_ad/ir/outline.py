@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from .expr import Access, Expr, Sum, all_index_names, children, free_indices
 from .index import Affine, Dim, IndexVar
-from .program import Program, Statement
+from .program import Fold, Program, Statement, Step
 from .traverse import rebuild
 
 # The height (nodes on the longest root-to-leaf path) a statement body may keep.
@@ -25,8 +25,10 @@ MAX_HEIGHT = 48
 def max_height(prog: Program) -> int:
     """The height of ``prog``'s deepest expression."""
     best = 0
-    for e in [s.body for s in prog.statements] + list(prog.outputs):
+    for e in [s.body for s in prog.statements if isinstance(s, Statement)] + list(prog.outputs):
         best = max(best, _height(e))
+    for f in prog.folds:
+        best = max(best, max_height(f.body))
     return best
 
 
@@ -39,9 +41,11 @@ def _height(e: Expr) -> int:
 class _Outliner:
     def __init__(self, prog: Program, limit: int) -> None:
         self.limit = limit
-        self.taken = set(prog.param_names) | {s.name for s in prog.statements}
+        self.taken = set(prog.param_names) | {n for s in prog.statements for n in s.defines}
         self.taken |= set(prog.size_names())
         for s in prog.statements:
+            if isinstance(s, Fold):
+                continue
             self.taken |= {iv.name for iv in s.indices} | all_index_names(s.body)
         for o in prog.outputs:
             self.taken |= all_index_names(o)
@@ -92,8 +96,11 @@ def outline(prog: Program, limit: int = MAX_HEIGHT) -> Program:
     if max_height(prog) <= limit:
         return prog
     o = _Outliner(prog, limit)
-    statements: list[Statement] = []
+    statements: list[Step] = []
     for s in prog.statements:
+        if isinstance(s, Fold):
+            statements.append(replace(s, body=outline(s.body, limit)))
+            continue
         body = o.expr(s.body, {iv.name: iv.extent for iv in s.indices}, s.name)
         statements += o.new
         o.new = []

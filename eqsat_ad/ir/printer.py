@@ -24,7 +24,7 @@ from .expr import (
     Sum,
 )
 from .index import Affine, dim_str
-from .program import Param, Program, Statement
+from .program import Fold, Param, Program, Statement
 
 # Python precedence levels (higher binds tighter).
 _ADD, _MUL, _UNARY, _POW, _ATOM = 1, 2, 3, 4, 5
@@ -122,9 +122,31 @@ def print_statement(s: Statement) -> str:
     return f"{lhs} = {print_expr(s.body)}"
 
 
+def print_fold(f: Fold) -> str:
+    """The fold's line (its body is printed as a nested ``def`` just before it)."""
+    lhs = ", ".join(f.names)
+    parts = [f.body.name, f"carry={_names_tuple(f.carry)}"]
+    if f.scan:
+        parts.append(f"scan={_names_tuple(f.scan)}")
+    if f.const:
+        parts.append(f"const={_names_tuple(f.const)}")
+    if f.reverse:
+        parts.append("reverse=True")
+    return f"{lhs} = Fold[{dim_str(f.trip)}]({', '.join(parts)})"
+
+
+def _names_tuple(names: tuple[str, ...]) -> str:
+    return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
+
+
 def print_program(prog: Program) -> str:
     lines = [f"def {prog.name}({', '.join(print_param(p) for p in prog.params)}):"]
-    lines += [f"    {print_statement(s)}" for s in prog.statements]
+    for s in prog.statements:
+        if isinstance(s, Fold):
+            lines += ["    " + line for line in print_program(s.body).splitlines()]
+            lines.append(f"    {print_fold(s)}")
+        else:
+            lines.append(f"    {print_statement(s)}")
     outs = [print_expr(o) for o in prog.outputs]
     if prog.returns_tuple:
         ret = f"({outs[0]},)" if len(outs) == 1 else ", ".join(outs)

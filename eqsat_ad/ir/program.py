@@ -57,6 +57,66 @@ class Statement:
     def reads(self) -> frozenset[str]:
         return accessed_names(self.body)
 
+    @property
+    def defines(self) -> tuple[str, ...]:
+        return (self.name,)
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """A rolled loop: ``c, ..., ys, ... = Fold[T](body, carry=(c0, ...), scan=(x, ...),
+    const=(W, ...))``.
+
+    ``body`` is a Program from (carried states, one slice ``x[t]`` of each scanned tensor, the
+    captured constants) — its parameters in that order — to a tuple (next states, per-step
+    outputs). The fold runs it ``trip`` times (t = 0 .. T-1, or T-1 .. 0 when ``reverse``),
+    threading the states; ``names`` are the final states, then each per-step output stacked
+    along a new first axis of length T. Nothing is mutated: the loop is one value-producing
+    statement of Tensor SSA whose body is optimized and differentiated once, whatever T is.
+    """
+
+    names: tuple[str, ...]
+    trip: Dim
+    body: Program
+    carry: tuple[str, ...]
+    scan: tuple[str, ...] = ()
+    const: tuple[str, ...] = ()
+    reverse: bool = False
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "trip", as_dim(self.trip))
+        for f in ("names", "carry", "scan", "const"):
+            object.__setattr__(self, f, tuple(getattr(self, f)))
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        return self.names
+
+    def reads(self) -> frozenset[str]:
+        return frozenset(self.carry) | frozenset(self.scan) | frozenset(self.const)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The outer names bound to the body's parameters, in parameter order."""
+        return self.carry + self.scan + self.const
+
+    def body_output_shape(self, k: int) -> tuple[Dim, ...]:
+        o = self.body.outputs[k]
+        if isinstance(o, Access) and not o.indices:
+            return self.body.shape_of(o.name)
+        return ()
+
+    def result_shape(self, name: str) -> tuple[Dim, ...]:
+        k = self.names.index(name)
+        if k < len(self.carry):
+            return self.body.params[k].shape
+        return (self.trip, *self.body_output_shape(k))
+
+
+Step = Statement | Fold
+"""A statement of a program: an assignment or a rolled loop."""
+
 
 @dataclass(frozen=True, slots=True)
 class Program:
@@ -68,7 +128,7 @@ class Program:
     """
 
     params: tuple[Param, ...]
-    statements: tuple[Statement, ...]
+    statements: tuple[Step, ...]
     outputs: tuple[Expr, ...]
     returns_tuple: bool = False
     name: str = "f"
@@ -82,16 +142,23 @@ class Program:
 
     def statement(self, name: str) -> Statement:
         for s in self.statements:
-            if s.name == name:
+            if isinstance(s, Statement) and s.name == name:
                 return s
         raise KeyError(name)
 
     def shape_of(self, name: str) -> tuple[Dim, ...]:
-        """Shape of a parameter or statement variable."""
+        """Shape of a parameter or statement variable (or a fold's result)."""
         for p in self.params:
             if p.name == name:
                 return p.shape
-        return self.statement(name).shape
+        for s in self.statements:
+            if name in s.defines:
+                return s.result_shape(name) if isinstance(s, Fold) else s.shape
+        raise KeyError(name)
+
+    @property
+    def folds(self) -> tuple[Fold, ...]:
+        return tuple(s for s in self.statements if isinstance(s, Fold))
 
     @property
     def param_names(self) -> tuple[str, ...]:

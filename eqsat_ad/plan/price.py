@@ -22,8 +22,8 @@ import sympy
 
 from ..ir.errors import EqsatError
 from ..ir.expr import Binary, Expr, Neg
-from ..ir.printer import print_expr, print_statement
-from ..ir.program import Program
+from ..ir.printer import print_expr, print_fold, print_statement
+from ..ir.program import Fold, Param, Program
 from .kernels import Plan
 from .poly import ZERO, Poly, big_o, compare
 
@@ -160,6 +160,8 @@ def program_cost(
     """
     del lowered
     checked = _check(prog, sizes)
+    if prog.folds:
+        return _with_folds(prog, checked, structured)
     plan = program_plan(prog, checked, structured)
     texts = {s.name: print_statement(s) for s in prog.statements}
     details: list[StatementCost] = []
@@ -176,6 +178,39 @@ def program_cost(
         else:
             details.append(StatementCost(name, texts[name], poly, mats))
     return ProgramCost(tuple(details), checked, plan)
+
+
+def _fold_cost(f: Fold, sizes: Mapping[str, int] | None) -> StatementCost:
+    """A rolled loop: T times the price of its body's plan (priced once), plus the stacks it
+    writes (what the backend's loop allocates)."""
+    body = program_cost(f.body, None if sizes is None else
+                        {n: sizes[n] for n in f.body.size_names() if n in sizes})
+    stored = tuple(Materialized(f.names[0], f"stack {n}",
+                                Poly.product_of_dims(f.result_shape(n)))
+                   for n in f.names[len(f.carry):])
+    work = body.total_poly * Poly.of_dim(f.trip)
+    for m in stored:
+        work = work + m.elements
+    return StatementCost(f.names[0], print_fold(f), work, stored, "statement")
+
+
+def _with_folds(prog: Program, sizes: Mapping[str, int] | None, structured: bool
+                ) -> ProgramCost:
+    """A program with rolled loops: each fold priced by its body, the other statements by the
+    plan of the program that reads the folds' results as parameters (as the backend runs it)."""
+    results = [Param(n, f.result_shape(n)) for f in prog.folds for n in f.names]
+    rest = Program(
+        (*prog.params, *results),
+        tuple(s for s in prog.statements if not isinstance(s, Fold)),
+        prog.outputs, prog.returns_tuple, prog.name,
+    )
+    around = program_cost(rest, sizes, structured=structured)
+    by_name = {d.name: d for d in around.details}
+    details: list[StatementCost] = []
+    for s in prog.statements:
+        details.append(_fold_cost(s, sizes) if isinstance(s, Fold) else by_name[s.name])
+    details.append(by_name["<return>"])
+    return ProgramCost(tuple(details), sizes, around.plan)
 
 
 def materialized_sizes(
@@ -210,6 +245,8 @@ def eager_cost(prog: Program, sizes: Mapping[str, int] | None = None,
                                                                 structured=structured)
     extra = ZERO
     for s in prog.statements:
+        if isinstance(s, Fold):  # a loop's steps are priced by its body, as the naive plan
+            continue
         k = statement_terms_count(s.body)
         if s.indices and k > 1:
             extra = extra + Poly.product_of_dims(s.shape) * (k - 1)
