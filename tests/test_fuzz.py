@@ -4,6 +4,8 @@ that the minimizer shrinks, a seeded run, and the defects it found (xfail until 
 from __future__ import annotations
 
 import ast
+import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -15,11 +17,12 @@ import eqsat_ad as ea
 from eqsat_ad.backend.numpy import CompiledProgram
 from eqsat_ad.fuzz import Case, Runner, check_case, fuzz, make_case, outcome_of, reduce_case
 from eqsat_ad.fuzz.case import draw_inputs
-from eqsat_ad.fuzz.check import load_target
+from eqsat_ad.fuzz.check import Finding, load_target
 from eqsat_ad.fuzz.compare import mismatch
 from eqsat_ad.fuzz.index_gen import generate_index
 from eqsat_ad.fuzz.numpy_gen import generate_numpy
-from eqsat_ad.fuzz.report import DEFECTS, summary_table
+from eqsat_ad.fuzz.reduce import Reduced
+from eqsat_ad.fuzz.report import DEFECTS, summary_table, write_reproducer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -174,6 +177,26 @@ def test_summary_table_counts_per_generator_and_input_kind() -> None:
     assert "| all | all | 1 | 5 | 6 |" in table
 
 
+def test_a_reproducer_holds_its_case_and_inputs_exactly(tmp_path: Path) -> None:
+    """Special values (nan, +-inf, -0.0, subnormals), empty and boolean arrays round-trip."""
+    case = Case("index", "def f(x: [N], R: rel[N], A: [N, M], w: []):\n    return w\n",
+                {"x": ("N",), "R": ("N",), "A": ("N", "M"), "w": ()}, {"N": 3, "M": 0},
+                frozenset({"R"}))
+    inputs = {"x": np.array([np.nan, -0.0, 5e-324]), "R": np.array([True, False, True]),
+              "A": np.zeros((3, 0)), "w": -np.inf}
+    finding = Finding("value", "compile", "at (): 1.0 vs 2.0", "1.0", "2.0")
+    path = write_reproducer(tmp_path, Reduced(case, inputs, finding, 3, 9), "nonfinite",
+                            "a test", 0)
+    assert path.name == "value_index_compile_000.py"
+    ns = runpy.run_path(str(path))
+    assert ns["CASE"] == case and ns["KIND"] == "nonfinite" and ns["ACTUAL"] == "2.0"
+    for k, v in inputs.items():
+        got = ns["INPUTS"][k]
+        assert np.asarray(got).dtype == np.asarray(v).dtype and np.shape(got) == np.shape(v)
+        assert np.array_equal(np.signbit(got), np.signbit(v))
+        assert np.array_equal(got, v, equal_nan=True)
+
+
 # --- a seeded run -----------------------------------------------------------------------------
 @pytest.mark.xfail(strict=True, reason=(
     "seed 0, program 7 (NumPy, extreme inputs): the sign of zero, as "
@@ -200,7 +223,7 @@ def test_seeded_run_writes_reproducers(tmp_path: Path) -> None:
     assert proc.returncode == (1 if files else 0)
     for path in files:
         out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                             cwd=ROOT, timeout=300)
+                             cwd=ROOT, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert any(o in out.stdout for o in DEFECTS), out.stdout + out.stderr
 
 

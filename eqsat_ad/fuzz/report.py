@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pprint
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -38,8 +39,14 @@ def summary_table(counts: Mapping[tuple[str, str, str], int]) -> str:
 
 
 def _literal(value: Any) -> str:
-    with np.printoptions(floatmode="unique", threshold=10**6, linewidth=96):
-        return repr(value)
+    """Python source for an input that reads back bit for bit (nan, -0.0, subnormals)."""
+    if isinstance(value, np.ndarray):
+        dtype = "bool" if value.dtype == bool else "float64"
+        if value.size == 0:
+            return f"zeros({value.shape!r}, dtype={dtype})"
+        body = pprint.pformat(value.tolist(), width=92, compact=True).replace("\n", "\n    ")
+        return f"array({body}, dtype={dtype})"
+    return repr(value)
 
 
 def write_reproducer(folder: Path, reduced: Reduced, kind: str, origin: str, index: int) -> Path:
@@ -54,7 +61,7 @@ def write_reproducer(folder: Path, reduced: Reduced, kind: str, origin: str, ind
            f"({reduced.tried} candidates run).\n{f.detail}\n")
     text = f'''"""{doc.replace(chr(92), chr(92) * 2).replace('"""', "'''")}"""
 
-from numpy import array, float64, inf, nan  # noqa: F401 - the inputs are written with them
+from numpy import array, float64, inf, nan, zeros  # noqa: F401 - the inputs use them
 
 from eqsat_ad.fuzz import Case, check_case
 
