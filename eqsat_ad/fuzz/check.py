@@ -130,8 +130,14 @@ class _Stages:
             try:
                 c(**inputs)
                 self.forward = c.forward
-            except EqsatError:
+            except Exception:  # noqa: BLE001 - the compile stage reports its own failure
                 from ..frontend.numpy_subset import translate
+
+                try:  # translated, then failed later: the translation it made
+                    self.forward = c.forward
+                    return self.forward
+                except EqsatError:
+                    pass
 
                 shapes = {k: np.shape(v) for k, v in inputs.items()}
                 try:
