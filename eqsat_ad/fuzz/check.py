@@ -17,8 +17,10 @@ exception); ``timeout`` (set by the runner).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
+import shutil
 import sys
 import tempfile
 import traceback
@@ -80,6 +82,7 @@ def load_target(case: Case) -> Program | Callable[..., Any]:
         return parse(case.source)
     if _MODULE_DIR is None:
         _MODULE_DIR = Path(tempfile.mkdtemp(prefix="eqsat_fuzz_"))
+        atexit.register(shutil.rmtree, _MODULE_DIR, True)
     # inspect.getsource needs a file: one module per distinct source
     name = "fuzzcase_" + hashlib.sha1(case.source.encode()).hexdigest()[:16]
     path = _MODULE_DIR / f"{name}.py"
