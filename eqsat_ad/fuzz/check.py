@@ -17,8 +17,10 @@ exception); ``timeout`` (set by the runner).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
+import shutil
 import sys
 import tempfile
 import traceback
@@ -80,6 +82,7 @@ def load_target(case: Case) -> Program | Callable[..., Any]:
         return parse(case.source)
     if _MODULE_DIR is None:
         _MODULE_DIR = Path(tempfile.mkdtemp(prefix="eqsat_fuzz_"))
+        atexit.register(shutil.rmtree, _MODULE_DIR, True)
     # inspect.getsource needs a file: one module per distinct source
     name = "fuzzcase_" + hashlib.sha1(case.source.encode()).hexdigest()[:16]
     path = _MODULE_DIR / f"{name}.py"
@@ -130,8 +133,14 @@ class _Stages:
             try:
                 c(**inputs)
                 self.forward = c.forward
-            except EqsatError:
+            except Exception:  # noqa: BLE001 - the compile stage reports its own failure
                 from ..frontend.numpy_subset import translate
+
+                try:  # translated, then failed later: the translation it made
+                    self.forward = c.forward
+                    return self.forward
+                except EqsatError:
+                    pass
 
                 shapes = {k: np.shape(v) for k, v in inputs.items()}
                 try:

@@ -94,7 +94,10 @@ class _NumpyGen:
             a, b = self.exact(target, d), self.any(target, d)
             if self.chance(0.5):
                 a, b = b, a
-            return f"({a} {self.pick(('+', '-', '*', '/', '*'))} {b})"
+            op = self.pick(("+", "-", "*", "/", "*"))
+            if op == "/" and a in CONSTS and b in CONSTS:
+                op = "*"  # Python itself refuses 0.5 / 0.0 (plain floats, not arrays)
+            return f"({a} {op} {b})"
         if r < 0.4:
             fn = self.pick(UNARY)
             arg = self.exact(target, d)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pprint
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -38,12 +39,28 @@ def summary_table(counts: Mapping[tuple[str, str, str], int]) -> str:
 
 
 def _literal(value: Any) -> str:
-    with np.printoptions(floatmode="unique", threshold=10**6, linewidth=96):
-        return repr(value)
+    """Python source for an input that reads back bit for bit (nan, -0.0, subnormals)."""
+    if isinstance(value, np.ndarray):
+        dtype = "bool" if value.dtype == bool else "float64"
+        if value.size == 0:
+            return f"zeros({value.shape!r}, dtype={dtype})"
+        body = pprint.pformat(value.tolist(), width=92, compact=True).replace("\n", "\n    ")
+        return f"array({body}, dtype={dtype})"
+    return repr(value)
+
+
+def _source_literal(source: str) -> str:
+    """The program as a triple-quoted block when that reads back exactly, else a repr."""
+    if "\\" not in source and "'''" not in source and source.endswith("\n"):
+        return "'''\\\n" + source + "'''"
+    return repr(source)
 
 
 def write_reproducer(folder: Path, reduced: Reduced, kind: str, origin: str, index: int) -> Path:
-    """A standalone script: the minimized source, its inputs, expected and actual results."""
+    """A standalone script: the minimized source, its inputs, expected and actual results.
+
+    Run it from the repository root (``PYTHONPATH=. python <file>``): it prints the program and
+    what the fuzzer's check finds now (nothing once the defect is fixed)."""
     f = reduced.finding
     case = reduced.case
     slug = re.sub(r"[^a-z0-9]+", "_", f.stage.lower()).strip("_")
@@ -52,13 +69,15 @@ def write_reproducer(folder: Path, reduced: Reduced, kind: str, origin: str, ind
     doc = (f"eqsat_ad fuzzer reproducer: {f.outcome} at {f.stage} ({case.generator} program, "
            f"{kind} inputs).\n\nFound by {origin}; minimized in {reduced.steps} steps "
            f"({reduced.tried} candidates run).\n{f.detail}\n")
-    text = f'''"""{doc.replace(chr(92), chr(92) * 2).replace('"""', "'''")}"""
+    doc = doc.replace(chr(92), chr(92) * 2).replace('"""', "'''")
+    text = f'''# ruff: noqa: E501 - generated: programs and inputs are written on one line each
+"""{doc}"""
 
-from numpy import array, float64, inf, nan  # noqa: F401 - the inputs are written with them
+from numpy import array, float64, inf, nan, zeros  # noqa: F401 - the inputs use them
 
 from eqsat_ad.fuzz import Case, check_case
 
-SOURCE = {case.source!r}
+SOURCE = {_source_literal(case.source)}
 CASE = Case({case.generator!r}, SOURCE, shapes={dict(case.shapes)!r}, sizes={dict(case.sizes)!r},
             relations=frozenset({sorted(case.relations)!r}))
 KIND = {kind!r}
