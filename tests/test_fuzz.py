@@ -198,10 +198,6 @@ def test_a_reproducer_holds_its_case_and_inputs_exactly(tmp_path: Path) -> None:
 
 
 # --- a seeded run -----------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "seed 0, program 7 (NumPy, extreme inputs): optimized nan where the interpreter gives "
-    "-1.255; minimized it is the sign of zero, as test_known_defect[signed-zero]: "
-    "np.log(A / np.where(c, 0.0, A)) is inf optimized, nan interpreted"))
 def test_seeded_run_finds_no_defect() -> None:
     """What CI runs: a small seeded count, both generators, every input kind."""
     result = fuzz(16, seed=0, out=None, log=None)
@@ -244,9 +240,8 @@ def test_returning_a_shortened_slice_of_a_statement() -> None:
             np.testing.assert_allclose(g, want)
 
 
-# --- defects the fuzzer found outside the front ends (xfail until fixed) ----------------------
+# --- defects the fuzzer found outside the front ends (fixed: regression tests) -------------
 # Minimized by the fuzzer (experiments/results/fuzz.md lists them with the stage to route to).
-# strict=True: a fix makes the test pass, which fails the run until the mark is removed.
 def _numpy_case(body: str, shapes: dict, sizes: dict) -> Case:
     return Case("numpy", f"import numpy as np\n\n\ndef f({', '.join(shapes)}):\n{body}", shapes,
                 sizes)
@@ -257,40 +252,34 @@ KNOWN_DEFECTS = [
         Case("index", "def f(x: [N]):\n    return Sum[i: N](x[i]) + 0.0 ** (-2)\n",
              {"x": ("N",)}, {"N": 2}),
         "finite", {"x": np.array([1.0, 2.0])},
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "backend: a constant 0.0 ** -2 runs as Python float arithmetic in the generated "
-            "code and raises ZeroDivisionError; the interpreter gives inf")),
+        # fixed: backend: a constant 0.0 ** -2 runs as Python float arithmetic in the generated
+        # code and raises ZeroDivisionError; the interpreter gives inf
         id="constant-power-of-zero"),
     pytest.param(
         _numpy_case("    return np.mean(np.min(A / 0.0, axis=0))\n", {"A": ("N", "N")}, {"N": 1}),
         "finite", {"A": np.array([[1.0]])},
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "backend: the gradient of x / 0.0 divides Python floats 1 / 0.0 in the generated "
-            "code (ZeroDivisionError, optimize=False and optimized); the interpreter gives inf")),
+        # fixed: backend: the gradient of x / 0.0 divides Python floats 1 / 0.0 in the generated
+        # code (ZeroDivisionError, optimize=False and optimized); the interpreter gives inf
         id="gradient-divides-by-constant-zero"),
     pytest.param(
         Case("index", "def f(x: [N], w: []):\n    return Sum[i: N](w * x[i])\n",
              {"x": ("N",), "w": ()}, {"N": 2}),
         "nonfinite", {"x": np.array([1.0, -1.0]), "w": np.inf},
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "rules: factoring w out of the sum (w * Sum x) gives inf * 0 = 0 under strong zero; "
-            "the interpreter sums inf + -inf = nan (issue 12 item 2)")),
+        # fixed: rules: factoring w out of the sum (w * Sum x) gives inf * 0 = 0 under strong
+        # zero; the interpreter sums inf + -inf = nan (issue 12 item 2)
         id="factor-out-of-sum-nonfinite"),
     pytest.param(
         _numpy_case("    return np.tanh(np.dot(x[::2], x[::2]))\n", {"x": ("N",)}, {"N": 2}),
         "nonfinite", {"x": np.array([-np.inf, 1.0])},
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "optimizer: the optimized gradient is nan where the interpreted one is 0 "
-            "(tanh'(inf) = 0 times 2x = -inf: strong zero in the interpreter, not after "
-            "rewriting)")),
+        # fixed: optimizer: the optimized gradient is nan where the interpreted one is 0
+        # (tanh'(inf) = 0 times 2x = -inf: strong zero in the interpreter, not after rewriting)
         id="gradient-strong-zero-lost"),
     pytest.param(
         _numpy_case("    t2 = np.where(b >= 1.0, 0.0, A)\n    return A / t2\n",
                     {"A": ("N",), "b": ()}, {"N": 1}),
         "finite", {"A": np.array([-1.0]), "b": 2.0},
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "backend: the sign of zero: np.where(c, 0.0, A) is +0.0 in the interpreter and "
-            "-0.0 in the compiled code, so A / t2 is -inf against +inf")),
+        # fixed: backend: the sign of zero: np.where(c, 0.0, A) is +0.0 in the interpreter and
+        # -0.0 in the compiled code, so A / t2 is -inf against +inf
         id="signed-zero"),
     pytest.param(
         _numpy_case("    return np.where(np.where(z >= np.trace(B) * np.trace(B), np.trace(B), "
@@ -299,17 +288,15 @@ KNOWN_DEFECTS = [
         "nonfinite", {"x": 1e-300, "z": -0.8154767066329334,
                       "B": np.array([[-0.0, -1.4509516941427603],
                                      [-0.8851977487725773, 1.4157664389185567]])},
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "rules: factoring rewrites g*x*t + (1-g)*t into t*(g*(x - 1) + 1), which loses x "
-            "= 1e-300 entirely; the data comparison after it flips (0.0 against 1.0)")),
+        # fixed: rules: factoring rewrites g*x*t + (1-g)*t into t*(g*(x - 1) + 1), which loses x =
+        # 1e-300 entirely; the data comparison after it flips (0.0 against 1.0)
         id="factoring-cancels-a-tiny-term"),
     pytest.param(
         _numpy_case("    return np.sum(np.where(np.log(x) >= 0.0, 1.0, 2.0))\n", {"x": ("N",)},
                     {"N": 2}),
         "finite", {"x": np.array([-1.0, 2.0])},
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "NumPy front end: a data comparison a >= b is written 1 - gt0(b - a), which is true "
-            "where a or b is nan (NumPy: false); needs a comparison built-in (ir/functions.py)")),
+        # fixed: NumPy front end: a data comparison a >= b is written 1 - gt0(b - a), which is
+        # true where a or b is nan (NumPy: false); needs a comparison built-in (ir/functions.py)
         id="comparison-with-nan"),
 ]
 
@@ -360,7 +347,20 @@ KNOWN_REPRODUCERS = {
 }
 
 
+# fixed since the run (semantics and plan branches): plain regression tests now
+FIXED_REPRODUCERS = frozenset({
+    "fd_numpy_gradient_interpreter_014.py",
+    "gradient_numpy_grad_006.py",
+    "internal_index_compile_018.py",
+    "internal_index_grad_012.py",
+    "internal_numpy_compile_optimize_false_013.py",
+    "nan_pattern_index_compile_023.py",
+    "nan_pattern_numpy_compile_002.py",
+})
+
+
 @pytest.mark.parametrize("name", [
+    pytest.param(n, id=n.removesuffix(".py")) if n in FIXED_REPRODUCERS else
     pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=r), id=n.removesuffix(".py"))
     for n, r in KNOWN_REPRODUCERS.items()
 ])
