@@ -20,6 +20,7 @@ from ..ir.expr import (
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -147,6 +148,26 @@ def f_sum(ivs: Sequence[IndexVar], body: Expr, loc: Loc | None = None) -> Expr:
     return Sum(tuple(ivs), body, loc)
 
 
+def argmax_weight(e: Max) -> Expr:
+    """The weight of each point of ``e``'s range in its derivative: ``D⟦Max_J b⟧ =
+    Σ_J w(J) · D⟦b⟧(J)`` with ``w(J) = [b(J) == m] / Σ_J' [b(J') == m]``, ``m`` the max.
+
+    Ties share the derivative equally (the mean of the one-sided derivatives: the derivative
+    where there is no tie). Where ``m`` is nan no point equals it: the weight is a strong zero.
+    """
+    m = Max(e.indices, e.body, e.loc)
+    hit = Call("eq", (e.body, m))
+    avoid = set(all_index_names(e.body)) | {iv.name for iv in e.indices}
+    renamed: list[IndexVar] = []
+    for iv in e.indices:
+        nn = fresh_name(iv.name, avoid)
+        avoid.add(nn)
+        renamed.append(IndexVar(nn, iv.extent))
+    other = rename(e.body, {iv.name: r.name for iv, r in zip(e.indices, renamed, strict=True)})
+    count = Sum(tuple(renamed), Call("eq", (other, m)))
+    return Binary("/", hit, count)
+
+
 def f_product(factors: Iterable[Expr]) -> Expr:
     out: Expr = ONE
     for f in factors:
@@ -241,7 +262,7 @@ def deshadow(e: Expr, outer: set[str]) -> Expr:
     from pieces of different statements, so this is where it would creep in.
     """
     match e:
-        case Sum(ivs, body, loc):
+        case Sum(ivs, body, loc) | Max(ivs, body, loc):
             avoid = outer | all_index_names(body)
             renames: dict[str, str] = {}
             new_ivs: list[IndexVar] = []
@@ -256,7 +277,7 @@ def deshadow(e: Expr, outer: set[str]) -> Expr:
             if renames:
                 body = rename(body, renames)
             inner = outer | {iv.name for iv in new_ivs}
-            return Sum(tuple(new_ivs), deshadow(body, inner), loc)
+            return type(e)(tuple(new_ivs), deshadow(body, inner), loc)
         case Binary(op, lhs, rhs, loc):
             return Binary(op, deshadow(lhs, outer), deshadow(rhs, outer), loc)
         case Neg(arg, loc):

@@ -12,6 +12,7 @@ from .expr import (
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -42,10 +43,10 @@ from .program import Param, Program, Statement
 
 __all__ = [
     "BUILTINS", "CMP_OPS", "Access", "Affine", "And", "Binary", "Bracket", "Call", "Cmp", "Const",
-    "Dim", "EqsatError", "Expr", "Function", "IndexVar", "Loc", "Neg", "Param", "Pow", "Pred",
-    "Program", "ProgramError", "Rel", "ShapeError", "Statement", "Sum", "accessed_names", "add",
-    "as_dim", "bound_indices", "children", "conj", "const", "dim_str", "dim_value", "div", "eq",
-    "free_indices", "fresh_name", "lookup", "map_children", "mul", "pred_free_indices",
+    "Dim", "EqsatError", "Expr", "Function", "IndexVar", "Loc", "Max", "Neg", "Param", "Pow",
+    "Pred", "Program", "ProgramError", "Rel", "ShapeError", "Statement", "Sum", "accessed_names",
+    "add", "as_dim", "bound_indices", "children", "conj", "const", "dim_str", "dim_value", "div",
+    "eq", "free_indices", "fresh_name", "lookup", "map_children", "mul", "pred_free_indices",
     "print_expr", "print_pred", "print_program", "print_statement", "register_function", "rename",
     "size", "sub", "substitute", "substitute_pred",
 ]

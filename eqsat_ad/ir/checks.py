@@ -22,6 +22,7 @@ from .expr import (
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -36,7 +37,7 @@ from .program import Program
 __all__ = ["check_program"]
 
 # Names the concrete syntax gives a meaning of their own.
-RESERVED = frozenset({"Sum"})
+RESERVED = frozenset({"Sum", "Max"})
 
 
 class _Checker:
@@ -183,10 +184,11 @@ class _Checker:
                     )
                 for a in args:
                     self.expr(a, scope, loc, output)
-            case Sum(ivs, body):
+            case Sum(ivs, body) | Max(ivs, body):
+                kind = type(e).__name__
                 if not ivs:
-                    raise ProgramError("Sum binds no index", loc)
-                self.binder(ivs, loc, "one Sum")
+                    raise ProgramError(f"{kind} binds no index", loc)
+                self.binder(ivs, loc, f"one {kind}")
                 self.expr(body, {**scope, **{iv.name: iv for iv in ivs}}, loc, output)
             case _:
                 raise ProgramError(f"not an expression: {e!r}", outer)
@@ -255,7 +257,7 @@ def _indices(n: int) -> str:
 
 def _sum_binders(e: Expr) -> list[tuple[IndexVar, ...]]:
     out: list[tuple[IndexVar, ...]] = []
-    if isinstance(e, Sum):
+    if isinstance(e, Sum | Max):
         out.append(e.indices)
     for c in children(e):
         out.extend(_sum_binders(c))

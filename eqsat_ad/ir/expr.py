@@ -168,7 +168,21 @@ class Bracket:
     loc: Loc | None = _loc()
 
 
-Expr = Const | Access | Binary | Neg | Pow | Call | Sum | Bracket
+@dataclass(frozen=True, slots=True)
+class Max:
+    """``Max[j: N, k: M](body)``: the largest value of ``body`` over the bound indices.
+
+    An empty range gives -inf (the identity of max); a nan anywhere in the range gives nan (as
+    ``np.max``); a strong zero in the range is an ordinary 0.0 there, and the result is an
+    ordinary number (docs/semantics.md)."""
+
+    indices: tuple[IndexVar, ...]
+    body: Expr
+    loc: Loc | None = _loc()
+
+
+Expr = Const | Access | Binary | Neg | Pow | Call | Sum | Max | Bracket
+Binder = Sum | Max  # the expressions that bind indices (same fields: indices, body)
 
 
 # ================================================================================================
@@ -240,13 +254,14 @@ def children(e: Expr) -> tuple[Expr, ...]:
             return (arg,)
         case Call(_, args):
             return args
-        case Sum(_, body):
+        case Sum(_, body) | Max(_, body):
             return (body,)
     return ()
 
 
 def free_indices(e: Expr) -> frozenset[str]:
-    """Index variables that occur in ``e`` without being bound by an enclosing ``Sum`` in ``e``."""
+    """Index variables that occur in ``e`` without being bound by an enclosing ``Sum`` or ``Max``
+    in ``e``."""
     match e:
         case Const():
             return frozenset()
@@ -257,7 +272,7 @@ def free_indices(e: Expr) -> frozenset[str]:
             return out
         case Bracket(p):
             return pred_free_indices(p)
-        case Sum(ivs, body):
+        case Sum(ivs, body) | Max(ivs, body):
             return free_indices(body) - {iv.name for iv in ivs}
     out = frozenset()
     for c in children(e):
@@ -266,9 +281,9 @@ def free_indices(e: Expr) -> frozenset[str]:
 
 
 def bound_indices(e: Expr) -> frozenset[str]:
-    """All index names bound by some ``Sum`` inside ``e``."""
+    """All index names bound by some ``Sum`` or ``Max`` inside ``e``."""
     out: frozenset[str] = frozenset()
-    if isinstance(e, Sum):
+    if isinstance(e, Sum | Max):
         out |= {iv.name for iv in e.indices}
     for c in children(e):
         out |= bound_indices(c)
@@ -304,7 +319,7 @@ def substitute_pred(p: Pred, mapping: Mapping[str, Affine]) -> Pred:
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
     """Capture-avoiding substitution of index variables by affine expressions.
 
-    A ``Sum`` whose binder would capture a free index of a replacement is renamed first.
+    A ``Sum`` or ``Max`` whose binder would capture a free index of a replacement is renamed first.
     """
     mapping = {k: v for k, v in mapping.items() if not (v.as_var() == k)}
     if not mapping:
@@ -324,7 +339,7 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
             return Pow(substitute(base, mapping), k, e.loc)
         case Call(fn, args):
             return Call(fn, tuple(substitute(a, mapping) for a in args), e.loc)
-        case Sum(ivs, body):
+        case Sum(ivs, body) | Max(ivs, body):
             bound = {iv.name for iv in ivs}
             inner = {k: v for k, v in mapping.items() if k not in bound}
             if not inner:
@@ -345,7 +360,7 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
                     new_ivs.append(iv)
             if renames:
                 body = substitute(body, renames)
-            return Sum(tuple(new_ivs), substitute(body, inner), e.loc)
+            return type(e)(tuple(new_ivs), substitute(body, inner), e.loc)
     raise TypeError(e)
 
 
@@ -388,8 +403,8 @@ def map_children(e: Expr, f) -> Expr:  # f: Callable[[Expr], Expr]
             return Pow(f(base), k, e.loc)
         case Call(fn, args):
             return Call(fn, tuple(f(a) for a in args), e.loc)
-        case Sum(ivs, body):
-            return Sum(ivs, f(body), e.loc)
+        case Sum(ivs, body) | Max(ivs, body):
+            return type(e)(ivs, f(body), e.loc)
     return e
 
 
@@ -447,3 +462,25 @@ def complement(e: Expr) -> Expr:
 def select(c: Expr, a: Expr, b: Expr) -> Expr:
     """``a`` where the 0/1 expression ``c`` is 1, else ``b`` (see :func:`complement`)."""
     return Binary("+", Binary("*", c, a), Binary("*", complement(c), b))
+
+
+def logsumexp(indices: tuple[IndexVar, ...], body: Expr, loc: Loc | None = None) -> Expr:
+    """``log(Sum[indices](exp(body)))`` computed stably: ``m + log(Sum(exp(body - m)))`` with
+    ``m = Max[indices](body)`` (no overflow for large ``body``).
+
+    The value does not depend on the shift ``m`` (for finite ``m``), so ``m`` is held constant
+    under differentiation (``stop_gradient``): the derivative is exactly the softmax
+    ``exp(body - m) / Sum(exp(body - m))``, with no arg-max term that cancels in rounding."""
+    m = Call("stop_gradient", (Max(indices, body, loc),), loc)
+    # the copy of m under the sum binds fresh names (no shadowing of the sum's indices)
+    avoid = set(all_index_names(body)) | {iv.name for iv in indices}
+    renamed: list[IndexVar] = []
+    for iv in indices:
+        nn = fresh_name(iv.name, avoid)
+        avoid.add(nn)
+        renamed.append(IndexVar(nn, iv.extent))
+    pairs = zip(indices, renamed, strict=True)
+    inner_body = substitute(body, {iv.name: Affine.var(r.name) for iv, r in pairs})
+    m_in = Call("stop_gradient", (Max(tuple(renamed), inner_body, loc),), loc)
+    shifted = Sum(indices, Call("exp", (Binary("-", body, m_in, loc),), loc), loc)
+    return Binary("+", m, Call("log", (shifted,), loc), loc)

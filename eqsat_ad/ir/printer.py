@@ -17,6 +17,7 @@ from .expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -101,6 +102,8 @@ def print_expr(e: Expr) -> str:
             return f"{fn}({', '.join(print_expr(a) for a in args)})"
         case Sum(ivs, body):
             return f"Sum[{', '.join(map(str, ivs))}]({print_expr(body)})"
+        case Max(ivs, body):
+            return f"Max[{', '.join(map(str, ivs))}]({print_expr(body)})"
     raise TypeError(f"not an expression: {e!r}")
 
 
