@@ -31,6 +31,7 @@ from ..ir.expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -100,7 +101,7 @@ def node_children(op: str, args: tuple) -> tuple[int, ...]:
         return (args[1],)
     if op == "Call2":
         return (args[1], args[2])
-    if op == "Sum":
+    if op in ("Sum", "Max"):
         return (args[2],)
     return ()
 
@@ -155,7 +156,7 @@ class Extractor:
             return args[1] in self.il
         if op == "Br":
             return args[0] in self.pred
-        if op == "Sum":
+        if op in ("Sum", "Max"):
             return args[1] in self.lin
         return True
 
@@ -187,7 +188,7 @@ class Extractor:
                 f = self._leaf_free(k)
                 for x in ch:
                     f = f | self.free[x]
-                if op == "Sum":
+                if op in ("Sum", "Max"):
                     f = f - {args[0]}
                 old = self.free.get(c)
                 new = f if old is None else old & f
@@ -245,7 +246,7 @@ class Extractor:
             return (0.0, 0.0)  # a constant coefficient folds into the consumer
         if op in ("Add", "Mul"):
             return self._space(self.free[c] - self._node_pinned(k))
-        if op == "Sum":
+        if op in ("Sum", "Max"):
             body = args[2]
             return self._space(self.free.get(body, frozenset()) | self.free[c])
         return self._space(self.free[c])
@@ -629,5 +630,12 @@ class _Decoder:
             if isinstance(body, Sum) and iv.name not in {x.name for x in body.indices}:
                 return Sum((iv,) + body.indices, body.body)
             return Sum((iv,), body)
+        if op == "Max":
+            j, n, b = args
+            iv = IndexVar(self.name(j), self.ex.enc.ids.extent[j])
+            body = self.expr(b)
+            if isinstance(body, Max) and iv.name not in {x.name for x in body.indices}:
+                return Max((iv,) + body.indices, body.body)
+            return Max((iv,), body)
         raise ExtractionError(f"cannot decode {op}")
 
