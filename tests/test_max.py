@@ -1,0 +1,259 @@
+"""The max-reduction ``Max[j: N](e)`` and ``logsumexp[j: N](e)``: every stage against numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.ir.errors import ProgramError
+from eqsat_ad.ir.expr import Max, bound_indices, free_indices, substitute
+from eqsat_ad.ir.index import Affine
+from eqsat_ad.ir.interpreter import evaluate
+from eqsat_ad.ir.printer import print_program
+from eqsat_ad.plan.price import program_plan
+
+ROWMAX = """
+def f(X: [N, M], w: [M]):
+    m[i: N] = Max[j: M](X[i, j] * w[j])
+    return Sum[i: N](m[i] * m[i])
+"""
+
+LSE = """
+def f(X: [N, M]):
+    l[i: N] = logsumexp[j: M](X[i, j])
+    return Sum[i: N](l[i])
+"""
+
+
+def _fd(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    g = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = h
+        g[k] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def _same(a, b) -> None:
+    """Equal values and equal nan/inf patterns."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert a.shape == b.shape
+    assert (np.isnan(a) == np.isnan(b)).all(), (a, b)
+    fin = ~np.isnan(a)
+    np.testing.assert_allclose(a[fin], b[fin], rtol=1e-12, atol=1e-12)
+
+
+# --- IR, parser, printer, checks -------------------------------------------------------------
+
+
+def test_max_round_trips_and_binds_its_indices():
+    p = ea.parse("""
+def f(A: [N, M]):
+    return Sum[i: N](Max[j: M, k: N](A[i, j] * A[k, j]))
+""")
+    assert ea.parse(print_program(p)) == p
+    body = p.outputs[0].body
+    assert isinstance(body, Max) and [iv.name for iv in body.indices] == ["j", "k"]
+    assert free_indices(body) == {"i"} and bound_indices(body) == {"j", "k"}
+    # capture-avoiding: substituting i := j renames the Max's own j
+    moved = substitute(body, {"i": Affine.var("j")})
+    assert free_indices(moved) == {"j"} and "j" not in {iv.name for iv in moved.indices}
+
+
+def test_logsumexp_is_defined_through_max_and_round_trips():
+    p = ea.parse(LSE)
+    text = print_program(p)
+    assert "Max[" in text and "logsumexp" not in text
+    assert ea.parse(text) == p
+
+
+@pytest.mark.parametrize("src, message", [
+    ("def f(x: [N]):\n    return Max[j: N]\n", "must be applied to a body"),
+    ("def f(x: [N]):\n    return Max[j: N](x[j], x[j])\n", "exactly one body"),
+    ("def f(x: [N]):\n    return Max[j](x[j])\n", "with its extent"),
+    ("def f(x: [N]):\n    return Max[j: N, j: N](x[j])\n", "duplicate index"),
+    ("def f(x: [N]):\n    y[i: N] = Max[j: N](x[j])\n    return x[j]\n", "free index 'j'"),
+])
+def test_bad_max_gets_a_located_error(src, message):
+    with pytest.raises(ProgramError, match=message):
+        ea.parse(src)
+
+
+# --- interpreter and compiled code -------------------------------------------------------------
+
+
+def test_interpreter_max_matches_numpy_and_empty_is_minus_inf():
+    p = ea.parse("""
+def f(X: [N, M]):
+    m[i: N] = Max[j: M](X[i, j])
+    return m
+""")
+    X = np.random.default_rng(0).standard_normal((3, 5))
+    np.testing.assert_array_equal(evaluate(p, X), X.max(axis=1))
+    assert (evaluate(p, np.zeros((2, 0))) == -np.inf).all()
+
+
+NONFINITE = [
+    np.array([[1.0, np.nan, 2.0], [-np.inf, -np.inf, -np.inf], [np.inf, 1.0, -np.inf]]),
+    np.array([[0.0, -0.0, -1.0], [1e308, 1e308, -1e308], [5e-324, -5e-324, 0.0]]),
+]
+
+
+@pytest.mark.parametrize("k", range(len(NONFINITE)))
+def test_compiled_max_agrees_with_interpreter_on_nonfinite_inputs(k):
+    src = """
+def f(X: [N, M]):
+    m[i: N] = Max[j: M](X[i, j])
+    s[i: N] = Max[j: M](X[i, j + 1])
+    c[i: N] = Max[j: M]((j < 1) * X[i, j])
+    return m, s, c
+"""
+    p = ea.parse(src)
+    X = NONFINITE[k]
+    want = evaluate(p, X)
+    for opt in (False, True):
+        got = ea.compile(p, optimize=opt)(X)
+        for a, b in zip(got, want, strict=True):
+            _same(a, b)
+    # an out-of-range read is an ordinary 0.0 that takes part: max(X[i, 1:], 0)
+    np.testing.assert_array_equal(np.isnan(want[1]), np.isnan(X[:, 1:]).any(axis=1))
+
+
+def test_max_of_strong_zeros_is_an_ordinary_zero():
+    # every term of the Max is a strong zero; the Max is an ordinary 0.0: inf * 0 = nan
+    p = ea.parse("""
+def f(x: [N], w: []):
+    return w * Max[j: N]((j < 0) * x[j])
+""")
+    x = np.array([1.0, 2.0])
+    assert np.isnan(evaluate(p, x, np.inf))
+    for opt in (False, True):
+        assert np.isnan(ea.compile(p, optimize=opt)(x, np.inf))
+        assert ea.compile(p, optimize=opt)(x, 3.0) == 0.0
+
+
+def test_max_is_priced_as_a_reduction_kernel():
+    plan = program_plan(ea.parse(ROWMAX))
+    kinds = [(k.kind, k.detail) for k in plan.kernels]
+    assert ("reduce", "max") in kinds
+
+
+# --- derivatives -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_max_gradient_matches_finite_differences(optimize):
+    p = ea.parse(ROWMAX)
+    rng = np.random.default_rng(3)
+    X, w = rng.standard_normal((4, 5)), rng.standard_normal(5)
+    gX, gw = ea.grad(p, wrt=("X", "w"), optimize=optimize)(X, w)
+    np.testing.assert_allclose(gX, _fd(lambda x: evaluate(p, x, w), X), atol=1e-7)
+    np.testing.assert_allclose(gw, _fd(lambda v: evaluate(p, X, v), w), atol=1e-7)
+
+
+def test_max_adjoint_identity():
+    p = ea.parse("""
+def f(X: [N, M]):
+    m[i: N] = Max[j: M](exp(X[i, j]) * X[i, j])
+    return m
+""")
+    rng = np.random.default_rng(4)
+    X, dX, ybar = (rng.standard_normal((3, 6)), rng.standard_normal((3, 6)),
+                   rng.standard_normal(3))
+    jv = evaluate(ea.jvp(p, "X"), X, dX)
+    vj = evaluate(ea.vjp(p, "X"), X, ybar)
+    assert np.isclose(np.dot(ybar, jv), np.sum(vj * dX), rtol=1e-12)
+
+
+def test_max_gradient_splits_ties_equally():
+    p = ea.parse("def f(x: [N]):\n    return Max[j: N](x[j])\n")
+    x = np.array([1.0, 3.0, 3.0, -2.0])
+    want = np.array([0.0, 0.5, 0.5, 0.0])
+    np.testing.assert_array_equal(evaluate(ea.vjp(p, "x"), x, 1.0), want)
+    for opt in (False, True):
+        np.testing.assert_array_equal(ea.grad(p, wrt="x", optimize=opt)(x), want)
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_logsumexp_is_stable_with_the_softmax_gradient(optimize):
+    p = ea.parse(LSE)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((3, 4)) * 1000
+    m = X.max(axis=1, keepdims=True)
+    want = float(np.sum(m[:, 0] + np.log(np.exp(X - m).sum(axis=1))))
+    assert np.isclose(evaluate(p, X), want, rtol=1e-14)
+    assert np.isclose(ea.compile(p, optimize=optimize)(X), want, rtol=1e-14)
+    soft = np.exp(X - m) / np.exp(X - m).sum(axis=1, keepdims=True)
+    g = ea.grad(p, wrt="X", optimize=optimize)(X)
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g, soft, atol=1e-15)
+    small = X / 1000
+    np.testing.assert_allclose(ea.grad(p, wrt="X", optimize=optimize)(small),
+                               _fd(lambda x: evaluate(p, x), small), atol=1e-7)
+
+
+# --- NumPy front end ---------------------------------------------------------------------------
+
+
+def row_max(x):
+    return np.max(x, axis=1)
+
+
+def col_max_keep(x):
+    return np.amax(x, axis=0, keepdims=True) * x
+
+
+def method_max(x):
+    return x.max() + x.min(axis=1)
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (row_max, lambda x: np.max(x, axis=1)),
+    (col_max_keep, lambda x: np.amax(x, axis=0, keepdims=True) * x),
+    (method_max, lambda x: x.max() + x.min(axis=1)),
+])
+def test_numpy_max_lowers_to_max_at_symbolic_sizes(fn, ref):
+    prog = ea.translate(fn, {"x": ("N", "M")})
+    assert any(isinstance(e, Max) for e in _nodes(prog))
+    x = np.random.default_rng(6).standard_normal((3, 4))
+    np.testing.assert_allclose(evaluate(prog, x), ref(x))
+    np.testing.assert_allclose(ea.compile(prog, optimize=False)(x), ref(x))
+
+
+def _nodes(prog):
+    from eqsat_ad.ir.expr import children
+
+    stack = [s.body for s in prog.statements] + list(prog.outputs)
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(children(e))
+
+
+def softmax_xent(z, y):
+    m = np.max(z, axis=1, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(z - m), axis=1, keepdims=True))
+    return np.sum(lse - np.sum(y * z, axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_softmax_cross_entropy_with_the_max_trick_at_large_logits(optimize):
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal((5, 6)) * 1000
+    y = np.eye(6)[rng.integers(0, 6, 5)]
+    shapes = {"z": ("N", "K"), "y": ("N", "K")}
+    prog = ea.translate(softmax_xent, shapes)
+    assert any(isinstance(e, Max) for e in _nodes(prog))
+    m = z.max(axis=1, keepdims=True)
+    soft = np.exp(z - m) / np.exp(z - m).sum(axis=1, keepdims=True)
+    want = float(np.sum(m[:, 0] + np.log(np.exp(z - m).sum(axis=1)) - (y * z).sum(axis=1)))
+    assert np.isclose(ea.compile(prog, optimize=optimize)(z, y), want, rtol=1e-14)
+    g = ea.grad(softmax_xent, wrt="z", optimize=optimize, shapes=shapes)(z, y)
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g, soft - y, atol=1e-15)
+    # away from overflow the gradient matches central differences
+    zs = z / 1000
+    np.testing.assert_allclose(
+        ea.grad(softmax_xent, wrt="z", optimize=optimize, shapes=shapes)(zs, y),
+        _fd(lambda v: evaluate(prog, v, y), zs), atol=1e-7)
