@@ -257,3 +257,21 @@ def test_softmax_cross_entropy_with_the_max_trick_at_large_logits(optimize):
     np.testing.assert_allclose(
         ea.grad(softmax_xent, wrt="z", optimize=optimize, shapes=shapes)(zs, y),
         _fd(lambda v: evaluate(prog, v, y), zs), atol=1e-7)
+
+
+def test_max_survives_optimization_shifted_reads_and_second_derivatives():
+    # a shifted read of a Max statement (the e-graph substitutes into the binder's body), the
+    # Max shared with a logsumexp of the same body, and the Hessian through the arg-max weights
+    p = ea.parse("""
+def f(A: [N, M], x: [N]):
+    m[i: N] = Max[j: M](A[i, j] * x[i])
+    return Sum[i: N](m[i + 1] * x[i] + logsumexp[j: M](A[i, j] * x[i]))
+""")
+    rng = np.random.default_rng(8)
+    A, x = rng.standard_normal((4, 3)), rng.standard_normal(4)
+    want = evaluate(p, A, x)
+    assert np.isclose(evaluate(ea.optimize(p).program, A, x), want, rtol=1e-13)
+    assert np.isclose(ea.compile(p)(A, x), want, rtol=1e-13)
+    g = ea.grad(p, wrt="x", optimize=False)
+    fd = np.array([(g(A, x + e) - g(A, x - e)) / 2e-6 for e in np.eye(4) * 1e-6])
+    np.testing.assert_allclose(ea.hessian(p, wrt="x")(A, x), fd, atol=1e-6)
