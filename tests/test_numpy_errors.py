@@ -285,10 +285,6 @@ def fancy_list(x):
     return x[[0, 1]]  # ERR
 
 
-def symbolic_max(x):
-    return np.max(x)  # ERR
-
-
 def array_power(x, y):
     return x**y  # ERR
 
@@ -305,7 +301,6 @@ def test_shape_and_index_errors():
     expect(symbolic_slice, {"x": ("N",)}, "slice 1: of an axis of symbolic size N", "x[1:]")
     expect(fancy, {"x": (3,)}, "boolean mask", "x[x > 0]")
     expect(fancy_list, {"x": (3,)}, "fancy indexing", "x[[0, 1]]")
-    expect(symbolic_max, {"x": ("N",)}, "no max-reduction", "np.max(x)")
     expect(array_power, {"x": (3,), "y": (3,)}, "np.exp(y * np.log(x))", "x**y")
     expect(too_many_indices, {"x": (3,)}, "too many indices", "x[0, 1]")
 

@@ -17,10 +17,12 @@ from ..ir.expr import (
     Access,
     Binary,
     Bracket,
+    Call,
     Cmp,
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -155,6 +157,26 @@ def f_sum(ivs: Sequence[IndexVar], body: Expr, loc: Loc | None = None) -> Expr:
     return Sum(tuple(ivs), body, loc)
 
 
+def argmax_weight(e: Max) -> Expr:
+    """The weight of each point of ``e``'s range in its derivative: ``D⟦Max_J b⟧ =
+    Σ_J w(J) · D⟦b⟧(J)`` with ``w(J) = [b(J) == m] / Σ_J' [b(J') == m]``, ``m`` the max.
+
+    Ties share the derivative equally (the mean of the one-sided derivatives: the derivative
+    where there is no tie). Where ``m`` is nan no point equals it: the weight is a strong zero.
+    """
+    m = Max(e.indices, e.body, e.loc)
+    hit = Call("eq", (e.body, m))
+    avoid = set(all_index_names(e.body)) | {iv.name for iv in e.indices}
+    renamed: list[IndexVar] = []
+    for iv in e.indices:
+        nn = fresh_name(iv.name, avoid)
+        avoid.add(nn)
+        renamed.append(IndexVar(nn, iv.extent))
+    other = rename(e.body, {iv.name: r.name for iv, r in zip(e.indices, renamed, strict=True)})
+    count = Sum(tuple(renamed), Call("eq", (other, m)))
+    return Binary("/", hit, count)
+
+
 def f_product(factors: Iterable[Expr]) -> Expr:
     out: Expr = ONE
     for f in factors:
@@ -256,7 +278,7 @@ def deshadow(e: Expr, outer: set[str]) -> Expr:
     def pre(x: Expr, bound: set[str]) -> tuple[Expr, set[str]] | Done:
         if isinstance(x, Const | Access | Bracket):
             return Done(x)
-        if not isinstance(x, Sum):
+        if not isinstance(x, Sum | Max):
             return x, bound
         ivs, body = x.indices, x.body
         renames: dict[str, str] = {}
@@ -273,7 +295,7 @@ def deshadow(e: Expr, outer: set[str]) -> Expr:
                 new_ivs.append(iv)
         if renames:
             body = rename(body, renames)
-            x = Sum(tuple(new_ivs), body, x.loc)
+            x = type(x)(tuple(new_ivs), body, x.loc)
         return x, bound | {iv.name for iv in new_ivs}
 
     return rebuild(e, pre=pre, ctx=set(outer))

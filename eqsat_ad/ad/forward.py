@@ -22,6 +22,7 @@ from ..ir.expr import (
     Call,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Sum,
@@ -34,6 +35,7 @@ from .common import (
     DifferentiationError,
     Names,
     active_names,
+    argmax_weight,
     f_add,
     f_div,
     f_mul,
@@ -106,6 +108,10 @@ def tangent(e: Expr, ctx: _Context) -> Expr:
             return out
         case Sum(ivs, body):
             return f_sum(ivs, tangent(body, ctx), e.loc)
+        case Max(ivs, body):
+            # the derivative at the arg-max (ties share it equally)
+            db = tangent(body, ctx)
+            return f_sum(ivs, f_mul(argmax_weight(e), db), e.loc)
     raise TypeError(f"not an expression: {e!r}")
 
 

@@ -30,6 +30,7 @@ from ..ir.expr import (
     Call,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Sum,
@@ -47,6 +48,7 @@ from .common import (
     DifferentiationError,
     Names,
     active_names,
+    argmax_weight,
     bracket,
     deshadow,
     eq_pred,
@@ -148,25 +150,35 @@ class Linearizer:
                 for p, ts in zip(partials, per_arg, strict=True):
                     out += _scale(ts, p)
                 return out
+            case Max(ivs, body):
+                # D⟦Max_J b⟧ = Σ_J w(J) · D⟦b⟧(J): the cotangent goes to the arg-max (split
+                # equally among ties), x̄[j] = [b(j) == m] · ȳ / count
+                return self.lift(ivs, body, weighted=True)
             case Sum(ivs, body):
-                renames: dict[str, str] = {}
-                lifted: list[IndexVar] = []
-                avoid = self.taken | set(all_index_names(body))
-                for iv in ivs:
-                    name = iv.name
-                    if name in self.taken:
-                        name = fresh_name(name, avoid)
-                        renames[iv.name] = name
-                    avoid.add(name)
-                    self.taken.add(name)
-                    lifted.append(IndexVar(name, iv.extent))
-                if renames:
-                    body = rename(body, renames)
-                return [
-                    Term(tuple(lifted) + t.binders, t.coeff, t.name, t.index)
-                    for t in self.terms(body)
-                ]
+                return self.lift(ivs, body)
         raise TypeError(f"not an expression: {e!r}")
+
+
+    def lift(self, ivs: tuple[IndexVar, ...], body: Expr, weighted: bool = False) -> list[Term]:
+        """The terms of ``Sum[ivs](body)`` (of ``Max[ivs](body)`` when ``weighted``), with the
+        binders lifted out of the terms."""
+        renames: dict[str, str] = {}
+        lifted: list[IndexVar] = []
+        avoid = self.taken | set(all_index_names(body))
+        for iv in ivs:
+            name = iv.name
+            if name in self.taken:
+                name = fresh_name(name, avoid)
+                renames[iv.name] = name
+            avoid.add(name)
+            self.taken.add(name)
+            lifted.append(IndexVar(name, iv.extent))
+        if renames:
+            body = rename(body, renames)
+        terms = self.terms(body)
+        if weighted and terms:
+            terms = _scale(terms, argmax_weight(Max(tuple(lifted), body)), right=False)
+        return [Term(tuple(lifted) + t.binders, t.coeff, t.name, t.index) for t in terms]
 
 
 @dataclass(frozen=True)

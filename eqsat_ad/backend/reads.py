@@ -15,14 +15,17 @@ from ..ir.expr import (
     Call,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
+    substitute,
 )
 from ..ir.functions import lookup
-from ..ir.index import Affine
+from ..ir.index import Affine, IndexVar
 from ..plan.kernels import (
     Elementwise,
     Gather,
+    Reduce,
     View,
 )
 from ..plan.normal import (
@@ -231,6 +234,8 @@ class Reads(Emitter):
                 return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
             case Call(fn, args):
                 return self.call(e, fn, args, grid)
+            case Max():
+                return self.max_reduce(e, grid)
         return self.combine(expand(e, self.names), grid)
 
     def call(self, e: Call, fn: str, args: tuple[Expr, ...], grid: dict[str, Axis]) -> Value:
@@ -259,6 +264,33 @@ class Reads(Emitter):
             # np.where, so a false comparison is a strong zero as in the interpreter
             return Value(code, target, mask=True, kernels=ks, size=size)
         return self.shared(Value(code, target, risky=risky, kernels=ks, size=size), create=False)
+
+    def max_reduce(self, e: Max, grid: dict[str, Axis]) -> Value:
+        """``np.max`` of the body over the bound axes (an empty range gives -inf, a nan in the
+        range nan, as the interpreter); reads outside a tensor are the reads' zeros."""
+        mapping: dict[str, Affine] = {}
+        inner: dict[str, Axis] = {}
+        for iv in e.indices:
+            nn = self.names.fresh(iv.name)
+            inner[nn] = Axis.full(IndexVar(nn, iv.extent))
+            if nn != iv.name:
+                mapping[iv.name] = Affine.var(nn)
+        body = substitute(e.body, mapping) if mapping else e.body
+        g2 = {**grid, **inner}
+        v = self.to_num(self.ev(body, g2))
+        kept = self.order(grid, v.axes)
+        full = kept + tuple(inner)
+        code = self.align(v, full, False)
+        if set(full) - set(v.axes):  # an index the body ignores: its copies (or none) count
+            code = f"np.broadcast_to({code}, {self._shape_code([g2[a] for a in full])})"
+        pos = tuple(range(len(kept), len(full)))
+        axis = pos[0] if len(pos) == 1 else pos
+        self.decide("reduce", f"max over {', '.join(inner)}", full, in_sum=True)
+        n = self.numel_poly(kept, g2)
+        ks = v.kernels + self.kernel(Reduce, self.numel_poly(full, g2), n, "max")
+        code = f"np.max({code}, axis={axis}, initial=-np.inf)"
+        # (an empty range gives -inf: never known finite)
+        return Value(self.temp(code, kernels=ks), kept, risky=True, size=n)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
         """The sum of terms on one grid, as one expression (negative terms subtracted)."""

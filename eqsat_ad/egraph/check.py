@@ -41,6 +41,7 @@ from ..ir.expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Pow,
     Pred,
     Rel,
@@ -122,7 +123,7 @@ def _node_expr(op: str, args: tuple, kid: Mapping[int, Expr], index: tuple, exte
             return Call(args[0], (kid[args[1]],))
         if op == "Call2":
             return Call(args[0], (kid[args[1]], kid[args[2]]))
-        if op == "Sum":
+        if op in ("Sum", "Max"):
             terms, const = lin[args[1]]
             if not terms:
                 extent = int(const)
@@ -130,7 +131,8 @@ def _node_expr(op: str, args: tuple, kid: Mapping[int, Expr], index: tuple, exte
                 extent = size("N")
             else:
                 return None
-            return Sum((IndexVar(f"v{args[0]}", extent),), kid[args[2]])
+            binder = Sum if op == "Sum" else Max
+            return binder((IndexVar(f"v{args[0]}", extent),), kid[args[2]])
     except KeyError:
         return None
     return None

@@ -29,6 +29,7 @@ from ..ir.expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -74,7 +75,7 @@ def is_cheap(body: Expr) -> bool:
     while stack:
         e = stack.pop()
         n += 1
-        if n > CHEAP_NODES or isinstance(e, Sum | Call | Pow) or (
+        if n > CHEAP_NODES or isinstance(e, Sum | Max | Call | Pow) or (
             isinstance(e, Binary) and e.op == "/"
         ):
             return False
@@ -273,15 +274,19 @@ class _Encoder:
                 raise ProgramError(f"the optimizer supports functions of 1 or 2 arguments: {fn}")
             case Sum(ivs, body):
                 return self.sum(list(ivs), body, env, level)
+            case Max(ivs, body):
+                return self.sum(list(ivs), body, env, level, "Max")
         raise ProgramError(f"not an expression: {e!r}")
 
-    def sum(self, ivs: list[IndexVar], body: Expr, env: dict[str, int], level: int) -> str:
+    def sum(self, ivs: list[IndexVar], body: Expr, env: dict[str, int], level: int,
+            head: str = "Sum") -> str:
+        """A sum (``head`` Max: a max-reduction) over several indices as nested ones of one."""
         if not ivs:
             return self.expr(body, env, level)
         iv = ivs[0]
         j = self.ids.binder(level, iv.extent)
-        inner = self.sum(ivs[1:], body, {**env, iv.name: j}, level + 1)
-        return f"(Sum {j} {dim_lin(iv.extent, self.ids)} {inner})"
+        inner = self.sum(ivs[1:], body, {**env, iv.name: j}, level + 1, head)
+        return f"({head} {j} {dim_lin(iv.extent, self.ids)} {inner})"
 
     def inline(
         self, name: str, idx: tuple[Affine, ...], text: str, env: dict[str, int], level: int,

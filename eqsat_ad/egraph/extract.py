@@ -31,6 +31,7 @@ from ..ir.expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -100,7 +101,7 @@ def node_children(op: str, args: tuple) -> tuple[int, ...]:
         return (args[1],)
     if op == "Call2":
         return (args[1], args[2])
-    if op == "Sum":
+    if op in ("Sum", "Max"):
         return (args[2],)
     return ()
 
@@ -156,7 +157,7 @@ class Extractor:
             return args[1] in self.il
         if op == "Br":
             return args[0] in self.pred
-        if op == "Sum":
+        if op in ("Sum", "Max"):
             return args[1] in self.lin
         return True
 
@@ -188,7 +189,7 @@ class Extractor:
                 f = self._leaf_free(k)
                 for x in ch:
                     f = f | self.free[x]
-                if op == "Sum":
+                if op in ("Sum", "Max"):
                     f = f - {args[0]}
                 old = self.free.get(c)
                 new = f if old is None else old & f
@@ -246,7 +247,7 @@ class Extractor:
             return (0.0, 0.0)  # a constant coefficient folds into the consumer
         if op in ("Add", "Mul"):
             return self._space(self.free[c] - self._node_pinned(k))
-        if op == "Sum":
+        if op in ("Sum", "Max"):
             body = args[2]
             return self._space(self.free.get(body, frozenset()) | self.free[c])
         return self._space(self.free[c])
@@ -607,7 +608,7 @@ class _Decoder:
                     self.memo[c] = self.leaf(op, args)
                     out.append(self.memo[c])
                     continue
-                if op == "Sum":
+                if op in ("Sum", "Max"):
                     self.name(args[0])
                 stack.append((c, True))
                 stack.extend((x, False) for x in reversed(kids))
@@ -659,5 +660,12 @@ class _Decoder:
             if isinstance(body, Sum) and iv.name not in {x.name for x in body.indices}:
                 return Sum((iv,) + body.indices, body.body)
             return Sum((iv,), body)
+        if op == "Max":
+            j = args[0]
+            iv = IndexVar(self.name(j), self.ex.enc.ids.extent[j])
+            body = vals[0]
+            if isinstance(body, Max) and iv.name not in {x.name for x in body.indices}:
+                return Max((iv,) + body.indices, body.body)
+            return Max((iv,), body)
         raise ExtractionError(f"cannot decode {op}")
 

@@ -29,6 +29,7 @@ from ..ir.expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -95,7 +96,7 @@ class _Canon:
                 return ("pow", k, self.key(base))
             case Call(fn, args):
                 return ("call", fn, tuple(self.key(a) for a in args))
-            case Sum(ivs, body):
+            case Sum(ivs, body) | Max(ivs, body):
                 # Bound indices are named by binder depth and position: scoped, so unique
                 # while in scope, and equal for alpha-equivalent sums anywhere.
                 saved = {iv.name: self.tokens.get(iv.name) for iv in ivs}
@@ -111,7 +112,7 @@ class _Canon:
                         del self.tokens[name]
                     else:
                         self.tokens[name] = tok
-                return ("sum", tuple(toks), inner)
+                return (type(e).__name__, tuple(toks), inner)
         raise TypeError(e)
 
 
@@ -127,7 +128,7 @@ def _size(e: Expr, limit: int) -> int:
                 stack.append(arg)
             case Call(_, args):
                 stack += list(args)
-            case Sum(_, body):
+            case Sum(_, body) | Max(_, body):
                 stack.append(body)
     return n
 
@@ -169,10 +170,10 @@ def share_statement_bodies(prog: Program) -> Program:
                 if all(_fits(scope[gens[iv.name]], iv.extent) for iv in s.indices):
                     return Access(s.name, tuple(Affine.var(gens[iv.name]) for iv in s.indices),
                                   e.loc)
-        if isinstance(e, Sum):
+        if isinstance(e, Sum | Max):
             inner = dict(scope)
             inner.update({iv.name: iv.extent for iv in e.indices})
-            return Sum(e.indices, rewrite(e.body, inner), e.loc)
+            return type(e)(e.indices, rewrite(e.body, inner), e.loc)
         return map_children(e, lambda c: rewrite(c, scope))
 
     statements: list[Statement] = []

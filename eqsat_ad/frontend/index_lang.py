@@ -37,11 +37,13 @@ from ..ir.expr import (
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
     Rel,
     Sum,
+    logsumexp,
 )
 from ..ir.index import Affine, Dim, IndexVar, as_dim
 from ..ir.program import Fold, Param, Program, Statement, Step
@@ -366,8 +368,10 @@ class _Parser:
                 if name in self.relations:
                     return Bracket(Rel(name, (), loc), loc)
                 return Access(name, (), loc)
-            case ast.Subscript(value=ast.Name(id="Sum")):
-                raise self.error("Sum[...] must be applied to a body: Sum[i: N](...)", node)
+            case ast.Subscript(value=ast.Name(id="Sum" | "Max" | "logsumexp" as head)):
+                raise self.error(
+                    f"{head}[...] must be applied to a body: {head}[i: N](...)", node
+                )
             case ast.Subscript(value=ast.Name(id=name), slice=sl):
                 idx = self.indices(sl, scope)
                 if name in self.relations:
@@ -377,12 +381,18 @@ class _Parser:
                 raise self.error(
                     f"only names can be indexed, not '{self.text(node.value)}'", node.value
                 )
-            case ast.Call(func=ast.Subscript(value=ast.Name(id="Sum"), slice=sl)):
-                ivs = self.binders(sl, "Sum")
+            case ast.Call(
+                func=ast.Subscript(value=ast.Name(id="Sum" | "Max" | "logsumexp" as head),
+                                   slice=sl)
+            ):
+                ivs = self.binders(sl, head)
                 if node.keywords or len(node.args) != 1:
-                    raise self.error("Sum[...](body) takes exactly one body", node)
+                    raise self.error(f"{head}[...](body) takes exactly one body", node)
                 inner = scope | {iv.name for iv in ivs}
-                return Sum(ivs, self.expr(node.args[0], inner), loc)
+                body = self.expr(node.args[0], inner)
+                if head == "logsumexp":
+                    return logsumexp(ivs, body, loc)
+                return (Sum if head == "Sum" else Max)(ivs, body, loc)
             case ast.Call(func=ast.Name(id=fn)):
                 if node.keywords:
                     raise self.error(f"keyword arguments to '{fn}' are not supported", node)

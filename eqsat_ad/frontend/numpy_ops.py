@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.expr import Access, Bracket, Cmp, Const, Expr, Sum, complement, conj, select
+from ..ir.expr import Access, Bracket, Cmp, Const, Expr, Max, Sum, complement, conj, select
 from ..ir.index import Affine, Dim, IndexVar, dim_str
 from .numpy_values import (
     PredVal,
@@ -232,28 +232,28 @@ class ArrayOps:
 
     def reduce_extreme(self, fn: str, v: Any, axis: Any, keepdims: bool, node: ast.AST,
                        what: str) -> TVal:
-        """``np.max``/``np.min`` over concrete axes as a pairwise tournament.
+        """``np.max``/``np.min``: a ``Max`` over axes of symbolic size; over concrete axes a
+        pairwise tournament.
 
-        Tensor SSA has sums but no max-reduction, so each level halves the axis with the binary
-        built-in, ``m[.., k, ..] = max(x[.., 2k, ..], x[.., 2k+1, ..])``, one statement per
-        level: O(n) work in log2(n) vectorized statements, whose derivatives stay as simple as
-        one binary max each. An odd level's last element is set aside (every read stays in
+        A tournament level halves the axis with the binary built-in,
+        ``m[.., k, ..] = max(x[.., 2k, ..], x[.., 2k+1, ..])``, one statement per level: O(n)
+        work in log2(n) vectorized statements, whose derivatives stay as simple as one binary
+        max each. An odd level's last element is set aside (every read stays in
         range: plain slices, no brackets) and joins the level that ends the axis.
         """
         tv = self.operand(v, node)
         red = self.normalize_axes(axis, tv.ndim, node, what)
         if not red:
             return tv
+        if any(not isinstance(tv.shape[k], int) for k in red):
+            # symbolic sizes: the max-reduction of the index language (min(x) = -max(-x)); an
+            # empty range gives -inf (+inf for min) where NumPy raises
+            binders = tuple(IndexVar(tv.axes[k], tv.shape[k]) for k in red)
+            if fn == "max":
+                return self._reduced(tv, red, Max(binders, tv.body), keepdims)
+            return self._reduced(tv, red, neg(Max(binders, neg(tv.body))), keepdims)
         for k in red:
-            d = tv.shape[k]
-            if not isinstance(d, int):
-                raise self.error(
-                    f"{what} over an axis of symbolic size {dim_str(d)} cannot be expressed: "
-                    "Tensor SSA has sums but no max-reduction, so the reduction is built from "
-                    "binary max over concrete sizes; call the function with concrete shapes",
-                    node,
-                )
-            if d == 0:
+            if tv.shape[k] == 0:
                 raise self.error(f"{what} of an empty array (zero-size reduction)", node)
         cur = tv
         for k in red:

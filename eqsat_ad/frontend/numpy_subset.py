@@ -54,6 +54,7 @@ from ..ir.expr import (
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -546,7 +547,7 @@ class _Translator(ExprOps):
                 return Pow(self._rename(base, m, used), k, e.loc)
             case Call(fn, args):
                 return Call(fn, tuple(self._rename(a, m, used) for a in args), e.loc)
-            case Sum(ivs, body):
+            case Sum(ivs, body) | Max(ivs, body):
                 inner = dict(m)
                 used2 = set(used)
                 new: list[IndexVar] = []
@@ -556,7 +557,7 @@ class _Translator(ExprOps):
                     inner[iv.name] = nm
                     new.append(IndexVar(nm, iv.extent))
                 self.index_used |= {iv.name for iv in new}
-                return Sum(tuple(new), self._rename(body, inner, used2), e.loc)
+                return type(e)(tuple(new), self._rename(body, inner, used2), e.loc)
         raise TypeError(e)
 
     def _pretty_expr(self, e: Expr) -> Expr:

@@ -32,6 +32,7 @@ from ..ir.expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -160,12 +161,12 @@ def subst(e: Expr, m: Mapping[str, Affine]) -> Expr:
             return Pow(subst(base, m), k, e.loc)
         case Call(fn, args):
             return Call(fn, tuple(subst(a, m) for a in args), e.loc)
-        case Sum(ivs, body):
+        case Sum(ivs, body) | Max(ivs, body):
             bound = {iv.name for iv in ivs}
             inner = {k: v for k, v in m.items() if k not in bound}
             if any(bound & v.free_indices() for v in inner.values()):
                 return substitute(e, m)
-            return Sum(ivs, subst(body, inner), e.loc)
+            return type(e)(ivs, subst(body, inner), e.loc)
     raise TypeError(e)
 
 
@@ -178,8 +179,9 @@ def scalar(e: Expr, boolean: bool = False) -> TVal:
 
 
 def has_sum(e: Expr) -> bool:
-    """Whether ``e`` contains a summation (such values are materialized before reuse)."""
-    if isinstance(e, Sum):
+    """Whether ``e`` contains a summation or max-reduction (such values are materialized
+    before reuse)."""
+    if isinstance(e, Sum | Max):
         return True
     return any(has_sum(c) for c in children(e))
 

@@ -12,6 +12,7 @@ from .expr import (
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -43,7 +44,7 @@ from .program import Fold, Param, Program, Statement, Step
 __all__ = [
     "BUILTINS", "CMP_OPS", "Access", "Affine", "And", "Binary", "Bracket", "Call", "Cmp", "Const",
     "Dim", "EqsatError", "EqsatTypeError", "EqsatValueError", "Expr", "Fold", "Function",
-    "IndexVar", "Loc", "Neg", "Param", "Pow", "Pred", "Step",
+    "IndexVar", "Loc", "Max", "Neg", "Param", "Pow", "Pred", "Step",
     "Program", "ProgramError", "Rel", "ShapeError", "Statement", "Sum", "accessed_names", "add",
     "as_dim", "bound_indices", "children", "conj", "const", "dim_str", "dim_value", "div", "eq",
     "free_indices", "fresh_name", "lookup", "map_children", "mul", "pred_free_indices",

@@ -22,6 +22,7 @@ from .expr import (
     Const,
     Expr,
     Loc,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -36,7 +37,7 @@ from .program import Fold, Program
 __all__ = ["check_program"]
 
 # Names the concrete syntax gives a meaning of their own.
-RESERVED = frozenset({"Sum", "Fold"})
+RESERVED = frozenset({"Sum", "Max", "Fold"})
 
 
 class _Checker:
@@ -249,10 +250,11 @@ class _Checker:
                         f"'{fn}' takes {f.arity} {plural} but is given {len(args)}", loc
                     )
                 work.extend((a, scope, loc) for a in reversed(args))
-            case Sum(ivs, body):
+            case Sum(ivs, body) | Max(ivs, body):
+                kind = type(e).__name__
                 if not ivs:
-                    raise ProgramError("Sum binds no index", loc)
-                self.binder(ivs, loc, "one Sum")
+                    raise ProgramError(f"{kind} binds no index", loc)
+                self.binder(ivs, loc, f"one {kind}")
                 work.append((body, {**scope, **{iv.name: iv for iv in ivs}}, loc))
             case _:
                 raise ProgramError(f"not an expression: {e!r}", outer)
@@ -328,7 +330,7 @@ def _sum_binders(e: Expr) -> list[tuple[IndexVar, ...]]:
     stack = [e]
     while stack:
         x = stack.pop()
-        if isinstance(x, Sum):
+        if isinstance(x, Sum | Max):
             out.append(x.indices)
         stack.extend(reversed(children(x)))
     return out

@@ -168,12 +168,26 @@ class Bracket:
     loc: Loc | None = _loc()
 
 
-Expr = Const | Access | Binary | Neg | Pow | Call | Sum | Bracket
+@dataclass(frozen=True, slots=True)
+class Max:
+    """``Max[j: N, k: M](body)``: the largest value of ``body`` over the bound indices.
+
+    An empty range gives -inf (the identity of max); a nan anywhere in the range gives nan (as
+    ``np.max``); a strong zero in the range is an ordinary 0.0 there, and the result is an
+    ordinary number (docs/semantics.md)."""
+
+    indices: tuple[IndexVar, ...]
+    body: Expr
+    loc: Loc | None = _loc()
+
+
+Expr = Const | Access | Binary | Neg | Pow | Call | Sum | Max | Bracket
+Binder = Sum | Max  # the expressions that bind indices (same fields: indices, body)
 
 
 # Structural equality and hashing without recursion: a chain of thousands of terms is as deep
 # as it is long, and the generated dataclass methods would recurse once per level.
-_INNER = (Binary, Neg, Pow, Call, Sum)
+_INNER = (Binary, Neg, Pow, Call, Sum, Max)
 
 
 def _own_fields(e: Expr) -> object:
@@ -185,7 +199,7 @@ def _own_fields(e: Expr) -> object:
             return k
         case Call(fn, args):
             return (fn, len(args))
-        case Sum(ivs, _):
+        case Sum(ivs, _) | Max(ivs, _):
             return ivs
     return None
 
@@ -305,13 +319,14 @@ def children(e: Expr) -> tuple[Expr, ...]:
             return (arg,)
         case Call(_, args):
             return args
-        case Sum(_, body):
+        case Sum(_, body) | Max(_, body):
             return (body,)
     return ()
 
 
 def free_indices(e: Expr) -> frozenset[str]:
-    """Index variables that occur in ``e`` without being bound by an enclosing ``Sum`` in ``e``."""
+    """Index variables that occur in ``e`` without being bound by an enclosing ``Sum`` or ``Max``
+    in ``e``."""
     if isinstance(e, Access):
         out: frozenset[str] = frozenset()
         for a in e.indices:
@@ -333,7 +348,7 @@ def free_indices(e: Expr) -> frozenset[str]:
                     found.update(n for n in a.free_indices() if n not in bound)
             case Bracket(p):
                 found.update(n for n in pred_free_indices(p) if n not in bound)
-            case Sum(ivs, body):
+            case Sum(ivs, body) | Max(ivs, body):
                 stack.append((body, bound | {iv.name for iv in ivs}))
             case _:
                 stack.extend((c, bound) for c in children(x))
@@ -341,12 +356,12 @@ def free_indices(e: Expr) -> frozenset[str]:
 
 
 def bound_indices(e: Expr) -> frozenset[str]:
-    """All index names bound by some ``Sum`` inside ``e``."""
+    """All index names bound by some ``Sum`` or ``Max`` inside ``e``."""
     out: set[str] = set()
     stack = [e]
     while stack:
         x = stack.pop()
-        if isinstance(x, Sum):
+        if isinstance(x, Sum | Max):
             out |= {iv.name for iv in x.indices}
         stack.extend(children(x))
     return frozenset(out)
@@ -381,7 +396,7 @@ def substitute_pred(p: Pred, mapping: Mapping[str, Affine]) -> Pred:
 def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
     """Capture-avoiding substitution of index variables by affine expressions.
 
-    A ``Sum`` whose binder would capture a free index of a replacement is renamed first.
+    A ``Sum`` or ``Max`` whose binder would capture a free index of a replacement is renamed first.
     """
     from .traverse import Done, rebuild
 
@@ -397,16 +412,18 @@ def substitute(e: Expr, mapping: Mapping[str, Affine]) -> Expr:
                 return Done(Access(name, tuple(a.substitute(m) for a in idx), x.loc))
             case Bracket(p):
                 return Done(Bracket(substitute_pred(p, m), x.loc))
-            case Sum(ivs, body):
-                return _enter_sum(x, ivs, body, m)
+            case Sum(ivs, body) | Max(ivs, body):
+                return _enter_binder(x, ivs, body, m)
         return x, m
 
     return rebuild(e, pre=pre, ctx=mapping)
 
 
-def _enter_sum(x: Sum, ivs: tuple[IndexVar, ...], body: Expr, mapping: Mapping[str, Affine]):
-    """The mapping inside ``x`` (its binders removed), with binders that would capture a
-    replacement's free index renamed first."""
+def _enter_binder(
+    x: Sum | Max, ivs: tuple[IndexVar, ...], body: Expr, mapping: Mapping[str, Affine]
+):
+    """The mapping inside the ``Sum`` or ``Max`` ``x`` (its binders removed), with binders
+    that would capture a replacement's free index renamed first."""
     from .traverse import Done
 
     bound = {iv.name for iv in ivs}
@@ -429,7 +446,7 @@ def _enter_sum(x: Sum, ivs: tuple[IndexVar, ...], body: Expr, mapping: Mapping[s
             new_ivs.append(IndexVar(nn, iv.extent))
         else:
             new_ivs.append(iv)
-    return Sum(tuple(new_ivs), substitute(body, renames), x.loc), inner
+    return type(x)(tuple(new_ivs), substitute(body, renames), x.loc), inner
 
 
 def rename(e: Expr, mapping: Mapping[str, str]) -> Expr:
@@ -469,8 +486,8 @@ def map_children(e: Expr, f) -> Expr:  # f: Callable[[Expr], Expr]
             return Pow(f(base), k, e.loc)
         case Call(fn, args):
             return Call(fn, tuple(f(a) for a in args), e.loc)
-        case Sum(ivs, body):
-            return Sum(ivs, f(body), e.loc)
+        case Sum(ivs, body) | Max(ivs, body):
+            return type(e)(ivs, f(body), e.loc)
     return e
 
 
@@ -528,3 +545,25 @@ def complement(e: Expr) -> Expr:
 def select(c: Expr, a: Expr, b: Expr) -> Expr:
     """``a`` where the 0/1 expression ``c`` is 1, else ``b`` (see :func:`complement`)."""
     return Binary("+", Binary("*", c, a), Binary("*", complement(c), b))
+
+
+def logsumexp(indices: tuple[IndexVar, ...], body: Expr, loc: Loc | None = None) -> Expr:
+    """``log(Sum[indices](exp(body)))`` computed stably: ``m + log(Sum(exp(body - m)))`` with
+    ``m = Max[indices](body)`` (no overflow for large ``body``).
+
+    The value does not depend on the shift ``m`` (for finite ``m``), so ``m`` is held constant
+    under differentiation (``stop_gradient``): the derivative is exactly the softmax
+    ``exp(body - m) / Sum(exp(body - m))``, with no arg-max term that cancels in rounding."""
+    m = Call("stop_gradient", (Max(indices, body, loc),), loc)
+    # the copy of m under the sum binds fresh names (no shadowing of the sum's indices)
+    avoid = set(all_index_names(body)) | {iv.name for iv in indices}
+    renamed: list[IndexVar] = []
+    for iv in indices:
+        nn = fresh_name(iv.name, avoid)
+        avoid.add(nn)
+        renamed.append(IndexVar(nn, iv.extent))
+    pairs = zip(indices, renamed, strict=True)
+    inner_body = substitute(body, {iv.name: Affine.var(r.name) for iv, r in pairs})
+    m_in = Call("stop_gradient", (Max(tuple(renamed), inner_body, loc),), loc)
+    shifted = Sum(indices, Call("exp", (Binary("-", body, m_in, loc),), loc), loc)
+    return Binary("+", m, Call("log", (shifted,), loc), loc)

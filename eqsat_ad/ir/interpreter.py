@@ -41,6 +41,7 @@ from .expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -443,6 +444,8 @@ def _eval(
             return _call(e, fn, args, env, sizes, extents)
         case Sum():
             return _sum(e, env, sizes, extents)
+        case Max():
+            return _max(e, env, sizes, extents)
     raise ProgramError(f"not an expression: {e!r}")
 
 
@@ -543,6 +546,25 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
         with np.errstate(all="ignore"):
             return Value(out_axes, total.data * float(count), total.strong)
     return total
+
+
+def _max(e: Max, env, sizes, extents) -> Value:
+    """The largest value of the body over the bound indices: -inf over an empty range, nan
+    where the range holds a nan (as ``np.max``); strong zeros count as the ordinary 0.0 and
+    the result is an ordinary number."""
+    names = [iv.name for iv in e.indices]
+    if len(set(names)) != len(names):
+        raise ProgramError(f"Max binds an index twice: {', '.join(names)}", e.loc)
+    inner = dict(extents)
+    for iv in e.indices:
+        inner[iv.name] = _extent(iv, sizes)
+    v = _eval(e.body, env, sizes, inner)
+    bound = set(names)
+    out_axes = tuple(a for a in v.axes if a not in bound)
+    full = out_axes + tuple(names)  # every bound index present (the body may ignore some)
+    data = _arrange(_weak(v), full, inner)
+    pos = tuple(range(len(out_axes), len(full)))
+    return Value(out_axes, np.max(data, axis=pos, initial=-np.inf), None)
 
 
 # ------------------------------------------------------------------------------------------------

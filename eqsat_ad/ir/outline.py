@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .expr import Access, Expr, Sum, all_index_names, children, free_indices
+from .expr import Access, Expr, Max, Sum, all_index_names, children, free_indices
 from .index import Affine, Dim, IndexVar
 from .program import Fold, Program, Statement, Step
 from .traverse import rebuild
@@ -64,7 +64,7 @@ class _Outliner:
         heights: dict[int, int] = {}
 
         def pre(x: Expr, sc: dict[str, Dim]):
-            if isinstance(x, Sum):
+            if isinstance(x, Sum | Max):
                 inner = dict(sc)
                 inner.update({iv.name: iv.extent for iv in x.indices})
                 return x, inner

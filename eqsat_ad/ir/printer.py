@@ -17,6 +17,7 @@ from .expr import (
     Cmp,
     Const,
     Expr,
+    Max,
     Neg,
     Pow,
     Pred,
@@ -104,6 +105,8 @@ def print_expr(e: Expr) -> str:
                 return f"{fn}({', '.join(kids)})"
             case Sum(ivs, _):
                 return f"Sum[{', '.join(map(str, ivs))}]({kids[0]})"
+            case Max(ivs, _):
+                return f"Max[{', '.join(map(str, ivs))}]({kids[0]})"
         raise TypeError(f"not an expression: {x!r}")
 
     return fold(e, step)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .expr import Access, Binary, Bracket, Call, Const, Expr, Neg, Pow, Sum, children
+from .expr import Access, Binary, Bracket, Call, Const, Expr, Max, Neg, Pow, Sum, children
 
 
 def with_children(e: Expr, kids: list[Expr] | tuple[Expr, ...]) -> Expr:
@@ -31,6 +31,8 @@ def with_children(e: Expr, kids: list[Expr] | tuple[Expr, ...]) -> Expr:
             return Call(fn, tuple(kids), e.loc)
         case Sum(ivs, _):
             return Sum(ivs, kids[0], e.loc)
+        case Max(ivs, _):
+            return Max(ivs, kids[0], e.loc)
     return e
 
 

@@ -108,6 +108,8 @@ def _label(op: str, args: tuple, lin: dict, il: dict, pred: dict,
         return str(args[0])
     if op == "Sum":
         return f"Σ {names.get(args[0], args[0])} < {lin_of(args[1])}"
+    if op == "Max":
+        return f"max {names.get(args[0], args[0])} < {lin_of(args[1])}"
     return op
 
 
