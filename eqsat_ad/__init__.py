@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from .ir import (
+    ArgumentTypeError,
     EqsatError,
     Program,
     ProgramError,
@@ -47,7 +48,10 @@ _LAZY: dict[str, str] = {
     "Sparse": "eqsat_ad.backend.structured",
 }
 
-__all__ = ["EqsatError", "Program", "ProgramError", "ShapeError", "register_function", *_LAZY]
+__all__ = [
+    "ArgumentTypeError", "EqsatError", "Program", "ProgramError", "ShapeError",
+    "register_function", *_LAZY,
+]
 
 
 def __getattr__(name: str) -> Any:

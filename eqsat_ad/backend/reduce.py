@@ -32,7 +32,7 @@ from ..plan.normal import (
 )
 from ..plan.order import contraction_path
 from ..plan.poly import ZERO
-from .reads import Reads
+from .gathers import Gathers
 from .values import (
     _ATOM,
     _LETTERS,
@@ -44,7 +44,7 @@ from .values import (
 )
 
 
-class Reductions(Reads):
+class Reductions(Gathers):
     def eliminate(self, t: Term, candidates: Sequence[str], grid_extent: Mapping[str, Dim]
                   ) -> tuple[Term, dict[str, Affine]] | None:
         """Solve equalities of ``t`` for indices in ``candidates`` (earliest first).
@@ -249,6 +249,9 @@ class Reductions(Reads):
                conds: list[Cond], g2: dict[str, Axis]) -> Value:
         """Σ over the axes ``inner`` of the product of ``factors`` (values already evaluated
         on the outer grid are taken as they are) and ``conds``."""
+        members = self.member_sum(inner, factors, conds, g2)
+        if members is not None:
+            return members
         scanned = self.scan(inner, factors, conds, g2)
         if scanned is not None:
             return scanned

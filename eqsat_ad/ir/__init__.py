@@ -1,6 +1,6 @@
 """Tensor SSA: the intermediate representation every stage consumes and produces."""
 
-from .errors import EqsatError, ProgramError, ShapeError
+from .errors import ArgumentTypeError, EqsatError, ProgramError, ShapeError
 from .expr import (
     CMP_OPS,
     Access,
@@ -41,6 +41,7 @@ from .printer import print_expr, print_pred, print_program, print_statement
 from .program import Param, Program, Statement
 
 __all__ = [
+    "ArgumentTypeError",
     "BUILTINS", "CMP_OPS", "Access", "Affine", "And", "Binary", "Bracket", "Call", "Cmp", "Const",
     "Dim", "EqsatError", "Expr", "Function", "IndexVar", "Loc", "Neg", "Param", "Pow", "Pred",
     "Program", "ProgramError", "Rel", "ShapeError", "Statement", "Sum", "accessed_names", "add",

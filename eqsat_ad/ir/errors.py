@@ -20,3 +20,7 @@ class ProgramError(EqsatError):
 
 class ShapeError(EqsatError):
     """Arguments whose shapes do not fit the program's parameters."""
+
+
+class ArgumentTypeError(ShapeError, TypeError):
+    """An argument of the wrong kind (floats for an index array, weights for a relation)."""

@@ -1,0 +1,182 @@
+"""Sums over the members of a sparse relation: gathers at its coordinates, products over the
+members, segment sums back (O(N + nnz) where the dense mask is O(N²)).
+
+A reduction ``Σ_J [(i, j) in M] · f(i, j, ...)`` whose only condition is a relation passed by
+its members (:class:`~eqsat_ad.ir.relations.SparseRelation`) runs on a *member axis* ``m``
+of extent ``nnz_M`` instead of the relation's index space: every access that reads a relation
+index is gathered at the members' coordinates (``x[M.coords[0]]``, one
+:class:`~eqsat_ad.plan.kernels.RelationGather`), the factors are evaluated elementwise over
+``m`` by the ordinary lowering, and the member axis is summed away, into the relation index
+that stays in the output (``M.segment_sum``: ``np.bincount``) or entirely (``.sum``), one
+:class:`~eqsat_ad.plan.kernels.SegmentSum`. Non-members are never looked at: the relation's
+strong zero holds as it does for the dense mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Sum,
+    free_indices,
+)
+from ..ir.index import Affine, Dim, IndexVar, size
+from ..plan.kernels import Elementwise, Reduce, RelationGather, SegmentSum
+from ..plan.normal import Axis, Cond, Term
+from ..plan.poly import Poly
+from .reads import Reads
+from .values import _ATOM, _MUL, Value, _factor
+
+
+class _NoGather(Exception):
+    """The factor cannot be read at the members (the dense path runs instead)."""
+
+
+class Gathers(Reads):
+    def member_sum(self, inner: dict[str, Axis], factors: Sequence[Expr | Term | Value],
+                   conds: Sequence[Cond], g2: dict[str, Axis]) -> Value | None:
+        """Σ over ``inner`` of ``Π factors`` under ``conds`` by the members of a sparse
+        relation, or None when the sum is not one (then the dense lowering runs)."""
+        rels = [c for c in conds if c.kind == "rel" and c.rel is not None
+                and c.rel.name in self.sparse]
+        if len(rels) != 1 or len(conds) != 1:
+            return None
+        rel = rels[0].rel
+        assert rel is not None
+        vars_ = [a.as_var() for a in rel.indices]
+        shape = self.shapes[rel.name]
+        if any(v is None for v in vars_) or len(set(vars_)) != len(vars_):
+            return None
+        rvars: list[str] = [v for v in vars_ if v is not None]
+        for v, d in zip(rvars, shape, strict=True):
+            if not g2[v].is_full() or g2[v].extent != d:
+                return None
+        kept = [v for v in rvars if v not in inner]
+        if len(kept) > 1 or len(kept) == len(rvars):
+            return None  # an output over two relation indices, or nothing summed: dense
+        for f in factors:
+            free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else None)
+            if free is not None and free & set(rvars):
+                return None
+        m = self.names.fresh(f"m_{rel.name}")
+        nnz = size(f"nnz_{rel.name}")
+        g3: dict[str, Axis] = {}
+        for k, ax in g2.items():
+            if k == rvars[0]:
+                g3[m] = Axis.full(IndexVar(m, nnz))
+            elif k not in rvars:
+                g3[k] = ax
+        relpy = self.py[rel.name]
+        try:
+            moved = [f if isinstance(f, Value | Term) else
+                     self.at_members(f, rvars, m, nnz, relpy) for f in factors]
+        except _NoGather:
+            return None
+        self.decide("relation-sum", f"sum over the members of {rel.name}", (m,), in_sum=True)
+        vals = [f if isinstance(f, Value) else self.term_value(f, g3) if isinstance(f, Term)
+                else self.ev(f, g3) for f in moved]
+        prod = self.product(1.0, vals, g3)
+        if m not in prod.axes:  # no factor reads a relation index: a count per segment
+            ones = Value(f"np.ones({self.py[f'nnz_{rel.name}']}, dtype=_dt)", (m,),
+                         kernels=self.kernel(RelationGather, Poly.of_dim(nnz), None,
+                                             f"ones over {rel.name}"), size=Poly.of_dim(nnz))
+            prod = ones if prod.code == "1" and not prod.axes else self.product(
+                1.0, [ones, prod], g3)
+        # Summed indices other than the relation's: summed first, or a count when absent.
+        others = [a for a in inner if a not in rvars]
+        present = [a for a in others if a in prod.axes]
+        mult = " * ".join(_factor(self.count_code(inner[a])) for a in others
+                          if a not in prod.axes)
+        if present:
+            pos = tuple(k for k, a in enumerate(prod.axes) if a in present)
+            rest = tuple(a for a in prod.axes if a not in present)
+            n = self.numel_poly(rest, g3)
+            ks = prod.kernels + self.kernel(Reduce, self.numel_poly(prod.axes, g3), n, "sum")
+            code = f"{prod.paren()}.sum(axis={pos if len(pos) > 1 else pos[0]})"
+            prod = Value(self.temp(code, kernels=ks), rest, risky=prod.risky, size=n)
+        # (a temporary shared with the other terms that sum the same product differently)
+        prod = self.shared(prod, create=prod.prec < _ATOM or "(" in prod.code)
+        ax = prod.axes.index(m)
+        out_axes = tuple(kept[0] if a == m else a for a in prod.axes if a != m or kept)
+        n_out = self.numel_poly(out_axes, g2)
+        space = self.numel_poly(prod.axes, g3)
+        if kept:
+            k = rvars.index(kept[0])
+            code = f"{relpy}.segment_sum({prod.code}, {ax}, {k})"
+            what = f"segment sum into {kept[0]}"
+        else:
+            code = f"{prod.paren()}.sum(axis={ax})" if len(prod.axes) > 1 else \
+                f"{prod.paren()}.sum()"
+            what = f"sum over the members of {rel.name}"
+        ks = prod.kernels + self.kernel(SegmentSum, space, n_out, what)
+        res = Value(self.temp(code, kernels=ks), out_axes, risky=prod.risky, size=n_out)
+        if not mult:
+            return res
+        ks, sz = self.pass_over(Elementwise, res.axes, g2, "scale", res)
+        return Value(f"{mult} * {res.paren(_MUL)}", res.axes, prec=_MUL, kernels=ks, size=sz,
+                     risky=res.risky)
+
+    def at_members(self, e: Expr, rvars: list[str], m: str, nnz: Dim, relpy: str) -> Expr:
+        """``e`` with every access that reads a relation index replaced by an access of its
+        gather at the members (new arrays over the member axis ``m``)."""
+        match e:
+            case Access(name, idx):
+                uses = [a.free_indices() & set(rvars) for a in idx]
+                if not any(uses):
+                    return e
+                which: list[int | None] = []
+                keep: list[Affine] = []
+                dims: list[Dim] = []
+                for a, u, d in zip(idx, uses, self.shapes[name], strict=True):
+                    if not u:
+                        which.append(None)
+                        keep.append(a)
+                        dims.append(d)
+                        continue
+                    v = a.as_var()
+                    if v is None:
+                        raise _NoGather  # a shifted read x[i + 1] at the members
+                    which.append(rvars.index(v))
+                if self.kinds.get(name) == "relation":
+                    raise _NoGather
+                if name in self.prog.param_names and name not in self.risky_vars:
+                    self.note_finite("finite-input", name)
+                n = Poly.of_dim(nnz)
+                for d in dims:
+                    n = n * Poly.of_dim(d)
+                code = f"{relpy}.gather({self.py[name]}, {tuple(which)})"
+                g = self.temp(code, kernels=self.kernel(RelationGather, n, n, f"gather {name}"))
+                self.shapes[g] = (nnz, *dims)
+                self.py[g] = g
+                if name in self.risky_vars:
+                    self.risky_vars.add(g)
+                return Access(g, (Affine.var(m), *keep))
+            case Const():
+                return e
+            case Binary(_, lhs, rhs):
+                return replace(e, lhs=self.at_members(lhs, rvars, m, nnz, relpy),
+                               rhs=self.at_members(rhs, rvars, m, nnz, relpy))
+            case Neg(arg):
+                return replace(e, arg=self.at_members(arg, rvars, m, nnz, relpy))
+            case Pow(base, _):
+                return replace(e, base=self.at_members(base, rvars, m, nnz, relpy))
+            case Call(_, args):
+                return replace(e, args=tuple(self.at_members(a, rvars, m, nnz, relpy)
+                                             for a in args))
+            case Sum(_, body):
+                return replace(e, body=self.at_members(body, rvars, m, nnz, relpy))
+            case Bracket():
+                if free_indices(e) & set(rvars):
+                    raise _NoGather
+                return e
+        raise _NoGather

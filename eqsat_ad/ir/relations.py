@@ -1,0 +1,183 @@
+"""Relations stored by their members: SciPy sparse matrices and integer index arrays.
+
+A relation parameter ``M: rel[N, N]`` means the 0/1 factor ``[(i, j) in M]``. Its argument may be
+a dense boolean (or 0/1) array, a ``scipy.sparse`` array or matrix (CSR, CSC, COO, ...: the stored
+coordinates with a nonzero value are the members, duplicates count once), or, for a relation
+``src: rel[E, N]`` (spelled ``src: idx[E] -> N`` in the index language), an integer array of
+shape ``(E,)``: the relation ``[src[e] == i]``, one member per row.
+
+:class:`SparseRelation` is the form the compiled code receives: the members' coordinates (one
+int64 array per dimension, in row-major order, computed once per call), the dense boolean array
+only on demand (the plan's dense fallback), and segment sums over the members
+(``np.bincount`` / a sparse incidence product).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import ArgumentTypeError, ShapeError
+
+__all__ = [
+    "DENSE_FRACTION", "SparseRelation", "is_index_array", "is_sparse_matrix", "prefer_dense",
+    "relation_argument",
+]
+
+DENSE_FRACTION = 1 / 8
+"""A relation with at least this fraction of its pairs as members runs dense (a mask is cheaper
+than gathers then) when its dense form fits :data:`DENSE_LIMIT` elements."""
+
+DENSE_LIMIT = 1 << 24
+
+
+def is_sparse_matrix(value: Any) -> bool:
+    """A SciPy sparse array or matrix (SciPy is imported only when one could be one)."""
+    if type(value).__module__.startswith("scipy.sparse"):
+        import scipy.sparse as sp
+
+        return bool(sp.issparse(value))
+    return False
+
+
+def is_index_array(value: Any, rank: int) -> bool:
+    """An array of one dimension less than a relation of ``rank`` (an index array's shape)."""
+    nd = getattr(value, "ndim", None)
+    if nd is None:
+        nd = np.ndim(value)
+    return rank >= 1 and nd == rank - 1 and not is_sparse_matrix(value)
+
+
+class SparseRelation:
+    """The members of a relation: ``coords[k][m]`` is the k-th index of the m-th member."""
+
+    __slots__ = ("_dense", "_incidence", "coords", "nnz", "shape")
+    dtype = np.dtype(bool)
+
+    def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray]) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        self.coords = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in coords)
+        self.nnz = int(self.coords[0].shape[0]) if self.coords else 0
+        self._dense: np.ndarray | None = None
+        self._incidence: dict[int, Any] = {}
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"<SparseRelation {'x'.join(map(str, self.shape))}, {self.nnz} members>"
+
+    @property
+    def dense(self) -> np.ndarray:
+        """The boolean array (built once; the dense fallback of the plan)."""
+        if self._dense is None:
+            d = np.zeros(self.shape, dtype=bool)
+            d[self.coords] = True
+            self._dense = d
+        return self._dense
+
+    def segment_sum(self, values: np.ndarray, axis: int, k: int) -> np.ndarray:
+        """``out[.., c, ..] = Σ_{m: coords[k][m] == c} values[.., m, ..]`` with the member axis
+        ``axis`` of ``values`` replaced by the relation's dimension ``k``: O(values.size)."""
+        n = self.shape[k]
+        if values.ndim == 1:
+            out = np.bincount(self.coords[k], weights=values, minlength=n)
+            return out.astype(values.dtype, copy=False)
+        moved = np.moveaxis(values, axis, 0)
+        inc = self._incidence.get(k)
+        if inc is None:
+            import scipy.sparse as sp
+
+            ones = np.ones(self.nnz)
+            inc = sp.csr_array((ones, (self.coords[k], np.arange(self.nnz))),
+                               shape=(n, self.nnz))
+            self._incidence[k] = inc
+        flat = np.ascontiguousarray(moved).reshape(self.nnz, -1)
+        out = np.asarray(inc @ flat, dtype=values.dtype).reshape((n, *moved.shape[1:]))
+        return np.moveaxis(out, 0, axis)
+
+    def gather(self, x: np.ndarray, which: Sequence[int | None]) -> np.ndarray:
+        """``x`` read at the members: ``which[d]`` is the relation dimension whose coordinate
+        indexes axis ``d`` of ``x`` (None keeps the axis); the member axis comes first."""
+        picked = [d for d, w in enumerate(which) if w is not None]
+        key = tuple(self.coords[w] if w is not None else slice(None) for w in which)
+        out = x[key]
+        # NumPy puts the advanced-index axis first unless the indexed axes are adjacent.
+        if picked and picked == list(range(picked[0], picked[-1] + 1)) and picked[0] != 0:
+            out = np.moveaxis(out, picked[0], 0)
+        return out
+
+
+def prefer_dense(rel: SparseRelation) -> bool:
+    """Whether a dense mask is the cheaper plan for ``rel`` (see :data:`DENSE_FRACTION`)."""
+    numel = int(np.prod(rel.shape, dtype=np.int64))
+    return numel <= DENSE_LIMIT and rel.nnz >= numel * DENSE_FRACTION
+
+
+def _describe(name: str, shape: Sequence[int | None]) -> str:
+    dims = ", ".join("?" if n is None else str(n) for n in shape)
+    return f"argument {name!r} (relation of shape ({dims}))"
+
+
+def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> SparseRelation:
+    """``value`` (a SciPy sparse matrix, or an integer index array of shape ``shape[:-1]``)
+    as the members of relation parameter ``name`` of shape ``shape`` (None: not bound yet, then
+    taken from the argument; an index array needs its last dimension bound).
+
+    Raises :class:`ShapeError` for a wrong shape or an index out of range and
+    :class:`ArgumentTypeError` for values that are not 0/1 or an index array of floats."""
+    what = _describe(name, shape)
+    if isinstance(value, SparseRelation):
+        if any(n is not None and n != m for n, m in zip(shape, value.shape, strict=True)):
+            raise ShapeError(f"{what} got a relation of shape {value.shape}")
+        return value
+    if is_sparse_matrix(value):
+        if len(shape) != 2:
+            raise ShapeError(f"{what} got a 2-D sparse matrix; it has {len(shape)} dimensions")
+        if any(n is not None and n != m for n, m in zip(shape, value.shape, strict=True)):
+            raise ShapeError(f"{what} got a sparse matrix of shape {value.shape}")
+        coo = value.tocoo()
+        data = np.asarray(coo.data)
+        if data.dtype != bool and not (
+            data.dtype.kind in "iuf" and np.all((data == 0) | (data == 1))
+        ):
+            raise ArgumentTypeError(
+                f"{what} must hold boolean or 0/1 values, got a sparse matrix of dtype "
+                f"{data.dtype} with other values (a relation is a set of pairs, not weights)"
+            )
+        keep = data != 0
+        rows = np.asarray(coo.row, dtype=np.int64)[keep]
+        cols = np.asarray(coo.col, dtype=np.int64)[keep]
+        n_rows, n_cols = (int(n) for n in value.shape)
+        lin = np.unique(rows * n_cols + cols)  # duplicates are one member; row-major order
+        return SparseRelation((n_rows, n_cols), (lin // max(n_cols, 1), lin % max(n_cols, 1)))
+    idx = np.asarray(value)
+    if idx.dtype.kind not in "iu":
+        raise ArgumentTypeError(
+            f"{what} got an array of dtype {idx.dtype} and shape {idx.shape}: an index array "
+            "must hold integers (a dense relation has the relation's full shape)"
+        )
+    if idx.ndim != len(shape) - 1:
+        raise ShapeError(f"{what} got an index array of shape {idx.shape}")
+    if any(n is not None and n != m for n, m in zip(shape[:-1], idx.shape, strict=True)):
+        raise ShapeError(f"{what} got an index array of shape {idx.shape}")
+    n = shape[-1]
+    if n is None:
+        raise ShapeError(
+            f"{what}: the range of index array {name!r} (its last dimension) is not bound by "
+            "another argument"
+        )
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            raise ShapeError(
+                f"index array {name!r} holds {bad}, outside 0 .. {n - 1} (its range has "
+                f"{n} positions; negative indices do not wrap around)"
+            )
+    lead = np.indices(idx.shape).reshape(idx.ndim, -1) if idx.ndim else np.zeros((0, 1), int)
+    coords = [*lead, idx.reshape(-1).astype(np.int64)]
+    return SparseRelation((*idx.shape, n), coords)
