@@ -53,7 +53,7 @@ def is_index_array(value: Any, rank: int) -> bool:
 class SparseRelation:
     """The members of a relation: ``coords[k][m]`` is the k-th index of the m-th member."""
 
-    __slots__ = ("_dense", "_incidence", "coords", "nnz", "shape")
+    __slots__ = ("_dense", "_incidence", "coords", "identity", "nnz", "shape")
     dtype = np.dtype(bool)
 
     def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray]) -> None:
@@ -62,6 +62,13 @@ class SparseRelation:
         self.nnz = int(self.coords[0].shape[0]) if self.coords else 0
         self._dense: np.ndarray | None = None
         self._incidence: dict[int, Any] = {}
+        # Dimensions whose coordinates are 0, 1, ..., n-1 (an index array's rows): a gather or
+        # segment sum along them is the identity.
+        self.identity = frozenset(
+            k for k, c in enumerate(self.coords)
+            if self.nnz == self.shape[k] and (self.nnz == 0 or (
+                c[0] == 0 and c[-1] == self.nnz - 1 and bool(np.all(np.diff(c) == 1))))
+        )
 
     @property
     def ndim(self) -> int:
@@ -83,6 +90,8 @@ class SparseRelation:
         """``out[.., c, ..] = Σ_{m: coords[k][m] == c} values[.., m, ..]`` with the member axis
         ``axis`` of ``values`` replaced by the relation's dimension ``k``: O(values.size)."""
         n = self.shape[k]
+        if k in self.identity:
+            return values
         if values.ndim == 1:
             out = np.bincount(self.coords[k], weights=values, minlength=n)
             return out.astype(values.dtype, copy=False)
@@ -103,6 +112,8 @@ class SparseRelation:
         """``x`` read at the members: ``which[d]`` is the relation dimension whose coordinate
         indexes axis ``d`` of ``x`` (None keeps the axis); the member axis comes first."""
         picked = [d for d, w in enumerate(which) if w is not None]
+        if len(picked) == 1 and picked[0] == 0 and which[0] in self.identity:
+            return x
         key = tuple(self.coords[w] if w is not None else slice(None) for w in which)
         out = x[key]
         # NumPy puts the advanced-index axis first unless the indexed axes are adjacent.
