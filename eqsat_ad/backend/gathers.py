@@ -26,6 +26,7 @@ from ..ir.expr import (
     Expr,
     Neg,
     Pow,
+    Rel,
     Sum,
     free_indices,
 )
@@ -46,6 +47,13 @@ class Gathers(Reads):
                    conds: Sequence[Cond], g2: dict[str, Axis]) -> Value | None:
         """Σ over ``inner`` of ``Π factors`` under ``conds`` by the members of a sparse
         relation, or None when the sum is not one (then the dense lowering runs)."""
+        if not self.sparse:
+            return None
+        if not conds:  # the relation inside a factor: ([M] * a) / b is [M] * (a / b)
+            lifted = [_lift(f, self.sparse) if not isinstance(f, Value | Term) else ([], f)
+                      for f in factors]
+            conds = [Cond("rel", rel=r) for rs, _ in lifted for r in rs]
+            factors = [f for _, f in lifted]
         rels = [c for c in conds if c.kind == "rel" and c.rel is not None
                 and c.rel.name in self.sparse]
         if len(rels) != 1 or len(conds) != 1:
@@ -68,6 +76,7 @@ class Gathers(Reads):
                     else None)
             if free is not None and free & set(rvars):
                 return None
+        others = [a for a in inner if a not in rvars]
         m = self.names.fresh(f"m_{rel.name}")
         nnz = size(f"nnz_{rel.name}")
         g3: dict[str, Axis] = {}
@@ -76,27 +85,42 @@ class Gathers(Reads):
                 g3[m] = Axis.full(IndexVar(m, nnz))
             elif k not in rvars:
                 g3[k] = ax
+        g3.update({a: inner[a] for a in others})
         relpy = self.py[rel.name]
+        self.decide("relation-sum", f"sum over the members of {rel.name}", (m,), in_sum=True)
+        factors, done = self.contract_first(list(factors), rvars, others, inner, g2)
+        others = [a for a in others if a not in done]
         try:
             moved = [f if isinstance(f, Value | Term) else
                      self.at_members(f, rvars, m, nnz, relpy) for f in factors]
         except _NoGather:
             return None
-        self.decide("relation-sum", f"sum over the members of {rel.name}", (m,), in_sum=True)
         vals = [f if isinstance(f, Value) else self.term_value(f, g3) if isinstance(f, Term)
                 else self.ev(f, g3) for f in moved]
-        prod = self.product(1.0, vals, g3)
-        if m not in prod.axes:  # no factor reads a relation index: a count per segment
-            ones = Value(f"np.ones({self.py[f'nnz_{rel.name}']}, dtype=_dt)", (m,),
-                         kernels=self.kernel(RelationGather, Poly.of_dim(nnz), None,
-                                             f"ones over {rel.name}"), size=Poly.of_dim(nnz))
-            prod = ones if prod.code == "1" and not prod.axes else self.product(
-                1.0, [ones, prod], g3)
-        # Summed indices other than the relation's: summed first, or a count when absent.
-        others = [a for a in inner if a not in rvars]
-        present = [a for a in others if a in prod.axes]
-        mult = " * ".join(_factor(self.count_code(inner[a])) for a in others
-                          if a not in prod.axes)
+        used = set().union(*(set(v.axes) for v in vals)) if vals else set()
+        mult = " * ".join(_factor(self.count_code(inner[a])) for a in others if a not in used)
+        present = [a for a in others if a in used]
+        if m not in used:  # no factor reads a relation index: a count per segment
+            nn = Poly.of_dim(nnz)
+            vals.append(Value(f"np.ones({self.py[f'nnz_{rel.name}']}, dtype=_dt)", (m,),
+                              kernels=self.kernel(RelationGather, nn, nn, "ones"), size=nn))
+        if not kept and len(vals) > 1 and not any(v.mask for v in vals):
+            # a total sum of a product: a contraction over the members (BLAS where it fits)
+            vals = [self.to_num(v) for v in vals]
+            res = self.einsum(vals, [m, *present], g3)
+        else:
+            res = self.segment(self.product(1.0, vals, g3), m, present, kept, rvars, rel.name,
+                               g2, g3)
+        if not mult:
+            return res
+        ks, sz = self.pass_over(Elementwise, res.axes, g2, "scale", res)
+        return Value(f"{mult} * {res.paren(_MUL)}", res.axes, prec=_MUL, kernels=ks, size=sz,
+                     risky=res.risky)
+
+    def segment(self, prod: Value, m: str, present: list[str], kept: list[str],
+                rvars: list[str], rel: str, g2: dict[str, Axis], g3: dict[str, Axis]) -> Value:
+        """``prod`` (over the member axis ``m``) summed over ``present`` and the members, into
+        the relation index ``kept`` (a segment sum) or entirely."""
         if present:
             pos = tuple(k for k, a in enumerate(prod.axes) if a in present)
             rest = tuple(a for a in prod.axes if a not in present)
@@ -111,20 +135,56 @@ class Gathers(Reads):
         n_out = self.numel_poly(out_axes, g2)
         space = self.numel_poly(prod.axes, g3)
         if kept:
-            k = rvars.index(kept[0])
-            code = f"{relpy}.segment_sum({prod.code}, {ax}, {k})"
+            code = f"{self.py[rel]}.segment_sum({prod.code}, {ax}, {rvars.index(kept[0])})"
             what = f"segment sum into {kept[0]}"
         else:
             code = f"{prod.paren()}.sum(axis={ax})" if len(prod.axes) > 1 else \
                 f"{prod.paren()}.sum()"
-            what = f"sum over the members of {rel.name}"
+            what = f"sum over the members of {rel}"
         ks = prod.kernels + self.kernel(SegmentSum, space, n_out, what)
-        res = Value(self.temp(code, kernels=ks), out_axes, risky=prod.risky, size=n_out)
-        if not mult:
-            return res
-        ks, sz = self.pass_over(Elementwise, res.axes, g2, "scale", res)
-        return Value(f"{mult} * {res.paren(_MUL)}", res.axes, prec=_MUL, kernels=ks, size=sz,
-                     risky=res.risky)
+        return Value(self.temp(code, kernels=ks), out_axes, risky=prod.risky, size=n_out)
+
+    def contract_first(self, factors: list[Expr | Term | Value], rvars: list[str],
+                       others: list[str], inner: dict[str, Axis], g2: dict[str, Axis]
+                       ) -> tuple[list[Expr | Term | Value], set[str]]:
+        """Factors linked by summed indices other than the relation's, contracted over those
+        indices before the gather when they read at most one relation index
+        (``Σ_j A[i, j] Σ_f H[j, f] W[f, g]``: ``H @ W`` over N rows, then nnz gathers, not
+        nnz products of length F)."""
+        groups: list[tuple[set[str], list[Expr | Term | Value]]] = []
+        for f in factors:
+            fv = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                  else set(free_indices(f)))
+            group: tuple[set[str], list[Expr | Term | Value]] = (fv & set(others), [f])
+            if group[0]:
+                for g in [g for g in groups if g[0] & group[0]]:
+                    group[0].update(g[0])
+                    group[1][:0] = g[1]
+                    groups.remove(g)
+            groups.append(group)
+        out: list[Expr | Term | Value] = []
+        done: set[str] = set()
+        for summed, fs in groups:
+            free: set[str] = set()
+            for f in fs:
+                free |= (set(f.axes) if isinstance(f, Value) else f.free()
+                         if isinstance(f, Term) else set(free_indices(f)))
+            if (not summed or len(free & set(rvars)) > 1 or len(fs) < 2
+                    or any(isinstance(f, Value) or not inner[a].is_full()
+                           for f in fs for a in summed)):
+                out += fs
+                continue
+            ivs = [IndexVar(a, inner[a].extent) for a in others if a in summed]
+            done |= summed
+            v = self.to_num(self.term_value(Term(1.0, ivs, list(fs), []), g2))
+            name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
+            self.shapes[name] = tuple(g2[a].extent for a in v.axes)
+            self.py[name] = name
+            if v.risky:
+                self.risky_vars.add(name)
+            self.decide("contract-before-gather", f"{name}[{', '.join(v.axes)}]", v.axes)
+            out.append(Access(name, tuple(Affine.var(a) for a in v.axes)))
+        return out, done
 
     def at_members(self, e: Expr, rvars: list[str], m: str, nnz: Dim, relpy: str) -> Expr:
         """``e`` with every access that reads a relation index replaced by an access of its
@@ -180,3 +240,29 @@ class Gathers(Reads):
                     raise _NoGather
                 return e
         raise _NoGather
+
+
+def _lift(e: Expr, sparse: frozenset[str]) -> tuple[list[Rel], Expr]:
+    """The sparse relation brackets of a product or quotient's numerator taken out of ``e``:
+    ``([M[i, j]] * a) / b`` is ``[M[i, j]] * (a / b)`` exactly (1 * a is a; a strong zero
+    either way where the pair is not a member)."""
+    match e:
+        case Bracket(Rel(name) as r) if name in sparse:
+            return [r], Const(1.0)
+        case Binary("*", lhs, rhs):
+            rl, el = _lift(lhs, sparse)
+            rr, er = _lift(rhs, sparse)
+            if not rl and not rr:
+                return [], e
+            if el == Const(1.0):
+                return rl + rr, er
+            if er == Const(1.0):
+                return rl + rr, el
+            return rl + rr, Binary("*", el, er)
+        case Binary("/", lhs, rhs):
+            rl, el = _lift(lhs, sparse)
+            return (rl, Binary("/", el, rhs)) if rl else ([], e)
+        case Neg(arg):
+            ra, ea = _lift(arg, sparse)
+            return (ra, Neg(ea)) if ra else ([], e)
+    return [], e
