@@ -273,3 +273,27 @@ def test_moving_window_is_a_difference_of_running_sums_for_finite_values():
     with np.errstate(all="ignore"):
         got, ref = f(x, w, k), ea.evaluate(prog, x=x, w=w, k=k)
     assert (np.isnan(got) and np.isnan(ref)) or got == ref
+
+
+ATTENTION = """
+def attention(Q: [T, D], K: [T, D], V: [T, D], Wo: [T, D]):
+    E[t: T, s: T] = exp(0.125 * Sum[d: D](Q[t, d] * K[s, d]))
+    Z[t: T] = Sum[s: T](E[t, s])
+    O[t: T, d: D] = Sum[s: T](E[t, s] * V[s, d]) / Z[t]
+    return Sum[t: T, d: D](Wo[t, d] * O[t, d])
+"""
+
+
+@pytest.mark.parametrize("optimized", [True, False])
+def test_attention_gradient_allocates_no_t_by_t_by_d_array(optimized):
+    # a division by a factor free of the summed indices leaves the sum: (Σ_s V[s, d]) / Z[t]
+    g = ea.grad(ea.parse(ATTENTION), wrt=("Q", "K", "V"), optimize=optimized,
+                sizes={"T": 512, "D": 64})
+    cost = program_cost(g.program, {"T": 512, "D": 64})
+    assert all(degree(m.elements) <= 2 for m in cost.materialized)
+    rng = np.random.default_rng(7)
+    args = {n: rng.standard_normal((5, 3)) for n in ("Q", "K", "V", "Wo")}
+    naive = ea.grad(ea.parse(ATTENTION), wrt=("Q", "K", "V"), optimize=False).program
+    want = ea.evaluate(naive, **args)
+    for got, ref in zip(g(**args), want, strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)

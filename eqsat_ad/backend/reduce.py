@@ -8,11 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from ..ir.expr import (
-    Access,
-    Expr,
-    free_indices,
-)
+from ..ir.expr import Access, Binary, Const, Expr, Pow, free_indices
 from ..ir.index import Affine, Dim
 from ..plan.kernels import (
     Contract,
@@ -42,6 +38,20 @@ from .values import (
     _factor,
     _num,
 )
+
+
+def _divisions_out_of_sums(factors: list[Expr | Term], summed: set[str]
+                           ) -> list[Expr | Term]:
+    """``a / b`` with ``b`` free of the summed indices as ``a`` and ``b ** -1``: the division
+    leaves the sum (``Σ_s V[s, d] / Z[t]`` is ``(Σ_s V[s, d]) / Z[t]``, no T x T x D array)."""
+    out: list[Expr | Term] = []
+    for f in factors:
+        if (isinstance(f, Binary) and f.op == "/" and not isinstance(f.rhs, Const)
+                and free_indices(f.lhs) & summed and not free_indices(f.rhs) & summed):
+            out += [f.lhs, Pow(f.rhs, -1.0)]
+        else:
+            out.append(f)
+    return out
 
 
 class Reductions(Gathers):
@@ -124,7 +134,7 @@ class Reductions(Gathers):
         inner_conds = [c for c in t.conds if c.indices() & j]
         inner_f: list[Expr | Term] = []
         outer_f: list[Expr | Term] = []
-        for f in t.factors:
+        for f in _divisions_out_of_sums(t.factors, j):
             fv = f.free() if isinstance(f, Term) else set(free_indices(f))
             (inner_f if fv & j else outer_f).append(f)
         outer = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
