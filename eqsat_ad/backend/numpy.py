@@ -51,6 +51,7 @@ from ..ir.relations import (
     prefer_dense,
     relation_argument,
 )
+from ..plan.kernels import Plan
 from . import runtime
 from .statements import Codegen
 from .structured import Outer, Sparse
@@ -135,11 +136,18 @@ class CompiledProgram:
 
     @property
     def source(self) -> str:
+        """The generated source (after a call with sparse relation arguments: the code that
+        runs for them, by their members)."""
         return self._lowered.source
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
         return self._lowered.decisions
+
+    @property
+    def plan(self) -> Plan:
+        """The kernels of :attr:`source`."""
+        return self._lowered.plan
 
     def __repr__(self) -> str:
         return f"<CompiledProgram {self.program.name}({', '.join(self.program.param_names)})>"
@@ -249,6 +257,9 @@ class CompiledProgram:
                     )
                     hit = (_load(lowered), check)
                     self._by_signature[key] = hit
+                    if sparse and not strict:  # .source shows the code run by the members
+                        self._lowered = lower_program(self.program, structured=self.structured,
+                                                      sparse=sparse)
         return hit
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
