@@ -90,6 +90,14 @@ class Gathers(Reads):
         self.decide("relation-sum", f"sum over the members of {rel.name}", (m,), in_sum=True)
         factors, done = self.contract_first(list(factors), rvars, others, inner, g2)
         others = [a for a in others if a not in done]
+        if not others and len(rvars) == 2:
+            try:
+                fused = self.sparse_product(factors, rvars, kept, inner, rel.name, m, nnz,
+                                            g2, g3)
+            except _NoGather:
+                return None
+            if fused is not None:
+                return fused
         try:
             moved = [f if isinstance(f, Value | Term) else
                      self.at_members(f, rvars, m, nnz, relpy) for f in factors]
@@ -116,6 +124,80 @@ class Gathers(Reads):
         ks, sz = self.pass_over(Elementwise, res.axes, g2, "scale", res)
         return Value(f"{mult} * {res.paren(_MUL)}", res.axes, prec=_MUL, kernels=ks, size=sz,
                      risky=res.risky)
+
+    def sparse_product(self, factors: list[Expr | Term | Value], rvars: list[str],
+                       kept: list[str], inner: dict[str, Axis], rel: str, m: str, nnz: Dim,
+                       g2: dict[str, Axis], g3: dict[str, Axis]) -> Value | None:
+        """``Σ_j [M[i, j]] · w(i, j) · X[j, f]`` as one sparse product ``S_w @ X`` (SciPy; no
+        nnz × F temporary); with both relation indices summed, ``Σ_{i,j} [M[i, j]] · w ·
+        X[i, g] · Y[j, f]`` as ``Σ_j Y[j, f] · (S_wᵀ @ X)[j, g]``. None when the factors are
+        not of that shape."""
+        rset = set(rvars)
+
+        def free(f: Expr | Term | Value) -> set[str]:
+            return (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+
+        narrow = [f for f in factors if free(f) <= rset and not isinstance(f, Value)]
+        wide = [f for f in factors if not (free(f) <= rset and not isinstance(f, Value))]
+        if kept:
+            if len(wide) != 1:
+                return None
+            return self.spmm_value(wide[0], kept[0], narrow, rvars, rel, m, nnz, g2, g3)
+        if len(wide) != 2:
+            return None
+        for x, y in (wide, wide[::-1]):
+            if (isinstance(x, Access) and isinstance(y, Access)
+                    and free(x) & rset == {rvars[0]} and free(y) & rset == {rvars[1]}):
+                t = self.spmm_value(x, rvars[1], narrow, rvars, rel, m, nnz, g2, g3)
+                if t is None:
+                    return None
+                yv = self.to_num(self.ev(y, g2))
+                return self.einsum([t, yv], [rvars[1]], g2)
+        return None
+
+    def spmm_value(self, wide: Expr | Term | Value, out: str, narrow: list[Expr | Term | Value],
+                   rvars: list[str], rel: str, m: str, nnz: Dim, g2: dict[str, Axis],
+                   g3: dict[str, Axis]) -> Value | None:
+        """``Σ_s [M] · Π narrow · wide[.., s, ..]`` into the relation index ``out`` by
+        :meth:`~eqsat_ad.ir.relations.SparseRelation.spmm`, or None."""
+        s_var = next(v for v in rvars if v != out)
+        if not isinstance(wide, Access) or wide.name not in self.shapes:
+            return None
+        if self.kinds.get(wide.name) == "relation":
+            return None
+        vars_ = [a.as_var() for a in wide.indices]
+        if any(v is None for v in vars_) or len(set(vars_)) != len(vars_) or \
+                vars_.count(s_var) != 1 or out in vars_:
+            return None
+        shape = self.shapes[wide.name]
+        rest = [v for v in vars_ if v != s_var and v is not None]
+        for v, d in zip(vars_, shape, strict=True):
+            if v is None or not g2[v].is_full() or g2[v].extent != d:
+                return None
+        relpy = self.py[rel]
+        wvals = [f if isinstance(f, Value) else self.term_value(f, g3) if isinstance(f, Term)
+                 else self.ev(self.at_members(f, rvars, m, nnz, relpy), g3) for f in narrow]
+        weights = "None"
+        ks: tuple = ()
+        if wvals:
+            w = self.to_num(self.product(1.0, wvals, g3))
+            if set(w.axes) - {m}:
+                return None
+            ks = w.kernels
+            weights = w.code
+        if wide.name in self.prog.param_names and wide.name not in self.risky_vars:
+            self.note_finite("finite-input", wide.name)
+        axis = vars_.index(s_var)
+        k_out, k_in = rvars.index(out), rvars.index(s_var)
+        out_axes = (out, *rest)
+        n_out = self.numel_poly(out_axes, g2)
+        space = Poly.of_dim(nnz) * self.numel_poly(tuple(rest), g2)
+        ks = ks + self.kernel(SegmentSum, space, n_out, f"sparse product into {out}")
+        self.decide("sparse-product", f"{rel} @ {wide.name}", out_axes, in_sum=True)
+        code = f"{relpy}.spmm({weights}, {self.py[wide.name]}, {axis}, {k_out}, {k_in})"
+        return Value(self.temp(code, kernels=ks), out_axes,
+                     risky=wide.name in self.risky_vars, size=n_out)
 
     def segment(self, prod: Value, m: str, present: list[str], kept: list[str],
                 rvars: list[str], rel: str, g2: dict[str, Axis], g3: dict[str, Axis]) -> Value:

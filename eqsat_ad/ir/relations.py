@@ -108,6 +108,28 @@ class SparseRelation:
         out = np.asarray(inc @ flat, dtype=values.dtype).reshape((n, *moved.shape[1:]))
         return np.moveaxis(out, 0, axis)
 
+    def matrix(self, weights: np.ndarray | float | None, k_out: int, k_in: int) -> Any:
+        """The SciPy CSR matrix ``S[c_out, c_in] = Σ weights`` over the members (1 each when
+        ``weights`` is None)."""
+        import scipy.sparse as sp
+
+        w = np.ones(self.nnz) if weights is None else np.broadcast_to(
+            np.asarray(weights, dtype=np.result_type(weights, np.float32)), (self.nnz,))
+        return sp.csr_array((w, (self.coords[k_out], self.coords[k_in])),
+                            shape=(self.shape[k_out], self.shape[k_in]))
+
+    def spmm(self, weights: np.ndarray | float | None, x: np.ndarray, axis: int, k_out: int,
+             k_in: int) -> np.ndarray:
+        """``out[c, ...] = Σ_{members m} weights[m] · x[.., coords[k_in][m], ..]`` at
+        ``c = coords[k_out][m]``: the gather of ``x`` along ``axis`` and the segment sum fused
+        into one sparse product (no nnz-by-features temporary). The other axes of ``x`` follow
+        in order."""
+        moved = np.moveaxis(x, axis, 0)
+        flat = moved.reshape(moved.shape[0], -1)
+        out = self.matrix(weights, k_out, k_in) @ flat
+        return np.asarray(out, dtype=np.result_type(x, out)).reshape(
+            (self.shape[k_out], *moved.shape[1:]))
+
     def gather(self, x: np.ndarray, which: Sequence[int | None]) -> np.ndarray:
         """``x`` read at the members: ``which[d]`` is the relation dimension whose coordinate
         indexes axis ``d`` of ``x`` (None keeps the axis); the member axis comes first."""
@@ -150,6 +172,16 @@ def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> Spa
             raise ShapeError(f"{what} got a 2-D sparse matrix; it has {len(shape)} dimensions")
         if any(n is not None and n != m for n, m in zip(shape, value.shape, strict=True)):
             raise ShapeError(f"{what} got a sparse matrix of shape {value.shape}")
+        data = np.asarray(value.data) if hasattr(value, "data") else None
+        fmt = getattr(value, "format", "")
+        if (fmt in ("csr", "csc") and value.has_canonical_format and data is not None
+                and (data.dtype == bool or bool(np.all(data == 1)))):
+            # sorted, no duplicates, every stored value 1: the members in O(nnz)
+            n_major = int(value.shape[0 if fmt == "csr" else 1])
+            major = np.repeat(np.arange(n_major, dtype=np.int64), np.diff(value.indptr))
+            minor = np.asarray(value.indices, dtype=np.int64)
+            rows, cols = (major, minor) if fmt == "csr" else (minor, major)
+            return SparseRelation(value.shape, (rows, cols))
         coo = value.tocoo()
         data = np.asarray(coo.data)
         if data.dtype != bool and not (
