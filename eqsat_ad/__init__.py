@@ -20,6 +20,8 @@ from .ir import (
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
+    # relations stored by their members (SciPy sparse matrices, index arrays)
+    "SparseRelation": "eqsat_ad.ir.relations",
     # frontend
     "parse": "eqsat_ad.frontend.index_lang",
     "tensor_fn": "eqsat_ad.frontend.index_lang",

@@ -56,7 +56,8 @@ class SparseRelation:
     __slots__ = ("_dense", "_incidence", "coords", "identity", "nnz", "shape")
     dtype = np.dtype(bool)
 
-    def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray]) -> None:
+    def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray],
+                 identity: frozenset[int] | None = None) -> None:
         self.shape = tuple(int(n) for n in shape)
         self.coords = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in coords)
         self.nnz = int(self.coords[0].shape[0]) if self.coords else 0
@@ -64,11 +65,20 @@ class SparseRelation:
         self._incidence: dict[int, Any] = {}
         # Dimensions whose coordinates are 0, 1, ..., n-1 (an index array's rows): a gather or
         # segment sum along them is the identity.
-        self.identity = frozenset(
+        self.identity = identity if identity is not None else frozenset(
             k for k, c in enumerate(self.coords)
             if self.nnz == self.shape[k] and (self.nnz == 0 or (
                 c[0] == 0 and c[-1] == self.nnz - 1 and bool(np.all(np.diff(c) == 1))))
         )
+
+    @staticmethod
+    def of(value: Any, n: int | None = None, name: str = "relation") -> SparseRelation:
+        """The members of a SciPy sparse matrix, or of an index array with range ``n``: build
+        it once and pass it to many calls (the conversion is O(nnz) per call otherwise)."""
+        if is_sparse_matrix(value):
+            return relation_argument(name, value, [None, None])
+        nd = np.ndim(value)
+        return relation_argument(name, value, [None] * nd + [n])
 
     @property
     def ndim(self) -> int:
@@ -144,6 +154,21 @@ class SparseRelation:
         return out
 
 
+_ARANGES: dict[int, np.ndarray] = {}
+
+
+def _arange(n: int) -> np.ndarray:
+    """A read-only ``np.arange(n)`` shared by the calls with index arrays of length ``n``."""
+    a = _ARANGES.get(n)
+    if a is None:
+        if len(_ARANGES) >= 8:
+            _ARANGES.pop(next(iter(_ARANGES)))
+        a = np.arange(n, dtype=np.int64)
+        a.flags.writeable = False
+        _ARANGES[n] = a
+    return a
+
+
 def prefer_dense(rel: SparseRelation) -> bool:
     """Whether a dense mask is the cheaper plan for ``rel`` (see :data:`DENSE_FRACTION`)."""
     numel = int(np.prod(rel.shape, dtype=np.int64))
@@ -181,7 +206,7 @@ def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> Spa
             major = np.repeat(np.arange(n_major, dtype=np.int64), np.diff(value.indptr))
             minor = np.asarray(value.indices, dtype=np.int64)
             rows, cols = (major, minor) if fmt == "csr" else (minor, major)
-            return SparseRelation(value.shape, (rows, cols))
+            return SparseRelation(value.shape, (rows, cols), identity=frozenset())
         coo = value.tocoo()
         data = np.asarray(coo.data)
         if data.dtype != bool and not (
@@ -221,6 +246,9 @@ def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> Spa
                 f"index array {name!r} holds {bad}, outside 0 .. {n - 1} (its range has "
                 f"{n} positions; negative indices do not wrap around)"
             )
+    flat = np.asarray(idx.reshape(-1), dtype=np.int64)
+    if idx.ndim == 1:  # rows 0 .. E-1, one member each
+        return SparseRelation((idx.shape[0], n), (_arange(idx.shape[0]), flat),
+                              identity=frozenset({0}))
     lead = np.indices(idx.shape).reshape(idx.ndim, -1) if idx.ndim else np.zeros((0, 1), int)
-    coords = [*lead, idx.reshape(-1).astype(np.int64)]
-    return SparseRelation((*idx.shape, n), coords)
+    return SparseRelation((*idx.shape, n), [*lead, flat])
