@@ -53,16 +53,20 @@ def is_index_array(value: Any, rank: int) -> bool:
 class SparseRelation:
     """The members of a relation: ``coords[k][m]`` is the k-th index of the m-th member."""
 
-    __slots__ = ("_dense", "_incidence", "coords", "identity", "nnz", "shape")
+    __slots__ = ("_dense", "_incidence", "_matrices", "coords", "identity", "nnz", "shape")
     dtype = np.dtype(bool)
 
     def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray],
-                 identity: frozenset[int] | None = None) -> None:
+                 identity: frozenset[int] | None = None, matrix: Any = None) -> None:
         self.shape = tuple(int(n) for n in shape)
         self.coords = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in coords)
         self.nnz = int(self.coords[0].shape[0]) if self.coords else 0
         self._dense: np.ndarray | None = None
         self._incidence: dict[int, Any] = {}
+        # Unweighted SciPy matrices by (k_out, k_in): the caller's CSR/CSC itself when it was one
+        self._matrices: dict[tuple[int, int], Any] = {}
+        if matrix is not None:
+            self._matrices = {(0, 1): matrix, (1, 0): matrix.T}
         # Dimensions whose coordinates are 0, 1, ..., n-1 (an index array's rows): a gather or
         # segment sum along them is the identity.
         self.identity = identity if identity is not None else frozenset(
@@ -123,6 +127,13 @@ class SparseRelation:
         ``weights`` is None)."""
         import scipy.sparse as sp
 
+        if weights is None:
+            hit = self._matrices.get((k_out, k_in))
+            if hit is None:
+                hit = sp.csr_array((np.ones(self.nnz), (self.coords[k_out], self.coords[k_in])),
+                                   shape=(self.shape[k_out], self.shape[k_in]))
+                self._matrices[(k_out, k_in)] = hit
+            return hit
         w = np.ones(self.nnz) if weights is None else np.broadcast_to(
             np.asarray(weights, dtype=np.result_type(weights, np.float32)), (self.nnz,))
         return sp.csr_array((w, (self.coords[k_out], self.coords[k_in])),
@@ -206,7 +217,8 @@ def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> Spa
             major = np.repeat(np.arange(n_major, dtype=np.int64), np.diff(value.indptr))
             minor = np.asarray(value.indices, dtype=np.int64)
             rows, cols = (major, minor) if fmt == "csr" else (minor, major)
-            return SparseRelation(value.shape, (rows, cols), identity=frozenset())
+            return SparseRelation(value.shape, (rows, cols), identity=frozenset(),
+                                  matrix=value)
         coo = value.tocoo()
         data = np.asarray(coo.data)
         if data.dtype != bool and not (
