@@ -77,9 +77,9 @@ def chain(repeat: int) -> dict:
     opt = ea.grad(prog, wrt="A3", sizes=sizes)
     naive = ea.grad(prog, wrt="A3", optimize=False)
 
-    def hand():
-        left = np.linalg.multi_dot(mats[:3]).sum(axis=0)
-        right = np.linalg.multi_dot(mats[4:]).sum(axis=1)
+    def hand():  # vector-matrix products from both ends, as one would write it by hand
+        left = np.linalg.multi_dot([np.ones(dims[0]), *mats[:3]])
+        right = np.linalg.multi_dot([*mats[4:], np.ones(dims[8])])
         return np.outer(left, right)
 
     np.testing.assert_allclose(opt(*mats), hand(), rtol=1e-8)

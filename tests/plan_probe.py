@@ -15,7 +15,7 @@ import numpy as np
 
 def line_peaks(fn: Callable[..., Any], args: Sequence[Any]) -> dict[int, int]:
     """Source line of ``fn`` → the most bytes allocated at once while that line ran (above what
-    was allocated when it started), over one call ``fn(*args)``."""
+    was allocated when it started), over one call ``fn(*args)`` after a warm-up call."""
     code = fn.__code__
     peaks: dict[int, int] = {}
     state: dict[str, int | None] = {"line": None, "base": 0}
@@ -35,6 +35,7 @@ def line_peaks(fn: Callable[..., Any], args: Sequence[Any]) -> dict[int, int]:
         return local if frame.f_code is code else None
 
     old = np.setbufsize(512)
+    fn(*args)  # warm up: first calls fill caches (NumPy's type resolution, imports)
     tracemalloc.start()
     sys.settrace(tracer)
     try:

@@ -111,6 +111,11 @@ def _calls(line: str) -> dict[str, int]:
         "contract": line.count(" @ ") + sum(1 for ins, _ in specs if "," in ins),
         "fill": line.count("np.zeros(") + line.count("np.arange("),
         "gather": line.count("_rt.gather(") + line.count("_rt.window("),
+        "scan": line.count("np.cumsum(") + line.count("_rt.suffix_sum(")
+        + line.count("_rt.scan_sum("),
+        "where": line.count("np.where("),
+        "reduce": line.count(".sum(") + sum(1 for ins, out in specs
+                                            if "," not in ins and len(set(ins)) > len(out)),
     }
 
 
@@ -120,6 +125,9 @@ def _listed(kernels) -> dict[str, int]:
         "fill": sum(1 for k in kernels if k.kind == "fill" and k.detail in ("zero-fill",
                                                                              "np.arange")),
         "gather": sum(1 for k in kernels if k.kind == "gather"),
+        "scan": sum(1 for k in kernels if k.kind == "scan" and "running sum" in k.detail),
+        "where": sum(1 for k in kernels if k.kind == "mask" and k.detail == "np.where"),
+        "reduce": sum(1 for k in kernels if k.kind == "reduce"),
     }
 
 

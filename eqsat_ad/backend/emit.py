@@ -281,6 +281,8 @@ class Emitter:
         if not v.axes:  # np.where(m, N, 0) is an int array
             v = Value(f"_dt({v.code})", (), risky=v.risky, kernels=v.kernels)
         ks, size = self.pass_over(Mask, target, grid, "np.where", mask, v)
+        if not target:  # (0-d, but a call all the same)
+            ks += self.kernel(Mask, ONE, ONE, "np.where")
         return Value(
             f"np.where({self.align(mask, target, False)}, {self.align(v, target, False)}, 0)",
             target, risky=False, kernels=ks, size=size,
