@@ -6,8 +6,9 @@ and the same written with an edge list in the NumPy front end, both vs a hand-wr
 a mesh edge-length energy from an edge list; sparse softmax attention over a relation; a
 scaling run N = 10³ .. 10⁶ at 8 edges per node (log-log slope). Peak memory by tracemalloc.
 
-One pinned core, one BLAS thread, float64, medians of repeats; ratios are measured in the same
-run. Peers: JAX (``jax.ops.segment_sum``) and PyTorch (``index_add_``) are timed only when
+One pinned core, one BLAS thread, float64, medians of repeats timed in alternation (eqsat_ad
+and the hand-written gradient take turns), so ratios are measured under the same load.
+Peers: JAX (``jax.ops.segment_sum``) and PyTorch (``index_add_``) are timed only when
 importable in this interpreter (the script installs nothing).
 
     taskset -c 0 .venv/bin/python experiments/sparse_bench.py --out experiments/results
@@ -69,14 +70,18 @@ def pin() -> None:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
-def timeit(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+def paired(*fns: Callable[[], Any], repeats: int) -> list[float]:
+    """Medians of the functions timed in alternation (a load change on the shared machine
+    hits every one of them alike, so the ratios hold)."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def peak(fn: Callable[[], Any]) -> int:
@@ -115,9 +120,8 @@ def bench_laplacian(n: int, per_node: int, repeats: int) -> dict[str, Any]:
     g = ea.grad(LAP, wrt="x", sizes={"N": n, "nnz_M": m.nnz})
     rel = ea.SparseRelation.of(m)
     np.testing.assert_allclose(g(x, m), hand_lap(x, r, c), rtol=1e-9, atol=1e-9)
-    t_hand = timeit(lambda: hand_lap(x, r, c), repeats)
-    t_csr = timeit(lambda: g(x, m), repeats)
-    t_rel = timeit(lambda: g(x, rel), repeats)
+    t_hand, t_csr, t_rel = paired(lambda: hand_lap(x, r, c), lambda: g(x, m),
+                                  lambda: g(x, rel), repeats=repeats)
     return {
         "N": n, "nnz": int(m.nnz), "hand_s": t_hand, "eqsat_csr_s": t_csr, "eqsat_rel_s": t_rel,
         "ratio_csr": t_csr / t_hand, "ratio_rel": t_rel / t_hand,
@@ -132,8 +136,7 @@ def bench_edges(n: int, per_node: int, repeats: int) -> dict[str, Any]:
     x = np.random.default_rng(2).standard_normal(n)
     g = ea.grad(energy)
     np.testing.assert_allclose(g(x, r, c), hand_lap(x, r, c), rtol=1e-9, atol=1e-9)
-    t_hand = timeit(lambda: hand_lap(x, r, c), repeats)
-    t_eq = timeit(lambda: g(x, r, c), repeats)
+    t_hand, t_eq = paired(lambda: hand_lap(x, r, c), lambda: g(x, r, c), repeats=repeats)
     return {"N": n, "E": len(r), "hand_s": t_hand, "eqsat_s": t_eq, "ratio": t_eq / t_hand,
             "peak_hand_MB": peak(lambda: hand_lap(x, r, c)) / 2**20,
             "peak_eqsat_MB": peak(lambda: g(x, r, c)) / 2**20, "source": g.source}
@@ -154,8 +157,7 @@ def bench_gcn(n: int, per_node: int, feat: int, repeats: int) -> dict[str, Any]:
 
     for mine, ref in zip(g(h, w, a), hand(), strict=True):
         np.testing.assert_allclose(mine, ref, rtol=1e-8, atol=1e-8)
-    t_hand = timeit(hand, repeats)
-    t_eq = timeit(lambda: g(h, w, a), repeats)
+    t_hand, t_eq = paired(hand, lambda: g(h, w, a), repeats=repeats)
     return {"N": n, "nnz": int(a.nnz), "features": feat, "hand_s": t_hand, "eqsat_s": t_eq,
             "ratio": t_eq / t_hand, "peak_hand_MB": peak(hand) / 2**20,
             "peak_eqsat_MB": peak(lambda: g(h, w, a)) / 2**20, "source": g.source}
@@ -178,8 +180,7 @@ def bench_mesh(v: int, e: int, repeats: int) -> dict[str, Any]:
         return out
 
     np.testing.assert_allclose(g(p, a, b), hand(), rtol=1e-8, atol=1e-8)
-    t_hand = timeit(hand, repeats)
-    t_eq = timeit(lambda: g(p, a, b), repeats)
+    t_hand, t_eq = paired(hand, lambda: g(p, a, b), repeats=repeats)
     return {"V": v, "E": e, "hand_s": t_hand, "eqsat_s": t_eq, "ratio": t_eq / t_hand,
             "source": g.source}
 
@@ -196,8 +197,7 @@ def bench_attention(n: int, per_node: int, d: int, repeats: int) -> dict[str, An
     ms = m[small, small]
     want = ea.evaluate(ATT, q[small], k[small], v[small], ms.toarray() > 0)
     assert abs(f(q[small], k[small], v[small], ms) - want) <= 1e-9 * abs(want)
-    t_f = timeit(lambda: f(q, k, v, m), repeats)
-    t_g = timeit(lambda: g(q, k, v, m), repeats)
+    t_f, t_g = paired(lambda: f(q, k, v, m), lambda: g(q, k, v, m), repeats=repeats)
     return {"N": n, "nnz": int(m.nnz), "D": d, "forward_s": t_f, "grad_s": t_g,
             "grad_over_f": t_g / t_f, "source": g.source}
 
@@ -247,7 +247,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     q = args.quick
-    reps = 3 if q else 7
+    reps = 3 if q else 11
     res: dict[str, Any] = {"peers": peers_available()}
     print("laplacian (CSR)")
     res["laplacian"] = bench_laplacian(10**4 if q else 10**5, 8, reps)
