@@ -147,7 +147,18 @@ class SparseRelation:
         in order."""
         moved = np.moveaxis(x, axis, 0)
         flat = moved.reshape(moved.shape[0], -1)
-        out = self.matrix(weights, k_out, k_in) @ flat
+        w = None if weights is None else np.asarray(weights)
+        if k_out in self.identity:  # one member per output row (an index array): a gather
+            out = flat[self.coords[k_in]]
+            if w is not None:
+                out = out * (w[:, None] if w.ndim else w)
+        elif k_in in self.identity and flat.shape[1] <= 8:  # a scatter-add of a few columns
+            vals = flat if w is None else flat * (w[:, None] if w.ndim else w)
+            out = np.stack([np.bincount(self.coords[k_out], weights=vals[:, c],
+                                        minlength=self.shape[k_out])
+                            for c in range(flat.shape[1])], axis=1)
+        else:
+            out = self.matrix(weights, k_out, k_in) @ flat
         return np.asarray(out, dtype=np.result_type(x, out)).reshape(
             (self.shape[k_out], *moved.shape[1:]))
 
