@@ -139,8 +139,10 @@ def test_bad_relation_arguments_name_the_parameter(run: str) -> None:
         call(edges, x, np.array([0, 5, 1]), dst)
     with pytest.raises(ShapeError, match="'dst'"):
         call(edges, x, src, np.array([1, 2]))
-    with pytest.raises(ShapeError, match="'M'"):
+    with pytest.raises(ArgumentTypeError, match="'M'.*boolean or 0/1"):
         call(lap, x, "not a relation")
+    with pytest.raises(ArgumentTypeError, match="'M'"):
+        call(lap, x, np.full((5, 5), 2.5))
 
 
 def test_index_array_syntax_errors() -> None:

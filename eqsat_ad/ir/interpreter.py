@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ProgramError, ShapeError
+from .errors import ArgumentTypeError, ProgramError, ShapeError
 from .expr import (
     Access,
     And,
@@ -271,9 +271,9 @@ def _convert(p: Param, value: Any) -> np.ndarray:
             return raw.copy()
         if raw.dtype.kind in "iuf" and np.all((raw == 0) | (raw == 1)):
             return raw.astype(bool)
-        raise ShapeError(
-            f"argument {p.name!r} for relation {_param_str(p)} must be boolean or 0/1, "
-            f"got dtype {raw.dtype}"
+        raise ArgumentTypeError(
+            f"argument {p.name!r} for relation {_param_str(p)} must be boolean or 0/1 (a dense "
+            f"array, a scipy.sparse matrix or an integer index array), got dtype {raw.dtype}"
         )
     if raw.dtype.kind not in "biuf":
         raise ShapeError(
