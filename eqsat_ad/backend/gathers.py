@@ -87,7 +87,6 @@ class Gathers(Reads):
                 g3[k] = ax
         g3.update({a: inner[a] for a in others})
         relpy = self.py[rel.name]
-        self.decide("relation-sum", f"sum over the members of {rel.name}", (m,), in_sum=True)
         factors, done = self.contract_first(list(factors), rvars, others, inner, g2)
         others = [a for a in others if a not in done]
         if not others and len(rvars) == 2:
@@ -97,12 +96,15 @@ class Gathers(Reads):
             except _NoGather:
                 return None
             if fused is not None:
+                self.decide("relation-sum", f"sum over the members of {rel.name}", (m,),
+                            in_sum=True)
                 return fused
         try:
             moved = [f if isinstance(f, Value | Term) else
                      self.at_members(f, rvars, m, nnz, relpy) for f in factors]
         except _NoGather:
             return None
+        self.decide("relation-sum", f"sum over the members of {rel.name}", (m,), in_sum=True)
         vals = [f if isinstance(f, Value) else self.term_value(f, g3) if isinstance(f, Term)
                 else self.ev(f, g3) for f in moved]
         used = set().union(*(set(v.axes) for v in vals)) if vals else set()
