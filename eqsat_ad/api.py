@@ -32,6 +32,7 @@ from .ir.expr import Access, Const, Expr
 from .ir.outline import outline
 from .ir.printer import print_program
 from .ir.program import Fold, Program, Statement, Step
+from .ir.relations import SparseRelation, is_sparse_matrix
 from .ir.traverse import rebuild
 
 __all__ = ["Compiled", "Specialization", "compile", "grad", "hessian", "jvp", "vjp"]
@@ -467,11 +468,14 @@ class Compiled:
         return stage
 
     def _specialize(self, shapes: Mapping[str, tuple[int, ...]], relations: frozenset[str],
-                    statics: Mapping[str, Any]) -> _Stage:
-        """The specialization for a call: symbolic sizes, or the concrete shapes as fall-back."""
+                    statics: Mapping[str, Any], integers: frozenset[str] = frozenset()
+                    ) -> _Stage:
+        """The specialization for a call: symbolic sizes, or the concrete shapes as fall-back.
+        ``integers``: integer array arguments (index arrays where the function indexes)."""
         key = (
             tuple(shapes.items()),
             tuple(sorted(relations)),
+            tuple(sorted(integers)),
             tuple((k, type(v).__name__, v) for k, v in statics.items()),
         )
         with self._lock:
@@ -480,7 +484,8 @@ class Compiled:
                     and not stage.constants.unchanged():
                 stage = None  # a captured array changed shape: translate again
             if stage is None:
-                dtypes = {name: bool for name in relations}
+                dtypes: dict[str, Any] = {name: bool for name in relations}
+                dtypes.update({name: np.int64 for name in integers})
                 symbolic, sizes, origins = _size_symbols(shapes, self._avoid)
                 dims = {n: s for s, n in sizes.items()}
                 try:
@@ -610,10 +615,15 @@ class Compiled:
         # parameters left at their defaults stay constants of the translation.
         shapes: dict[str, tuple[int, ...]] = {}
         relations: set[str] = set()
+        integers: set[str] = set()
         statics: dict[str, Any] = {}
         for name, value in bound.arguments.items():
             if _is_static(value):
                 statics[name] = value.item() if isinstance(value, np.generic) else value
+                continue
+            if is_sparse_matrix(value) or isinstance(value, SparseRelation):
+                shapes[name] = tuple(int(n) for n in value.shape)  # a relation by its members
+                relations.add(name)
                 continue
             try:
                 arr = np.asarray(value)
@@ -622,6 +632,8 @@ class Compiled:
             shapes[name] = tuple(int(n) for n in arr.shape)
             if arr.dtype == bool:
                 relations.add(name)
+            elif arr.dtype.kind in "iu" and arr.ndim:
+                integers.add(name)  # an index array where it indexes (x[idx], np.bincount)
         stage = None
         if self._declared is not None and not statics:
             declared_shapes, declared_dtypes = self._declared
@@ -629,7 +641,8 @@ class Compiled:
             if _unify(declared_shapes, shapes) and declared_rel == relations:
                 stage = self._specialize_declared()
         if stage is None:
-            stage = self._specialize(shapes, frozenset(relations), statics)
+            stage = self._specialize(shapes, frozenset(relations), statics,
+                                     frozenset(integers))
         names = stage.compiled.program.param_names
         if fast_key is not None and not statics and stage.constants is None:
             order = list(bound.arguments)

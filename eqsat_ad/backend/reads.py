@@ -23,6 +23,7 @@ from ..ir.index import Affine
 from ..plan.kernels import (
     Elementwise,
     Gather,
+    Mask,
     View,
 )
 from ..plan.normal import (
@@ -32,7 +33,7 @@ from ..plan.normal import (
     _denominator,
     expand,
 )
-from ..plan.poly import ONE, ZERO
+from ..plan.poly import ONE, ZERO, Poly
 from .emit import Emitter
 from .values import (
     _ATOM,
@@ -85,6 +86,11 @@ class Reads(Emitter):
                 f"{name!r} is used as a {'relation' if relation else 'value'} but is not one"
             )
         py = self.py[name]
+        if relation and name in self.sparse:
+            # (no sum over its members here: the plan's dense fallback, built once per call)
+            n = Poly.product_of_dims(shape)
+            self.decide("dense-relation", f"{name} read as a dense mask")
+            py = self.temp(f"{py}.dense", kernels=self.kernel(Mask, n, n, f"dense {name}"))
         risky = name in self.risky_vars
         if not idx:
             return Value(py, (), mask=relation, risky=risky, fresh=False)
