@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .ad.common import is_tensor_output, prune
-from .backend.numpy import CompiledProgram, compile_program
+from .backend.numpy import compile_program
 from .ir.errors import EqsatError, ProgramError, ShapeError
 from .ir.expr import Access, Const, Expr, map_children
 from .ir.printer import print_program
@@ -303,8 +303,32 @@ class _Stage:
     naive: Program
     program: Program
     report: Any
-    compiled: CompiledProgram
+    compiled: Any  # CompiledProgram, or NumbaProgram for backend="numba"
     specialization: Specialization | None = None
+
+
+BACKENDS = ("numpy", "numba")
+
+
+def _check_backend(backend: str, structured: bool) -> str:
+    if backend not in BACKENDS:
+        raise ProgramError(f"unknown backend {backend!r}: expected one of {BACKENDS}")
+    if backend == "numba":
+        from .backend.fused import require_numba
+
+        require_numba()
+        if structured:
+            raise ProgramError("structured=True needs backend='numpy' (the numba backend "
+                               "returns dense arrays)")
+    return backend
+
+
+def _compile(program: Program, structured: bool, backend: str) -> Any:
+    if backend == "numba":
+        from .backend.fused import compile_numba
+
+        return compile_numba(program)
+    return compile_program(program, structured)
 
 
 class Compiled:
@@ -330,9 +354,11 @@ class Compiled:
         shapes: ShapeSpec | None = None,
         dtypes: Mapping[str, Any] | None = None,
         structured: bool = False,
+        backend: str = "numpy",
     ) -> None:
         self.kind = kind
         self.structured = bool(structured)
+        self.backend = _check_backend(backend, self.structured)
         self._build = build
         self._options = (optimize, rules, limits, sizes)
         self._verbose = verbose
@@ -381,12 +407,13 @@ class Compiled:
             print(f"{head}: Tensor SSA program\n{print_program(forward)}")
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured)
-        stage = _Stage(naive, program, report, compile_program(program, self.structured), spec)
+        stage = _Stage(naive, program, report, _compile(program, self.structured, self.backend),
+                       spec)
         self._stages[key] = stage
         self._forwards[key] = forward
         if self._verbose:
             print(f"# eqsat_ad.{self.kind}: optimized program\n{print_program(program)}")
-            print(f"# generated NumPy source\n{stage.compiled.source}")
+            print(f"# generated {self.backend} source\n{stage.compiled.source}")
             if report is not None:
                 print(report)
         return stage
@@ -478,8 +505,14 @@ class Compiled:
         return self._latest_stage().report
 
     @property
-    def compiled(self) -> CompiledProgram:
+    def compiled(self) -> Any:
         return self._latest_stage().compiled
+
+    @property
+    def compile_seconds(self) -> dict[str, float]:
+        """backend="numba": per float type ('d', 'f'), the first call's module load and Numba
+        compilation (or on-disk cache load) time; empty for the NumPy backend."""
+        return dict(getattr(self._latest_stage().compiled, "compile_seconds", {}))
 
     @property
     def specialization(self) -> Specialization | None:
@@ -600,6 +633,7 @@ def grad(
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    backend: str = "numpy",
 ) -> Compiled:
     """The compiled gradient of a scalar-valued program or NumPy-subset function.
 
@@ -617,6 +651,11 @@ def grad(
     over disjoint indices (``x[i] * y[j]``) comes back as an :class:`eqsat_ad.Outer` of them.
     Other gradients stay dense arrays. All convert with ``np.asarray`` and update an array in
     place with ``.add_to(x, scale)``.
+
+    ``backend="numba"`` runs the same optimized program as fused scalar loop nests compiled by
+    Numba (optional: ``pip install 'eqsat-ad[numba]'``; contractions BLAS runs better stay NumPy
+    calls); ``.source`` is then the generated module and ``.compile_seconds`` its first-call
+    compile (or cache load) time. NumPy (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):
@@ -644,7 +683,7 @@ def grad(
 
     return Compiled(
         "grad", prog_or_fn, build, optimize=optimize, rules=rules, limits=limits, sizes=sizes,
-        verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
+        verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured, backend=backend,
     )
 
 
@@ -659,6 +698,7 @@ def compile(  # noqa: A001 - the public name of DESIGN.md section 5
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    backend: str = "numpy",
 ) -> Compiled:
     """The forward program through the same optimizer and backend, as a callable.
 
@@ -668,6 +708,7 @@ def compile(  # noqa: A001 - the public name of DESIGN.md section 5
     return Compiled(
         "compile", prog_or_fn, lambda p: p, optimize=optimize, rules=rules, limits=limits,
         sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
+        backend=backend,
     )
 
 
@@ -683,6 +724,7 @@ def hessian(
     shapes: ShapeSpec | None = None,
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
+    backend: str = "numpy",
 ) -> Compiled:
     """The compiled symbolic Hessian of a scalar program with respect to one input.
 
@@ -703,7 +745,7 @@ def hessian(
     return Compiled(
         "hessian", prog_or_fn, build, optimize=optimize,
         rules=rules, limits=limits, sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
-        structured=structured,
+        structured=structured, backend=backend,
     )
 
 
