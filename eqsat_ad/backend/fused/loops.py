@@ -132,10 +132,22 @@ class LoopWriter:
     lines: list[str] = field(default_factory=list)
     depth: int = 0
     counter: int = 0
+    memo: dict = field(default_factory=dict)
+    blocks: list[int] = field(default_factory=list)
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
+
+    def open(self) -> None:
+        """Enter a new block (a loop body or a guarded branch)."""
+        self.counter += 1
+        self.blocks.append(self.counter)
+        self.depth += 1
+
+    def close(self) -> None:
+        self.blocks.pop()
+        self.depth -= 1
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -223,7 +235,9 @@ class LoopWriter:
                 return f"({a} * {b})", None
             if z == "True":
                 return "F(0)", "True"
-            return f"(F(0) if {z} else {a} * {b})", z
+            # A bracket or data comparison is 1 wherever it is not a strong zero.
+            prod = b if _unit(e.lhs) else a if _unit(e.rhs) else f"{a} * {b}"
+            return f"(F(0) if {z} else {prod})", z
         if e.op == "/":
             if az is None:
                 return f"({a} / {b})", None
@@ -282,7 +296,20 @@ class LoopWriter:
 
     def inline(self, s: Statement, codes: Sequence[str], conds: Sequence[str],
                env: Mapping[str, Index]) -> str:
-        """A fused producer's value at ``codes``: its body, an ordinary number (0 outside)."""
+        """A fused producer's value at ``codes``: its body, an ordinary number (0 outside).
+
+        Evaluated once per point of a loop body: a later read at the same point inside the
+        block that defined it (or a block nested in it) reuses the value."""
+        key = (s.name, tuple(codes))
+        hit = self.memo.get(key)
+        if hit is not None and tuple(self.blocks[:len(hit[1])]) == hit[1]:
+            return hit[0]
+        out = self._inline(s, codes, conds, env)
+        self.memo[key] = (out, tuple(self.blocks))
+        return out
+
+    def _inline(self, s: Statement, codes: Sequence[str], conds: Sequence[str],
+                env: Mapping[str, Index]) -> str:
         inner: dict[str, Index] = {}
         for iv, code in zip(s.indices, codes, strict=True):
             known = next((v for v in env.values() if v.code == code), None)
@@ -299,10 +326,10 @@ class LoopWriter:
             return out
         self.emit(f"{out} = F(0)")
         self.emit(f"if {' and '.join(conds)}:")
-        self.depth += 1
+        self.open()
         v, _ = self.expr(s.body, inner)
         self.emit(f"{out} = {v}")
-        self.depth -= 1
+        self.close()
         return out
 
     # --- sums ----------------------------------------------------------------------------------
@@ -332,7 +359,8 @@ class LoopWriter:
             self.emit(f"if not {z}:")
             self.emit(f"    {acc} += {v}")
             self.emit(f"    {flag} = False")
-        self.depth -= len(e.indices)
+        for _ in e.indices:
+            self.close()
         if not need_flag:
             return acc, None
         self.lines.insert(start, "    " * self.depth + f"{flag} = True")
@@ -341,7 +369,7 @@ class LoopWriter:
     def _open_loop(self, var: str, lo: str, hi: str) -> None:
         self.emit(f"for {var} in range({lo}, {hi}):" if lo != "0" else
                   f"for {var} in range({hi}):")
-        self.depth += 1
+        self.open()
 
     def bounds(self, name: str, extent: str, body: Expr, env: Mapping[str, Index]
                ) -> tuple[str, str, Expr, bool]:
@@ -394,6 +422,10 @@ class LoopWriter:
             "==": (code, f"{at} + 1"), ">=": (code, None), ">": (f"{at} + 1", None),
             "<=": (None, f"{at} + 1"), "<": (None, code),
         }.get(op)
+
+
+def _unit(e: Expr) -> bool:
+    return isinstance(e, Bracket) or (isinstance(e, Call) and e.fn in _COMPARISONS)
 
 
 def _factors(e: Expr) -> list[Expr]:

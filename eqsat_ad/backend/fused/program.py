@@ -112,7 +112,7 @@ class NumbaProgram:
         for iv in s.indices:
             env[iv.name] = Index(iv.name, iv.extent)
             w.emit(f"for {iv.name} in range({iv.extent}):")
-            w.depth += 1
+            w.open()
         v, _ = w.expr(s.body, env)
         target = ", ".join(iv.name for iv in s.indices) or "0"
         w.emit(f"_out[{target}] = {v}")

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ...ir.expr import Access, Binary, Bracket, Call, Cmp, Const, Expr, Neg, Pow, Sum
+from ...ir.expr import Access, And, Binary, Bracket, Call, Cmp, Const, Expr, Neg, Pow, Sum
+from ...ir.index import Affine
 from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
@@ -49,18 +50,25 @@ def _sum_count(iv_name: str, extent: Poly, body: Expr) -> Poly:
     """Points a sum visits: 1 under an equality on its index, a band's width, else all."""
     lows: list = []
     highs: list = []
+    cmps: list[Cmp] = []
     for f in _factors(body):
-        if not isinstance(f, Bracket) or not isinstance(f.pred, Cmp):
-            continue
-        d = f.pred.lhs - f.pred.rhs
+        if isinstance(f, Bracket):
+            preds = f.pred.preds if isinstance(f.pred, And) else (f.pred,)
+            cmps += [p for p in preds if isinstance(p, Cmp)]
+    for c in cmps:
+        d = c.lhs - c.rhs
         k = d.coeff(iv_name)
-        if k not in (1, -1):
+        if k not in (1, -1) or c.op == "!=":
             continue
-        if f.pred.op == "==":
+        if c.op == "==":
             return ONE
-        rest = d - d.__class__.var(iv_name).scale(k)
-        op = f.pred.op if k == 1 else {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(f.pred.op)
-        (lows if op in (">", ">=") else highs).append(rest.scale(-k))
+        rest = d - Affine.var(iv_name).scale(k)
+        op = c.op if k == 1 else {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[c.op]
+        bound = rest.scale(-k)  # the index is op this bound; strict bounds move by one
+        if op in (">", ">="):
+            lows.append(bound + 1 if op == ">" else bound)
+        else:
+            highs.append(bound - 1 if op == "<" else bound)
     for lo in lows:
         for hi in highs:
             width = hi - lo
