@@ -141,7 +141,11 @@ def test_the_code_allocates_and_calls_what_the_plan_lists(prog, data):
     lowered = lower_program(prog, sizes)
     plan = lowered.plan
     lines = lowered.source.splitlines()
-    peaks = line_peaks(_load(lowered), _arrays(prog, sizes))
+    fn, args = _load(lowered), _arrays(prog, sizes)
+    # two measured calls, the smaller peak per line: a one-off allocation (a cache filled on
+    # first use) is not what the line allocates
+    first, second = line_peaks(fn, args), line_peaks(fn, args)
+    peaks = {k: min(v, second.get(k, v)) for k, v in first.items()}
     by_line: dict[int, list] = {}
     for k in plan.kernels:
         by_line.setdefault(k.line, []).append(k)

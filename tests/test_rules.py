@@ -132,3 +132,27 @@ def test_shipped_rule_files_warn_about_nothing():
         warnings.simplefilter("error", RuleWarning)
         for name in SHIPPED:
             assert check_rules(name, trials=1).warnings == ()
+
+
+def test_checker_values_cover_non_finite_huge_tiny_and_sizes_0_and_1():
+    import random
+
+    import numpy as np
+
+    from eqsat_ad.egraph.check import _settings
+    from eqsat_ad.egraph.check_instances import random_arrays
+
+    settings = _settings(random.Random(0), 3, finite=False)
+    assert {s["N"] for s, _ in settings} == {0, 1, 3}
+    values = np.concatenate([a[k].ravel() for _, a in settings for k in ("S", "T1", "T2")])
+    assert np.isnan(values).any() and np.isposinf(values).any() and np.isneginf(values).any()
+    assert (values == 0).any() and (np.abs(values[np.isfinite(values)]) > 1e29).any()
+    assert ((np.abs(values) < 1e-29) & (values != 0)).any()
+    rng = np.random.default_rng(0)
+    for mode in ("plain", "huge", "tiny"):
+        a = random_arrays(rng, 4, mode)
+        assert all(np.isfinite(v).all() and (v != 0).all() for k, v in a.items()
+                   if v.dtype != bool)
+    # finite-only rules are never shown inf or nan
+    finite = _settings(random.Random(0), 3, finite=True)
+    assert all(np.isfinite(v).all() for _, a in finite for v in a.values() if v.dtype != bool)

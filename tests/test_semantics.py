@@ -154,3 +154,43 @@ def f(w: [], x: [N], v: [N], A: [N, N]):
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
     assert np.isnan(want[1][0])  # inf * 1 + inf * -1
+
+
+@pytest.mark.parametrize("body", [
+    "log1p(x[i] ** 2) * y[i]",
+    "expm1(x[i]) * y[i]",
+    "logaddexp(x[i], y[i] * 3)",
+    "softplus(x[i] * y[i])",
+    "logaddexp(softplus(x[i]), expm1(y[i]))",
+])
+def test_new_builtin_gradients_match_central_differences(body):
+    prog = ea.parse(f"def f(x: [N], y: [N]):\n    return Sum[i: N]({body})")
+    rng = np.random.default_rng(3)
+    x, y = rng.uniform(-2, 2, 5), rng.uniform(-2, 2, 5)
+
+    def value(xv, yv):
+        return evaluate(prog, xv, yv)
+
+    h = 1e-6
+    for optimize in (False, True):
+        gx, gy = ea.grad(prog, wrt=("x", "y"), optimize=optimize)(x, y)
+        for k in range(5):
+            e = np.zeros(5)
+            e[k] = h
+            assert gx[k] == pytest.approx((value(x + e, y) - value(x - e, y)) / (2 * h), rel=1e-6,
+                                          abs=1e-8)
+            assert gy[k] == pytest.approx((value(x, y + e) - value(x, y - e)) / (2 * h), rel=1e-6,
+                                          abs=1e-8)
+
+
+def test_new_builtins_in_the_numpy_front_end():
+    def f(x, y):
+        return np.sum(np.log1p(x * x) + np.expm1(y) + np.logaddexp(x, y))
+
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=4), rng.normal(size=4)
+    assert ea.compile(f)(x, y) == pytest.approx(float(f(x, y)), rel=1e-12)
+    gx, gy = ea.grad(f, wrt=(0, 1))(x, y)
+    sig = 1 / (1 + np.exp(y - x))
+    np.testing.assert_allclose(gx, 2 * x / (1 + x * x) + sig, rtol=1e-12)
+    np.testing.assert_allclose(gy, np.exp(y) + 1 - sig, rtol=1e-12)

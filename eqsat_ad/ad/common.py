@@ -2,12 +2,14 @@
 
 Folding is deliberately trivial (``0*e -> 0``, ``1*e -> e``, ``e+0 -> e`` and friends): every
 algebraic simplification beyond that belongs to the optimizer. ``0*e -> 0`` is sound for every
-``e`` because our multiplication is strongly zero.
+``e`` because the literal 0 is a strong zero (docs/semantics.md): a derivative that is
+identically zero is never multiplied by anything, even inf.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable, Sequence
 
 from ..ir.errors import ProgramError
@@ -99,14 +101,15 @@ def f_neg(a: Expr) -> Expr:
 
 
 def f_mul(a: Expr, b: Expr) -> Expr:
-    # Strong zero: 0 * e is 0 even where e is not finite.
+    # The literal 0 is a strong zero: 0 * e is 0 even where e is not finite.
     if is_zero(a) or is_zero(b):
         return ZERO
     if is_one(a):
         return b
     if is_one(b):
         return a
-    if isinstance(a, Const) and isinstance(b, Const):
+    if isinstance(a, Const) and isinstance(b, Const) and a.value * b.value != 0 and math.isfinite(
+            a.value * b.value):  # (no 0 from nonzero numbers, no inf: docs/semantics.md)
         return Const(a.value * b.value)
     if isinstance(a, Const) and a.value == -1.0:
         return f_neg(b)
@@ -116,8 +119,8 @@ def f_mul(a: Expr, b: Expr) -> Expr:
         return f_neg(f_mul(a.arg, b))
     if isinstance(b, Neg):
         return f_neg(f_mul(a, b.arg))
-    # a * (1 / d) is NOT folded to a / d: where a is 0 (a false bracket) and d is 0, the product
-    # is 0 (strong zero) but the quotient is nan.
+    # a * (1 / d) is NOT folded to a / d: for a tiny d, 1 / d overflows to inf, so the product
+    # is nan where a is 0.0 but the quotient is 0 (IEEE, docs/semantics.md).
     return Binary("*", a, b)
 
 

@@ -96,6 +96,23 @@ class Emitter:
         self.lines.append("    " + line)
         self.kernels += [replace(k, line=len(self.lines) - 1) for k in kernels]
 
+    def mark(self) -> tuple[int, int, int]:
+        """The state to roll back to: lines, kernels and decisions emitted so far."""
+        return len(self.lines), len(self.kernels), len(self.decisions)
+
+    def facts_unsafe(self, mark: tuple[int, int, int]) -> bool:
+        """Whether lines were emitted since ``mark`` (outside a guard the facts assume)."""
+        return len(self.lines) > mark[0]
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Forget the lines (and the temporaries they define) emitted since ``mark``."""
+        gone = {line.split(" = ", 1)[0].strip() for line in self.lines[mark[0]:]}
+        del self.lines[mark[0]:]
+        del self.kernels[mark[1]:]
+        del self.decisions[mark[2]:]
+        self.memo = {k: v for k, v in self.memo.items() if v not in gone}
+        self.aranges = {k: v for k, v in self.aranges.items() if v not in gone}
+
     def kernel(self, cls: type[Kernel], space: Poly, alloc: Poly | None = None,
                detail: str = "") -> tuple[Kernel, ...]:
         """One kernel of the current statement (``alloc`` defaults to ``space``)."""

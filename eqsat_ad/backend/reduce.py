@@ -6,9 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from fractions import Fraction
 
-from ..ir.expr import Access, Binary, Const, Expr, Pow, free_indices
+from ..ir.expr import Access, Expr, free_indices
 from ..ir.index import Affine, Dim
 from ..plan.kernels import (
     Contract,
@@ -22,9 +21,10 @@ from ..plan.normal import (
     Axis,
     Cond,
     Term,
-    _decide_static,
-    _denominator,
-    _integral,
+    divisions_out_of_sums,
+    eliminate,
+    fold,
+    scan_bounds,
 )
 from ..plan.order import contraction_path
 from ..plan.poly import ZERO
@@ -40,93 +40,18 @@ from .values import (
 )
 
 
-def _divisions_out_of_sums(factors: list[Expr | Term], summed: set[str]
-                           ) -> list[Expr | Term]:
-    """``a / b`` with ``b`` free of the summed indices as ``a`` and ``b ** -1``: the division
-    leaves the sum (``Σ_s V[s, d] / Z[t]`` is ``(Σ_s V[s, d]) / Z[t]``, no T x T x D array)."""
-    out: list[Expr | Term] = []
-    for f in factors:
-        if (isinstance(f, Binary) and f.op == "/" and not isinstance(f.rhs, Const)
-                and free_indices(f.lhs) & summed and not free_indices(f.rhs) & summed):
-            out += [f.lhs, Pow(f.rhs, -1.0)]
-        else:
-            out.append(f)
-    return out
-
-
 class Reductions(Reads):
-    def eliminate(self, t: Term, candidates: Sequence[str], grid_extent: Mapping[str, Dim]
-                  ) -> tuple[Term, dict[str, Affine]] | None:
-        """Solve equalities of ``t`` for indices in ``candidates`` (earliest first).
-
-        Returns the term with the solved indices substituted (their ranges and the integrality
-        of their values added as conditions) and the solutions; None when ``t`` is 0.
-        """
-        solved: dict[str, Affine] = {}
-        cands = list(candidates)
-        while True:
-            best = None
-            for k, c in enumerate(t.conds):
-                if c.kind != "eq":
-                    continue
-                for v in cands:
-                    coeff = c.aff.coeff(v)
-                    if coeff == 0:
-                        continue
-                    rank = (0 if abs(coeff) == 1 else 1, cands.index(v))
-                    if best is None or rank < best[0]:
-                        best = (rank, k, v, coeff)
-            if best is None:
-                break
-            _, k, v, coeff = best
-            c = t.conds[k]
-            rest = c.aff - Affine.var(v).scale(coeff)
-            sol = rest.scale(Fraction(-1) / coeff)
-            conds = t.conds[:k] + t.conds[k + 1:]
-            t = replace(t, conds=conds)
-            t = Term(t.coef, [iv for iv in t.sums if iv.name != v], t.factors, t.conds)
-            # Substitute inside (sums[] already dropped v, so Term.substitute reaches it).
-            t = t.substitute({v: sol})
-            ext = Affine.of_dim(grid_extent[v])
-            extra = [Cond("ge", _integral(sol)), Cond("ge", _integral(ext - sol - 1))]
-            if _denominator(sol) != 1:
-                extra.append(Cond("int", sol))
-            t = replace(t, conds=t.conds + extra)
-            solved = {k2: a.substitute({v: sol}) for k2, a in solved.items()}
-            solved[v] = sol
-            cands.remove(v)
-        t = _decide_static(t)
-        return None if t is None else (t, solved)
-
-    def fold(self, t: Term, axes: dict[str, Axis], names: Sequence[str]) -> Term:
-        """Narrow the ranges in ``axes`` of ``names`` by one-index conditions of ``t``."""
-        kept: list[Cond] = []
-        for c in t.conds:
-            ix = c.indices()
-            if c.kind == "ge" and len(ix) == 1 and next(iter(ix)) in names:
-                v = next(iter(ix))
-                k = c.aff.coeff(v)
-                rest = c.aff - Affine.var(v).scale(k)
-                if k == 1:
-                    axes[v] = axes[v].with_lo(-rest)
-                    continue
-                if k == -1:
-                    axes[v] = axes[v].with_hi(rest + 1)
-                    continue
-            kept.append(c)
-        return replace(t, conds=kept)
-
     def term_value(self, t: Term, grid: dict[str, Axis]) -> Value:
         """A term evaluated on ``grid`` (its sums reduced)."""
         sums = {iv.name: iv.extent for iv in t.sums}
-        res = self.eliminate(t, [iv.name for iv in t.sums], sums)
+        res = eliminate(t, [iv.name for iv in t.sums], sums)
         if res is None:
             return Value("0", ())
         t, solved = res
         for v in solved:
             self.decide("eliminated", f"sum over {v} removed by an equality")
         inner_axes = {iv.name: Axis.full(iv) for iv in t.sums}
-        t = self.fold(t, inner_axes, list(inner_axes))
+        t = fold(t, inner_axes, list(inner_axes))
         g2 = dict(grid)
         g2.update(inner_axes)
         j = set(inner_axes)
@@ -134,7 +59,7 @@ class Reductions(Reads):
         inner_conds = [c for c in t.conds if c.indices() & j]
         inner_f: list[Expr | Term] = []
         outer_f: list[Expr | Term] = []
-        for f in _divisions_out_of_sums(t.factors, j):
+        for f in divisions_out_of_sums(t.factors, j):
             fv = f.free() if isinstance(f, Term) else set(free_indices(f))
             (inner_f if fv & j else outer_f).append(f)
         outer = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
@@ -165,24 +90,15 @@ class Reductions(Reads):
 
         Prefix and suffix sums are exact; a band is a difference of running sums, exact for
         finite values only: its operand is checked (the strict code reruns the masked sum)."""
-        if len(inner) != 1 or not conds or self.strict:
+        if len(inner) != 1 or self.strict:
             return None
         (j,) = inner
-        lo: list[Affine] = []
-        hi: list[Affine] = []
-        outer: set[str] = set()
-        for c in conds:
-            k = c.aff.coeff(j)
-            if c.kind != "ge" or abs(k) != 1:
-                return None
-            rest = c.aff - Affine.var(j).scale(k)
-            if len(rest.free_indices()) != 1 or not rest.is_integral():
-                return None
-            outer |= rest.free_indices()
-            (lo if k == 1 else hi).append(-rest if k == 1 else rest + 1)
-        if len(outer) != 1 or len(lo) > 1 or len(hi) > 1:
+        found = scan_bounds(j, conds)
+        if found is None:
             return None
-        (i,) = outer
+        i, lo_b, hi_b = found
+        lo = [lo_b] if lo_b is not None else []
+        hi = [hi_b] if hi_b is not None else []
         for f in factors:
             free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
                     else set(free_indices(f)))

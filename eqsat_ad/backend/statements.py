@@ -3,9 +3,7 @@ writes, structured outputs) and the whole program's function."""
 
 from __future__ import annotations
 
-import itertools
 import keyword
-import math
 from dataclasses import replace
 from fractions import Fraction
 
@@ -27,15 +25,15 @@ from ..plan.kernels import (
     SliceUpdate,
 )
 from ..plan.normal import (
-    WINDOW_TERMS,
     Axis,
     Term,
-    _band,
     _by_component,
     _decide_static,
-    _read_ranges,
+    eliminate,
     expand,
+    fold,
     outer_groups,
+    unroll_windows,
 )
 from ..plan.poly import ZERO, Poly
 from .reduce import Reductions
@@ -120,37 +118,11 @@ class Codegen(Reductions):
         self.kinds[s.name] = "tensor"
 
     def windows(self, t: Term) -> list[Term]:
-        """A statement term whose sums are windows, as one term per window offset.
-
-        Equalities on summed indices are solved first; then a summed index confined to a band
-        of constant width (``i - 1 <= k <= i + 1``) is written as ``k = i - 1 + a`` with ``a``
-        in ``0..2``; when every sum left has a constant extent and there are at most
-        :data:`WINDOW_TERMS` offsets, the sum is unrolled. Each offset's accesses are then
-        shifted reads whose in-range conditions narrow the output region: the term is a slice
-        update of the output from a shifted slice (no mask, no padded copy).
-        """
-        if not t.sums:
+        """A statement term whose sums are windows, as one term per window offset
+        (:func:`eqsat_ad.plan.normal.unroll_windows`)."""
+        out = unroll_windows(t, self.shapes)
+        if out is None:
             return [t]
-        res = self.eliminate(t, [iv.name for iv in t.sums], {iv.name: iv.extent
-                                                            for iv in t.sums})
-        if res is None:
-            return []
-        g, _ = res
-        for iv in list(g.sums):
-            if not isinstance(iv.extent, int):
-                g = _band(g, iv)
-        if not g.sums or not all(isinstance(iv.extent, int) for iv in g.sums):
-            return [t]
-        if math.prod(int(iv.extent) for iv in g.sums) > WINDOW_TERMS:
-            return [t]
-        out: list[Term] = []
-        names = [iv.name for iv in g.sums]
-        for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
-            at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
-            h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
-            h = _decide_static(replace(h, conds=h.conds + _read_ranges(h.factors, self.shapes)))
-            if h is not None:
-                out.append(h)
         self.decide("window-unrolled", f"{len(out)} shifted slice term(s)")
         return out
 
@@ -162,12 +134,12 @@ class Codegen(Reductions):
         t = self.pull_out(t)
         if t is None:
             return None
-        res = self.eliminate(t, list(gens), gens)
+        res = eliminate(t, list(gens), gens)
         if res is None:
             return None
         t, solved = res
         axes = {iv.name: Axis.full(iv) for iv in s.indices if iv.name not in solved}
-        t = self.fold(t, axes, list(axes))
+        t = fold(t, axes, list(axes))
         return t, axes, solved
 
     def pull_out(self, t: Term) -> Term | None:
@@ -182,7 +154,7 @@ class Codegen(Reductions):
             if not isinstance(f, Term) or not f.sums:
                 factors.append(f)
                 continue
-            res = self.eliminate(f, [iv.name for iv in f.sums], {iv.name: iv.extent
+            res = eliminate(f, [iv.name for iv in f.sums], {iv.name: iv.extent
                                                                   for iv in f.sums})
             if res is None:
                 return None
@@ -279,10 +251,19 @@ class Codegen(Reductions):
         # Conditions on the remaining generators: masks applied at the write.
         mask_conds = list(t.conds)
         t = replace(t, conds=[])
+        v = None
         if not axes:
+            # Reads the guard of a point write proves in range are plain indexing, but only in
+            # the guarded line itself: anything emitted before the guard is redone without.
+            mark = self.mark()
             self.facts = [c.aff for c in mask_conds if c.kind == "ge" and not c.indices()]
-        v = self.to_num(self.term_value(t, grid))
-        self.facts = []
+            v = self.to_num(self.term_value(t, grid))
+            self.facts = []
+            if self.facts_unsafe(mark):
+                self.rollback(mark)
+                v = None
+        if v is None:
+            v = self.to_num(self.term_value(t, grid))
         rem = list(axes)
         masks = [self.cond_mask(c, grid) for c in mask_conds]
         m = self.conj(masks, grid)

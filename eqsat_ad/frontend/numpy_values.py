@@ -15,6 +15,7 @@ values:
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -196,7 +197,7 @@ def add(a: Expr, b: Expr) -> Expr:
         return b
     if is_const(b, 0.0):
         return a
-    if isinstance(a, Const) and isinstance(b, Const):
+    if isinstance(a, Const) and isinstance(b, Const) and _foldable(a.value + b.value):
         return const(a.value + b.value)
     return Binary("+", a, b)
 
@@ -204,22 +205,28 @@ def add(a: Expr, b: Expr) -> Expr:
 def sub(a: Expr, b: Expr) -> Expr:
     if is_const(b, 0.0):
         return a
-    if isinstance(a, Const) and isinstance(b, Const):
+    if isinstance(a, Const) and isinstance(b, Const) and _foldable(a.value - b.value):
         return const(a.value - b.value)
     if is_const(a, 0.0):
         return Neg(b)
     return Binary("-", a, b)
 
 
+def _foldable(v: float) -> bool:
+    """A folded constant must mean what the unfolded one does: not a 0 made of nonzero numbers
+    (the literal 0 is a strong zero, docs/semantics.md), not inf or nan (no literal for them)."""
+    return v != 0 and math.isfinite(v)
+
+
 def mul(a: Expr, b: Expr) -> Expr:
-    # Strong zero: 0 * e == 0 for every e, so folding is exact.
+    # The literal 0 is a strong zero: 0 * e == 0 for every e, so folding is exact.
     if is_const(a, 0.0) or is_const(b, 0.0):
         return const(0.0)
     if is_const(a, 1.0):
         return b
     if is_const(b, 1.0):
         return a
-    if isinstance(a, Const) and isinstance(b, Const):
+    if isinstance(a, Const) and isinstance(b, Const) and _foldable(a.value * b.value):
         return const(a.value * b.value)
     return Binary("*", a, b)
 

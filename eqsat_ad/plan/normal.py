@@ -33,6 +33,7 @@ from ..ir.expr import (
     Const,
     Expr,
     Neg,
+    Pow,
     Pred,
     Rel,
     Sum,
@@ -337,6 +338,20 @@ def _merge(a: Term, b: Term) -> Term:
     return Term(a.coef * b.coef, [], [replace(a, coef=1.0), replace(b, coef=1.0)], [])
 
 
+def _without_brackets(e: Expr) -> Expr:
+    """The product tree ``e`` with its bracket factors left out (1 if nothing is left)."""
+    if isinstance(e, Bracket):
+        return Const(1.0)
+    if isinstance(e, Binary) and e.op == "*":
+        a, b = _without_brackets(e.lhs), _without_brackets(e.rhs)
+        if a == Const(1.0):
+            return b
+        return a if b == Const(1.0) else Binary("*", a, b)
+    if isinstance(e, Neg):
+        return Neg(_without_brackets(e.arg))
+    return e
+
+
 def expand(e: Expr, names: _Names) -> list[Term]:
     """``e`` as a sum of terms (sums distribute over ``+``; products of sums stay products)."""
     match e:
@@ -350,6 +365,12 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             return [replace(t, coef=-t.coef) for t in expand(arg, names)]
         case Binary("/", lhs, Const(v)) if v != 0 and math.isfinite(v):
             return [replace(t, coef=t.coef / v) for t in expand(lhs, names)]
+        case Binary("/", lhs, rhs):
+            # ([p] e) / d = [p] (e / d): a strong zero divided by anything is one
+            terms = expand(lhs, names)
+            if len(terms) == 1 and terms[0].conds and not terms[0].sums:
+                return [Term(1.0, [], [Binary("/", _without_brackets(lhs), rhs)],
+                             terms[0].conds)]
         case Binary("*", lhs, rhs):
             left, right = expand(lhs, names), expand(rhs, names)
             if not left or not right:
@@ -373,6 +394,12 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             return [_merge(lt, rt)]
         case Bracket(p):
             return [Term(1.0, [], [], _conds(p))]
+        case Pow(base, k) if k > 0:
+            # ([p] e) ** k = [p] e ** k: the bracket still guards the term (a strong zero to a
+            # positive power is one), instead of being computed as 0.0 ** k inside the power
+            terms = expand(base, names)
+            if len(terms) == 1 and terms[0].conds and not terms[0].sums:
+                return [Term(1.0, [], [Pow(_without_brackets(base), k)], terms[0].conds)]
         case Sum(ivs, body):
             mapping: dict[str, Affine] = {}
             new: list[IndexVar] = []
@@ -424,3 +451,135 @@ def _add_bound(bounds: tuple[Affine, ...], b: Affine, lower: bool) -> tuple[Affi
     return kept + (b,)
 
 
+def eliminate(t: Term, candidates: Sequence[str], grid_extent: Mapping[str, Dim]
+              ) -> tuple[Term, dict[str, Affine]] | None:
+    """Solve equalities of ``t`` for indices in ``candidates`` (earliest first).
+
+    Returns the term with the solved indices substituted (their ranges and the integrality
+    of their values added as conditions) and the solutions; None when ``t`` is 0.
+    """
+    solved: dict[str, Affine] = {}
+    cands = list(candidates)
+    while True:
+        best = None
+        for k, c in enumerate(t.conds):
+            if c.kind != "eq":
+                continue
+            for v in cands:
+                coeff = c.aff.coeff(v)
+                if coeff == 0:
+                    continue
+                rank = (0 if abs(coeff) == 1 else 1, cands.index(v))
+                if best is None or rank < best[0]:
+                    best = (rank, k, v, coeff)
+        if best is None:
+            break
+        _, k, v, coeff = best
+        c = t.conds[k]
+        rest = c.aff - Affine.var(v).scale(coeff)
+        sol = rest.scale(Fraction(-1) / coeff)
+        conds = t.conds[:k] + t.conds[k + 1:]
+        t = replace(t, conds=conds)
+        t = Term(t.coef, [iv for iv in t.sums if iv.name != v], t.factors, t.conds)
+        # Substitute inside (sums[] already dropped v, so Term.substitute reaches it).
+        t = t.substitute({v: sol})
+        ext = Affine.of_dim(grid_extent[v])
+        extra = [Cond("ge", _integral(sol)), Cond("ge", _integral(ext - sol - 1))]
+        if _denominator(sol) != 1:
+            extra.append(Cond("int", sol))
+        t = replace(t, conds=t.conds + extra)
+        solved = {k2: a.substitute({v: sol}) for k2, a in solved.items()}
+        solved[v] = sol
+        cands.remove(v)
+    t = _decide_static(t)
+    return None if t is None else (t, solved)
+
+
+def fold(t: Term, axes: dict[str, Axis], names: Sequence[str]) -> Term:
+    """Narrow the ranges in ``axes`` of ``names`` by one-index conditions of ``t``."""
+    kept: list[Cond] = []
+    for c in t.conds:
+        ix = c.indices()
+        if c.kind == "ge" and len(ix) == 1 and next(iter(ix)) in names:
+            v = next(iter(ix))
+            k = c.aff.coeff(v)
+            rest = c.aff - Affine.var(v).scale(k)
+            if k == 1:
+                axes[v] = axes[v].with_lo(-rest)
+                continue
+            if k == -1:
+                axes[v] = axes[v].with_hi(rest + 1)
+                continue
+        kept.append(c)
+    return replace(t, conds=kept)
+
+
+def divisions_out_of_sums(factors: list[Expr | Term], summed: set[str]
+                           ) -> list[Expr | Term]:
+    """``a / b`` with ``b`` free of the summed indices as ``a`` and ``b ** -1``: the division
+    leaves the sum (``Σ_s V[s, d] / Z[t]`` is ``(Σ_s V[s, d]) / Z[t]``, no T x T x D array)."""
+    out: list[Expr | Term] = []
+    for f in factors:
+        if (isinstance(f, Binary) and f.op == "/" and not isinstance(f.rhs, Const)
+                and free_indices(f.lhs) & summed and not free_indices(f.rhs) & summed):
+            out += [f.lhs, Pow(f.rhs, -1.0)]
+        else:
+            out.append(f)
+    return out
+
+
+def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]]) -> list[Term] | None:
+    """A statement term whose sums are windows, as one term per window offset; None if not one.
+
+    Equalities on summed indices are solved first; then a summed index confined to a band of
+    constant width (``i - 1 <= k <= i + 1``) is written as ``k = i - 1 + a`` with ``a`` in
+    ``0..2``; when every sum left has a constant extent and there are at most
+    :data:`WINDOW_TERMS` offsets, the sum is unrolled. Each offset's accesses are then shifted
+    reads whose in-range conditions narrow the output region: the term is a slice update of the
+    output from a shifted slice (no mask, no padded copy).
+    """
+    if not t.sums:
+        return None
+    res = eliminate(t, [iv.name for iv in t.sums], {iv.name: iv.extent for iv in t.sums})
+    if res is None:
+        return []
+    g, _ = res
+    for iv in list(g.sums):
+        if not isinstance(iv.extent, int):
+            g = _band(g, iv)
+    if not g.sums or not all(isinstance(iv.extent, int) for iv in g.sums):
+        return None
+    if math.prod(int(iv.extent) for iv in g.sums) > WINDOW_TERMS:
+        return None
+    out: list[Term] = []
+    names = [iv.name for iv in g.sums]
+    for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
+        at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
+        h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
+        h = _decide_static(replace(h, conds=h.conds + _read_ranges(h.factors, shapes)))
+        if h is not None:
+            out.append(h)
+    return out
+
+
+def scan_bounds(j: str, conds: Sequence[Cond]
+                ) -> tuple[str, Affine | None, Affine | None] | None:
+    """``(i, lo, hi)`` when ``conds`` confine the summed ``j`` to ``lo(i) <= j < hi(i)`` (either
+    bound may be missing, not both) for one other index ``i``: a running-sum (scan) pattern."""
+    if not conds:
+        return None
+    lo: list[Affine] = []
+    hi: list[Affine] = []
+    outer: set[str] = set()
+    for c in conds:
+        k = c.aff.coeff(j)
+        if c.kind != "ge" or abs(k) != 1:
+            return None
+        rest = c.aff - Affine.var(j).scale(k)
+        if len(rest.free_indices()) != 1 or not rest.is_integral():
+            return None
+        outer |= rest.free_indices()
+        (lo if k == 1 else hi).append(-rest if k == 1 else rest + 1)
+    if len(outer) != 1 or len(lo) > 1 or len(hi) > 1:
+        return None
+    return next(iter(outer)), (lo[0] if lo else None), (hi[0] if hi else None)
