@@ -38,7 +38,10 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 
-__all__ = ["HELPERS", "LOOP_FUNCTIONS", "LoopWriter", "Unsupported"]
+__all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
+
+UNROLL = 9
+"""A summed index confined to a window of at most this many points is unrolled into taps."""
 
 
 class Unsupported(Exception):
@@ -334,37 +337,55 @@ class LoopWriter:
 
     # --- sums ----------------------------------------------------------------------------------
     def sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
+        """An accumulator loop per summed index; its flag says the sum has no term that is
+        not a strong zero (then the sum is one)."""
         acc = self.fresh("acc")
         flag = self.fresh("none")
-        inner = dict(env)
-        body = e.body
         self.emit(f"{acc} = F(0)")
         start = len(self.lines)
-        narrowed = False
-        for iv in e.indices:
-            lo, hi, body, tight = self.bounds(iv.name, dim_str(iv.extent), body, inner)
-            narrowed = narrowed or tight
-            var = self.fresh(iv.name)
-            # (a narrowed range is intersected with [0, extent): the variable stays in it)
-            inner[iv.name] = Index(var, iv.extent)
-            self._open_loop(var, lo, hi)
-        v, z = self.expr(body, inner)
-        # The flag is needed when the sum may have no term or only strong-zero terms.
-        need_flag = z is not None or narrowed
-        if z is None:
-            self.emit(f"{acc} += {v}")
-            if need_flag:
-                self.emit(f"{flag} = False")
-        elif z != "True":
-            self.emit(f"if not {z}:")
-            self.emit(f"    {acc} += {v}")
-            self.emit(f"    {flag} = False")
-        for _ in e.indices:
-            self.close()
-        if not need_flag:
+        used = self._level(list(e.indices), e.body, dict(env), acc, flag, False)
+        if not used:
             return acc, None
         self.lines.insert(start, "    " * self.depth + f"{flag} = True")
         return acc, flag
+
+    def _level(self, ivs: list, body: Expr, inner: dict[str, Index], acc: str, flag: str,
+               narrowed: bool) -> bool:
+        """The loops of the summed indices ``ivs`` (then the accumulation); whether the flag
+        is used. A window of at most :data:`UNROLL` points is unrolled into guarded taps."""
+        if not ivs:
+            v, z = self.expr(body, inner)
+            if z is None:
+                self.emit(f"{acc} += {v}")
+                if narrowed:
+                    self.emit(f"{flag} = False")
+            elif z != "True":
+                self.emit(f"if not {z}:")
+                self.emit(f"    {acc} += {v}")
+                self.emit(f"    {flag} = False")
+            return z is not None or narrowed
+        iv, rest = ivs[0], ivs[1:]
+        extent = dim_str(iv.extent)
+        lo, hi, body, tight, taps = self.bounds(iv.name, extent, body, inner)
+        used = False
+        if taps is not None:
+            first, count = taps
+            for t in range(count):
+                var = self.fresh(iv.name)
+                self.emit(f"{var} = {first} + {t}" if t else f"{var} = {first}")
+                self.emit(f"if 0 <= {var} < {extent}:")
+                self.open()
+                used |= self._level(rest, body, {**inner, iv.name: Index(var, iv.extent)},
+                                    acc, flag, True)
+                self.close()
+            return used
+        var = self.fresh(iv.name)
+        # (a narrowed range is intersected with [0, extent): the variable stays in it)
+        self._open_loop(var, lo, hi)
+        used = self._level(rest, body, {**inner, iv.name: Index(var, iv.extent)}, acc, flag,
+                           narrowed or tight)
+        self.close()
+        return used
 
     def _open_loop(self, var: str, lo: str, hi: str) -> None:
         self.emit(f"for {var} in range({lo}, {hi}):" if lo != "0" else
@@ -372,11 +393,14 @@ class LoopWriter:
         self.open()
 
     def bounds(self, name: str, extent: str, body: Expr, env: Mapping[str, Index]
-               ) -> tuple[str, str, Expr, bool]:
+               ) -> tuple[str, str, Expr, bool, tuple[str, int] | None]:
         """The range of a summed index, narrowed by the brackets of the body that bound it
-        (``lo <= j``, ``j <= hi``, ``j == a``), and the body without those brackets."""
+        (``lo <= j``, ``j <= hi``, ``j == a``), the body without those brackets, whether it was
+        narrowed, and (first, count) when the range is a window of constant width."""
         factors = _factors(body)
         lows, highs, rest = ["0"], [extent], []
+        low_affs: list[Affine] = []
+        high_affs: list[Affine] = []
         for f in factors:
             conds = _cmps(f)
             if conds is None:
@@ -388,25 +412,33 @@ class LoopWriter:
                 if b is None:
                     kept.append(c)
                     continue
-                lo, hi = b
+                lo, hi, lo_aff, hi_aff = b
                 if lo is not None:
                     lows.append(lo)
+                    low_affs.append(lo_aff)
                 if hi is not None:
                     highs.append(hi)
+                    high_affs.append(hi_aff)
             if kept:
                 rest.append(Bracket(kept[0] if len(kept) == 1 else And(tuple(kept))))
         if len(lows) == 1 and len(highs) == 1:
-            return "0", extent, body, False
+            return "0", extent, body, False, None
         lo = lows[0] if len(lows) == 1 else f"max({', '.join(lows)})"
         hi = highs[0] if len(highs) == 1 else f"min({', '.join(highs)})"
         new = rest[0] if rest else Const(1.0)
         for f in rest[1:]:
             new = Binary("*", new, f)
-        return lo, hi, new, True
+        taps = None
+        if len(low_affs) == 1 and len(high_affs) == 1:
+            width = high_affs[0] - low_affs[0]
+            if width.is_constant() and 0 < width.const <= UNROLL:
+                taps = (lows[1], int(width.const))
+        return lo, hi, new, True, taps
 
     def _bound(self, name: str, c: Cmp, env: Mapping[str, Index]
-               ) -> tuple[str | None, str | None] | None:
-        """``c`` as a bound ``lo <= j < hi`` on index ``name`` (None: not of that form)."""
+               ) -> tuple[str | None, str | None, Affine, Affine] | None:
+        """``c`` as a bound ``lo <= j < hi`` on index ``name`` (None: not of that form), as
+        code and as affine expressions."""
         d = c.lhs - c.rhs
         k = d.coeff(name)
         if k not in (1, -1) or not d.is_integral():
@@ -414,14 +446,15 @@ class LoopWriter:
         other = (d - Affine.var(name).scale(k)).scale(-k)  # j op' other (op flipped if k < 0)
         if any(n not in env for n, _ in other.index):
             return None
-        code, _ = self.affine(other, env)
         op = c.op if k == 1 else {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==",
                                   "!=": "!="}[c.op]
-        at = code if code.isidentifier() else f"({code})"
-        return {
-            "==": (code, f"{at} + 1"), ">=": (code, None), ">": (f"{at} + 1", None),
-            "<=": (None, f"{at} + 1"), "<": (None, code),
-        }.get(op)
+        lo_aff = {"==": other, ">=": other, ">": other + 1}.get(op)
+        hi_aff = {"==": other + 1, "<=": other + 1, "<": other}.get(op)
+        if lo_aff is None and hi_aff is None:
+            return None
+        lo = None if lo_aff is None else self.affine(lo_aff, env)[0]
+        hi = None if hi_aff is None else self.affine(hi_aff, env)[0]
+        return lo, hi, lo_aff or Affine(), hi_aff or Affine()
 
 
 def _unit(e: Expr) -> bool:
