@@ -11,8 +11,8 @@ plan prices NumPy kernels in:
   backend's kernels for it (the plan's ``statement_cost``: a scan or a contraction order that
   loops would not find), when it is a contraction of plain reads that BLAS runs (``@`` /
   ``np.einsum`` of degree 3 or more), or when it calls a function with no loop form.
-* Producer-consumer fusion: an elementwise loop statement (no ``Sum``) whose readers are all
-  loop nests is evaluated where it is read instead of being stored, when that costs no more:
+* Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
+  where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
   saved (writing and reading it back: ``2 · MEMORY · |P|``). Decided consumers first, so a chain
   of producers fuses through.
@@ -114,19 +114,24 @@ def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Po
     return Poly.product_of_dims(s.shape) * (work(s.body, fused_work) + ONE)
 
 
-def _sites(e: Expr, name: str, mult: Poly) -> list[Poly]:
+def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly]:
     """For each read of ``name`` in ``e``: how many times it runs per evaluation of ``e``
-    (times ``mult``)."""
+    (times ``mult``). A second read at the same point in the same loop is not counted: the
+    loop writer evaluates a fused producer once per point of a block."""
+    seen = set() if seen is None else seen
     if isinstance(e, Access):
-        return [mult] if e.name == name else []
+        if e.name != name or e.indices in seen:
+            return []
+        seen.add(e.indices)
+        return [mult]
     if isinstance(e, Sum):
         count = ONE
         for iv in e.indices:
             count = count * _sum_count(iv.name, Poly.of_dim(iv.extent), e.body)
-        return _sites(e.body, name, mult * count)
+        return _sites(e.body, name, mult * count, set())
     out: list[Poly] = []
     for c in _children(e):
-        out += _sites(c, name, mult)
+        out += _sites(c, name, mult, seen)
     return out
 
 
@@ -142,10 +147,6 @@ def _children(e: Expr) -> tuple[Expr, ...]:
     if isinstance(e, Sum):
         return (e.body,)
     return ()
-
-
-def _has_sum(e: Expr) -> bool:
-    return isinstance(e, Sum) or any(_has_sum(c) for c in _children(e))
 
 
 def _blas_contraction(s: Statement, plan: Plan) -> bool:
@@ -205,7 +206,7 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
         evaluations[s.name] = space
         users = readers[s.name]
         if (placement[s.name] != "loop" or s.name in returned or not users or not s.indices
-                or _has_sum(s.body) or any(placement[u.name] == "numpy" for u in users)):
+                or any(placement[u.name] == "numpy" for u in users)):
             continue
         reads = ZERO
         for u in users:
