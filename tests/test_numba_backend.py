@@ -139,6 +139,20 @@ def test_forward_and_hessian_take_the_backend() -> None:
     _agree(h(x), evaluate(h.program, x), 1e-9)
 
 
+def test_a_numpy_function_takes_the_backend() -> None:
+    def tv(u):
+        dx = u[1:, :-1] - u[:-1, :-1]
+        dy = u[:-1, 1:] - u[:-1, :-1]
+        return np.sum(np.sqrt(dx * dx + dy * dy + 1e-4))
+
+    u = np.random.default_rng(1).standard_normal((7, 5))
+    g_nb, g_np = ea.grad(tv, backend="numba"), ea.grad(tv)
+    np.testing.assert_allclose(g_nb(u), g_np(u), rtol=1e-12, atol=1e-12)
+    assert g_nb(u.astype(np.float32)).dtype == np.float32
+    with pytest.raises(ea.ProgramError, match="structured=True needs backend='numpy'"):
+        ea.grad(tv, backend="numba", structured=True)
+
+
 def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
     # E8's elementwise producers fuse into the loop that reads them (no stored temporary).
     e8 = next(e for e in WORKED_EXAMPLES if e.id == "E8")

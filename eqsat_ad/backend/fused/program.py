@@ -194,12 +194,10 @@ class NumbaProgram:
         with self._lock:
             mod = self._modules.get(key)
             if mod is None:
-                start = time.perf_counter()
                 mod = _load(self.source.replace("F = np.float64", f"F = np.{dtype.name}", 1))
                 for name, part in self._numpy_parts.items():
                     setattr(mod, f"_np_{name}", part)
                 self._modules[key] = mod
-                self._first = (key, start)
         return mod
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
