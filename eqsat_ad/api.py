@@ -413,7 +413,8 @@ class Compiled:
         self._forwards[key] = forward
         if self._verbose:
             print(f"# eqsat_ad.{self.kind}: optimized program\n{print_program(program)}")
-            print(f"# generated {self.backend} source\n{stage.compiled.source}")
+            label = "NumPy" if self.backend == "numpy" else "Numba loop"
+            print(f"# generated {label} source\n{stage.compiled.source}")
             if report is not None:
                 print(report)
         return stage
