@@ -5,7 +5,8 @@
 Gradient time of blur 3x3 (1024²), total variation (2048²), N-body (N = 1024) and conv1d
 (N = 10⁶, K = 16), in float64 and float32: eqsat_ad with backend="numba", eqsat_ad with the
 NumPy backend, and a hand-written NumPy gradient (JAX jit when installed). First call of a fresh
-process with a cold Numba cache and with a warm one (subprocesses). Medians of repeated runs;
+process with a cold Numba cache and with a warm one (subprocesses). One pinned core (the first
+of the affinity: start under ``taskset -c K`` to choose), one BLAS thread; medians of runs;
 the machine is shared with other jobs, so timings are noisy. Writes
 experiments/results/numba.md.
 """
@@ -22,7 +23,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one core, as the other experiments
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -185,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-call", nargs=2, metavar=("NAME", "DTYPE"))
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args(argv)
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     if a.first_call:
         print(json.dumps(first_call(a.first_call[0], a.quick, a.first_call[1])))
         return 0
@@ -208,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         "with the NumPy backend, and a hand-written NumPy gradient; first call of a fresh "
         "process (s) with a cold and a warm Numba cache (build = parse + optimize + lower, "
         "first call = module load + Numba compile or cache load + one run). " + jax_note,
-        "The machine (2 cores) is shared with other jobs while this runs: timings are noisy.",
+        "One pinned core, one BLAS thread. The machine (2 cores) is shared with other jobs "
+        "while this runs: timings are noisy (ratios from one run).",
         "",
         "| gradient | dtype | numba ms | NumPy backend ms | hand NumPy ms | numba / hand | "
         "numba / NumPy backend | cold first call s | warm first call s | build s |",
