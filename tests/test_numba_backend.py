@@ -2,13 +2,13 @@
 
 Differential: worked examples, stencils (blur, total variation, conv1d), N-body, prefix and
 moving sums, random programs, in float64 and float32, values and nan patterns. Also: the
-schedule's decisions (fusion, NumPy contractions, scans), the readable cached module, and the
-error naming the extra when Numba is missing.
+schedule's decisions (fusion, NumPy contractions, scans) and the readable cached module. (The
+error naming the extra when Numba is missing: tests/test_numba_missing.py, which runs without
+Numba too.)
 """
 
 from __future__ import annotations
 
-import builtins
 import subprocess
 import sys
 from pathlib import Path
@@ -196,24 +196,6 @@ def test_a_second_process_loads_from_the_disk_cache(tmp_path: Path) -> None:
              for _ in range(2)]
     assert list(tmp_path.glob("__pycache__/*.nbi")), "Numba wrote no on-disk cache"
     assert times[1] < times[0]
-
-
-def test_missing_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = builtins.__import__
-
-    def no_numba(name: str, *args: object, **kwargs: object) -> object:
-        if name == "numba" or name.startswith("numba."):
-            raise ImportError("No module named 'numba'")
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_numba)
-    with pytest.raises(ImportError, match=r"eqsat-ad\[numba\]"):
-        ea.grad(ea.parse(STENCILS["conv1d"][0]), "w", backend="numba")
-
-
-def test_unknown_backend_is_an_error() -> None:
-    with pytest.raises(ea.ProgramError, match="unknown backend 'jax'"):
-        ea.grad(ea.parse(STENCILS["conv1d"][0]), "w", backend="jax")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
