@@ -26,6 +26,7 @@ from eqsat_ad.ir.interpreter import evaluate
 numba = pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused import NumbaProgram, cache_dir, compile_numba  # noqa: E402
+from eqsat_ad.backend.fused.schedule import loop_price  # noqa: E402
 
 STENCILS = {
     "blur": ("""
@@ -114,7 +115,7 @@ def test_stencil_gradients_equal_the_interpreter(name: str, dtype: type) -> None
     np.testing.assert_allclose(got, ea.grad(prog, wrt)(**args), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["blur", "tv", "conv1d"])
+@pytest.mark.parametrize("name", ["blur", "tv", "conv1d", "prefix"])
 def test_nan_and_inf_patterns_equal_the_interpreter(name: str) -> None:
     src, wrt, sizes = STENCILS[name]
     g = ea.grad(ea.parse(src), wrt, backend="numba")
@@ -125,6 +126,28 @@ def test_nan_and_inf_patterns_equal_the_interpreter(name: str) -> None:
     with np.errstate(all="ignore"):
         want = evaluate(g.program, **args)
     _agree(g(**args), want, 1e-9)
+
+
+SCANS = [
+    "def f(x: [N]):\n    c[i: N] = Sum[j: N]((j < i) * x[j])\n    return c\n",
+    "def f(x: [N]):\n    c[i: N] = Sum[j: N]((j >= i + 2) * exp(x[j]))\n    return c\n",
+    "def f(A: [M, N]):\n    c[r: M, i: N] = Sum[j: N]((j <= i - 1) * A[r, j]) * 2 + "
+    "Sum[j: N]((i >= j) * A[r, j])\n    return c\n",
+    "def f(x: [N]):\n    c[i: N] = Sum[j: N]((j <= i) * x[j]) * Sum[j: N]((j >= i) * x[j])\n"
+    "    return c\n",
+]
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("k", range(len(SCANS)))
+def test_running_sums_equal_the_interpreter(k: int, nan: bool) -> None:
+    f = ea.compile(ea.parse(SCANS[k]), backend="numba", optimize=False)
+    args = _inputs(f.program, {"N": 9, "M": 3}, np.float64)
+    if nan:
+        next(iter(args.values())).reshape(-1)[4] = np.nan
+    with np.errstate(all="ignore"):
+        want = evaluate(f.program, **args)
+    _agree(f(**args), want, 1e-12)
 
 
 def test_forward_and_hessian_take_the_backend() -> None:
@@ -165,9 +188,15 @@ def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
     chain = next(e for e in WORKED_EXAMPLES if e.id == "chain")
     gc = ea.grad(chain.program(), chain.wrt, backend="numba")
     assert set(gc.compiled.schedule.placement.values()) == {"numpy"}
-    # A prefix sum's loop nest would be O(N^2): the NumPy plan's O(N) running sum runs it.
+    # Prefix and suffix sums run as running sums in the loop (O(N), priced so) ...
     gp = ea.grad(ea.parse(STENCILS["prefix"][0]), "x", backend="numba")
-    assert "numpy" in gp.compiled.schedule.placement.values()
+    assert set(gp.compiled.schedule.placement.values()) == {"loop"}
+    assert gp.source.count("while ") == 2 and "range(N - 1, -1, -1)" in gp.source
+    for s in gp.program.statements:
+        assert loop_price(s).degree() == 1
+    # ... a moving window's loop nest would be O(N^2): the NumPy plan's O(N) scan runs it.
+    gm = ea.grad(ea.parse(STENCILS["moving"][0]), "x", backend="numba")
+    assert set(gm.compiled.schedule.placement.values()) == {"numpy"}
 
 
 def test_source_is_readable_and_compile_time_recorded() -> None:

@@ -37,6 +37,7 @@ from ...ir.expr import (
 )
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
+from .scans import ScanForm
 
 __all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
 
@@ -137,6 +138,12 @@ class LoopWriter:
     counter: int = 0
     memo: dict = field(default_factory=dict)
     blocks: list[int] = field(default_factory=list)
+    # Running sums along the innermost output index (set by the kernel writer).
+    scans: dict = field(default_factory=dict)
+    scan_outer: str | None = None
+    scan_line: int = -1
+    scan_blocks: int = 0
+    sum_depth: int = 0
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -339,15 +346,65 @@ class LoopWriter:
     def sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         """An accumulator loop per summed index; its flag says the sum has no term that is
         not a strong zero (then the sum is one)."""
+        form = self.scans.get(e)
+        outer = self.scan_outer
+        if (form is not None and outer is not None and self.sum_depth == 0
+                and len(self.blocks) == self.scan_blocks and outer in env
+                and env[outer].code == outer):
+            return self.running_sum(e, form, env)
         acc = self.fresh("acc")
         flag = self.fresh("none")
         self.emit(f"{acc} = F(0)")
-        start = len(self.lines)
+        init = "    " * self.depth + f"{flag} = True"
+        self.lines.append(init)
+        self.sum_depth += 1
         used = self._level(list(e.indices), e.body, dict(env), acc, flag, False)
+        self.sum_depth -= 1
         if not used:
+            self.lines.remove(init)
             return acc, None
-        self.lines.insert(start, "    " * self.depth + f"{flag} = True")
         return acc, flag
+
+    def running_sum(self, e: Sum, form: ScanForm, env: Mapping[str, Index]
+                    ) -> tuple[str, str | None]:
+        """A running sum carried across the iterations of the innermost output loop."""
+        iv = e.indices[0]
+        ext = dim_str(iv.extent)
+        run, nxt, seen = self.fresh("run"), self.fresh("next"), self.fresh("seen")
+        loop = self.lines[self.scan_line]
+        pad = loop[: len(loop) - len(loop.lstrip())]
+        start = "0" if form.prefix else f"{ext} - 1"
+        self.lines[self.scan_line:self.scan_line] = [
+            f"{pad}{run} = F(0)", f"{pad}{nxt} = {start}", f"{pad}{seen} = False"]
+        self.scan_line += 3
+        if not form.prefix and "range(" in loop and ", -1, -1)" not in loop:
+            head, _, tail = self.lines[self.scan_line].partition("range(")
+            self.lines[self.scan_line] = f"{head}range({tail[:-2]} - 1, -1, -1):"
+        bound, _ = self.affine(form.bound, env)
+        stop = self.fresh("stop")
+        at = bound if bound.isidentifier() else f"({bound})"
+        if form.prefix:
+            self.emit(f"{stop} = min({ext}, {at} + 1)")
+            self.emit(f"while {nxt} < {stop}:")
+        else:
+            self.emit(f"{stop} = max(0, {bound})")
+            self.emit(f"while {nxt} >= {stop}:")
+        self.open()
+        var = self.fresh(iv.name)
+        self.emit(f"{var} = {nxt}")
+        self.sum_depth += 1
+        v, z = self.expr(form.body, {**env, iv.name: Index(var, iv.extent)})
+        self.sum_depth -= 1
+        if z is None:
+            self.emit(f"{run} += {v}")
+            self.emit(f"{seen} = True")
+        elif z != "True":
+            self.emit(f"if not {z}:")
+            self.emit(f"    {run} += {v}")
+            self.emit(f"    {seen} = True")
+        self.emit(f"{nxt} += 1" if form.prefix else f"{nxt} -= 1")
+        self.close()
+        return run, f"not {seen}"
 
     def _level(self, ivs: list, body: Expr, inner: dict[str, Index], acc: str, flag: str,
                narrowed: bool) -> bool:

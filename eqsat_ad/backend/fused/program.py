@@ -30,6 +30,7 @@ from ...ir.expr import Access, Expr, accessed_names
 from ...ir.program import Param, Program, Statement
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .loops import HELPERS, Index, LoopWriter, Unsupported
+from .scans import statement_scans
 from .schedule import Schedule, schedule
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
@@ -113,6 +114,10 @@ class NumbaProgram:
             env[iv.name] = Index(iv.name, iv.extent)
             w.emit(f"for {iv.name} in range({iv.extent}):")
             w.open()
+        if s.indices:  # running sums along the innermost output index
+            w.scans = statement_scans(s.body, s.indices[-1].name)
+            w.scan_outer, w.scan_line = s.indices[-1].name, len(w.lines) - 1
+            w.scan_blocks = len(s.indices)
         v, _ = w.expr(s.body, env)
         target = ", ".join(iv.name for iv in s.indices) or "0"
         w.emit(f"_out[{target}] = {v}")

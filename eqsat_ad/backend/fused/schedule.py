@@ -28,6 +28,7 @@ from ...ir.index import Affine
 from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
+from .scans import ScanForm, statement_scans
 
 __all__ = ["MEMORY", "Schedule", "loop_price", "schedule"]
 
@@ -83,9 +84,20 @@ def _factors(e: Expr) -> list[Expr]:
     return [e]
 
 
-def work(e: Expr, fused_work: Mapping[str, Poly] | None = None) -> Poly:
-    """Points visited to evaluate ``e`` once (reads and operations)."""
+def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
+         scans: Mapping[Sum, ScanForm] | None = None) -> Poly:
+    """Points visited to evaluate ``e`` once (reads and operations); a running sum
+    (``scans``) visits one new term per point, amortized."""
     fused_work = fused_work or {}
+    if scans and isinstance(e, Sum) and e in scans:
+        return work(scans[e].body, fused_work) + 2
+    if scans and not isinstance(e, Sum):
+        total = ZERO if isinstance(e, Const | Access) else ONE
+        if isinstance(e, Access):
+            return fused_work.get(e.name, ONE)
+        for c in _children(e):
+            total = total + work(c, fused_work, scans)
+        return total
     if isinstance(e, Const):
         return ZERO
     if isinstance(e, Access):
@@ -111,7 +123,8 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None) -> Poly:
 
 def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Poly:
     """A statement's loop nest: its output points times (body work + one write)."""
-    return Poly.product_of_dims(s.shape) * (work(s.body, fused_work) + ONE)
+    scans = statement_scans(s.body, s.indices[-1].name) if s.indices else {}
+    return Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans) + ONE)
 
 
 def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly]:
