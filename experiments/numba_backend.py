@@ -2,13 +2,13 @@
 
     python experiments/numba_backend.py [--quick]
 
-Gradient time of blur 3x3 (1024²), total variation (2048²), N-body (N = 1024) and conv1d
-(N = 10⁶, K = 16), in float64 and float32: eqsat_ad with backend="numba", eqsat_ad with the
-NumPy backend, and a hand-written NumPy gradient (JAX jit when installed). First call of a fresh
-process with a cold Numba cache and with a warm one (subprocesses). One pinned core (the first
-of the affinity: start under ``taskset -c K`` to choose), one BLAS thread; medians of runs;
-the machine is shared with other jobs, so timings are noisy. Writes
-experiments/results/numba.md.
+Gradient time of blur 3x3 (1024²), total variation (2048²), N-body (N = 1024), conv1d
+(N = 10⁶, K = 16) and a prefix sum (N = 10⁶), float64 and float32: eqsat_ad with
+backend="numba", eqsat_ad with the NumPy backend, a hand-written NumPy gradient (no JAX column:
+JAX is not installed here). First call of a fresh process with a cold Numba cache and with a
+warm one (subprocesses). One pinned core (the first of the affinity: start under
+``taskset -c K`` to choose), one BLAS thread; medians of runs; the machine is shared with other
+jobs, so timings are noisy. Writes experiments/results/numba.md.
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ def conv(x: [N], w: [K], y: [N]):
     c[i: N] = Sum[k: K](w[k] * x[i + k])
     return Sum[i: N]((c[i] - y[i]) ** 2)
 """, "x"),
+    "prefix": ("""
+def prefix(x: [N], w: [N]):
+    c[i: N] = Sum[j: N]((j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+""", "x"),
 }
 
 
@@ -74,6 +79,9 @@ def inputs(name: str, quick: bool, dtype: type) -> dict[str, np.ndarray]:
     if name == "nbody":
         n = 256 if quick else 1024
         return {"x": r(n, 3), "m": np.abs(r(n)) + dtype(0.1)}
+    if name == "prefix":
+        n = 10**5 if quick else 10**6
+        return {"x": r(n), "w": r(n)}
     n = 10**5 if quick else 10**6
     return {"x": r(n), "w": r(16), "y": r(n)}
 
@@ -120,8 +128,14 @@ def hand_conv1d(x: np.ndarray, w: np.ndarray, y: np.ndarray) -> np.ndarray:
     return xb[:n]
 
 
+def hand_prefix(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    c = np.cumsum(x)
+    return 2 * np.cumsum((w * c)[::-1])[::-1]
+
+
 HAND: dict[str, Callable[..., np.ndarray]] = {
     "blur": hand_blur, "tv": hand_tv, "nbody": hand_nbody, "conv1d": hand_conv1d,
+    "prefix": hand_prefix,
 }
 
 
