@@ -1,8 +1,9 @@
 """The fused loop backend: Tensor SSA statements as scalar loop nests compiled by Numba.
 
-:mod:`.loops` writes a statement's loop nest, :mod:`.schedule` decides what runs as loops, what
-stays a NumPy call and which producers fuse into their consumers, :mod:`.program` writes the
-module, loads it through Numba's on-disk cache and runs it. Numba is an optional dependency
+:mod:`.loops` writes a statement's loop nest (:mod:`.scans`: its running sums),
+:mod:`.schedule` decides what runs as loops, what stays a NumPy call and which producers fuse
+into their consumers, :mod:`.program` writes the module, loads it through Numba's on-disk cache
+and runs it. Numba is an optional dependency
 (``pip install 'eqsat-ad[numba]'``); the NumPy backend stays the default.
 """
 
