@@ -100,31 +100,58 @@ class NumbaProgram:
 
     def _loopable(self, s: Statement) -> bool:
         try:
-            self._kernel(s, {})
+            self._kernel([s], {})
         except Unsupported:
             return False
         return True
 
-    def _kernel(self, s: Statement, fused: dict[str, Statement]) -> tuple[str, list[str]]:
-        """The kernel of statement ``s`` and the arrays it reads."""
+    def _kernel(self, group: list[Statement], fused: dict[str, Statement]
+                ) -> tuple[str, list[str]]:
+        """One kernel for statements over the same points (siblings share one loop nest and
+        their fused producers' values), and the arrays it reads."""
+        first = group[0]
         w = self._writer(fused)
         w.depth = 1
-        env: dict[str, Index] = {}
-        for iv in s.indices:
-            env[iv.name] = Index(iv.name, iv.extent)
+        for iv in first.indices:
             w.emit(f"for {iv.name} in range({iv.extent}):")
             w.open()
-        if s.indices:  # running sums along the innermost output index
-            w.scans = statement_scans(s.body, s.indices[-1].name)
-            w.scan_outer, w.scan_line = s.indices[-1].name, len(w.lines) - 1
-            w.scan_blocks = len(s.indices)
-        v, _ = w.expr(s.body, env)
-        target = ", ".join(iv.name for iv in s.indices) or "0"
-        w.emit(f"_out[{target}] = {v}")
-        reads = self._reads(s, fused)
-        args = ", ".join(["_out", *reads, *self._sizes])
-        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{s.name}({args}):"]
+        if first.indices and len(group) == 1:  # running sums along the innermost index
+            w.scans = statement_scans(first.body, first.indices[-1].name)
+            w.scan_outer, w.scan_line = first.indices[-1].name, len(w.lines) - 1
+            w.scan_blocks = len(first.indices)
+        target = ", ".join(iv.name for iv in first.indices) or "0"
+        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
+        reads: list[str] = []
+        for s, out in zip(group, outs, strict=True):
+            env = {a.name: Index(b.name, b.extent)
+                   for a, b in zip(s.indices, first.indices, strict=True)}
+            v, _ = w.expr(s.body, env)
+            w.emit(f"{out}[{target}] = {v}")
+            reads += [r for r in self._reads(s, fused) if r not in reads]
+        args = ", ".join([*outs, *reads, *self._sizes])
+        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{first.name}({args}):"]
         return "\n".join(head + w.lines), reads
+
+    def _groups(self, fused: dict[str, Statement]) -> list[list[Statement]]:
+        """Statements in program order, consecutive loop statements over the same points that
+        share a read and do not read each other grouped (sibling fusion: one pass)."""
+        place = self.schedule.placement
+        groups: list[list[Statement]] = []
+        for s in self._prog.statements:
+            if place[s.name] == "fused":
+                continue
+            last = groups[-1] if groups else None
+            if (last is not None and place[s.name] == "loop" and place[last[0].name] == "loop"
+                    and s.indices and s.shape == last[0].shape
+                    and not statement_scans(s.body, s.indices[-1].name)
+                    and not statement_scans(last[0].body, last[0].indices[-1].name)):
+                mine = set(self._reads(s, fused))
+                theirs = {r for t in last for r in self._reads(t, fused)}
+                if mine & theirs and not mine & {t.name for t in last}:
+                    last.append(s)
+                    continue
+            groups.append([s])
+        return groups
 
     def _reads(self, s: Statement, fused: dict[str, Statement]) -> list[str]:
         out: list[str] = []
@@ -158,16 +185,22 @@ class NumbaProgram:
             if not p.shape:
                 run.append(f"    {p.name} = {p.name}.reshape(1)")
         for s in self._prog.statements:
-            kind = place[s.name]
-            run.append(f"    # {s.name}: {self.schedule.why[s.name]}")
-            if kind == "fused":
-                continue
-            shape = ", ".join(str(d) for d in s.shape) or "1"
-            if kind == "loop":
-                code, reads = self._kernel(s, fused)
+            if place[s.name] == "fused":
+                run.append(f"    # {s.name}: {self.schedule.why[s.name]}")
+        for group in self._groups(fused):
+            s = group[0]
+            for t in group:
+                why = self.schedule.why[t.name]
+                why += f"; one pass with {s.name}" if t is not s else ""
+                run.append(f"    # {t.name}: {why}")
+            if place[s.name] == "loop":
+                code, reads = self._kernel(group, fused)
                 kernels.append(code)
-                run.append(f"    {s.name} = np.empty(({shape},), dtype=F)")
-                run.append(f"    _k_{s.name}({', '.join([s.name, *reads, *self._sizes])})")
+                for t in group:
+                    shape = ", ".join(str(d) for d in t.shape) or "1"
+                    run.append(f"    {t.name} = np.empty(({shape},), dtype=F)")
+                names = [t.name for t in group]
+                run.append(f"    _k_{s.name}({', '.join([*names, *reads, *self._sizes])})")
             else:
                 fn, reads = self._numpy_part(s)
                 args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
