@@ -25,7 +25,6 @@ import numpy as np
 
 from .ad.common import in_dependency_order, is_tensor_output, prune
 from .backend.fold import compile_any
-from .backend.numpy import CompiledProgram
 from .frontend.closures import ConstantArrays
 from .ir.errors import EqsatError, EqsatTypeError, ProgramError, ShapeError
 from .ir.expr import Access, Const, Expr
@@ -339,10 +338,37 @@ class _Stage:
     naive: Program
     program: Program
     report: Any
-    compiled: CompiledProgram
+    compiled: Any  # CompiledProgram, or NumbaProgram for backend="numba"
     specialization: Specialization | None = None
     constants: ConstantArrays | None = None
     """arrays the function captured (closure, module globals): extra arguments of each call"""
+
+
+BACKENDS = ("numpy", "numba")
+
+
+def _check_backend(backend: str, structured: bool) -> str:
+    if backend not in BACKENDS:
+        raise ProgramError(f"unknown backend {backend!r}: expected one of {BACKENDS}")
+    if backend == "numba":
+        from .backend.fused import require_numba
+
+        require_numba()
+        if structured:
+            raise ProgramError("structured=True needs backend='numpy' (the numba backend "
+                               "returns dense arrays)")
+    return backend
+
+
+def _compile(program: Program, structured: bool, backend: str) -> Any:
+    if backend == "numba":
+        from .backend.fused import compile_numba
+
+        if program.folds:
+            raise ProgramError("backend='numba' does not run rolled loops (Fold) yet: use "
+                               "backend='numpy'")
+        return compile_numba(program)
+    return compile_any(program, structured)
 
 
 class Compiled:
@@ -370,11 +396,13 @@ class Compiled:
         structured: bool = False,
         post: Callable[[Any], Any] | None = None,
         progress: Callable[[Any], None] | None = None,
+        backend: str = "numpy",
     ) -> None:
         self.kind = kind
         self._post = post
         self._progress = progress
         self.structured = bool(structured)
+        self.backend = _check_backend(backend, self.structured)
         self._build = build
         self._options = (optimize, rules, limits, sizes)
         self._verbose = verbose
@@ -425,13 +453,14 @@ class Compiled:
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
-        stage = _Stage(naive, program, report, compile_any(program, self.structured), spec,
-                       constants if constants is not None and constants.found else None)
+        stage = _Stage(naive, program, report, _compile(program, self.structured, self.backend),
+                       spec, constants if constants is not None and constants.found else None)
         self._stages[key] = stage
         self._forwards[key] = forward
         if self._verbose:
             print(f"# eqsat_ad.{self.kind}: optimized program\n{print_program(program)}")
-            print(f"# generated NumPy source\n{stage.compiled.source}")
+            label = "NumPy" if self.backend == "numpy" else "Numba loop"
+            print(f"# generated {label} source\n{stage.compiled.source}")
             if report is not None:
                 print(report)
         return stage
@@ -534,8 +563,14 @@ class Compiled:
         return self._latest_stage().report
 
     @property
-    def compiled(self) -> CompiledProgram:
+    def compiled(self) -> Any:
         return self._latest_stage().compiled
+
+    @property
+    def compile_seconds(self) -> dict[str, float]:
+        """backend="numba": per float type ('d', 'f'), the first call's module load and Numba
+        compilation (or on-disk cache load) time; empty for the NumPy backend."""
+        return dict(getattr(self._latest_stage().compiled, "compile_seconds", {}))
 
     @property
     def specialization(self) -> Specialization | None:
@@ -711,6 +746,7 @@ def grad(
     argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
     progress: Callable[[Any], None] | None = None,
+    backend: str = "numpy",
 ) -> Compiled:
     """The compiled gradient of a scalar-valued program or NumPy-subset function.
 
@@ -732,6 +768,11 @@ def grad(
     over disjoint indices (``x[i] * y[j]``) comes back as an :class:`eqsat_ad.Outer` of them.
     Other gradients stay dense arrays. All convert with ``np.asarray`` and update an array in
     place with ``.add_to(x, scale)``.
+
+    ``backend="numba"`` runs the same optimized program as fused scalar loop nests compiled by
+    Numba (optional: ``pip install 'eqsat-ad[numba]'``; contractions BLAS runs better stay NumPy
+    calls); ``.source`` is then the generated module and ``.compile_seconds`` its first-call
+    compile (or cache load) time. NumPy (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):
@@ -769,7 +810,7 @@ def grad(
     return Compiled(
         "grad", prog_or_fn, build, optimize=optimize, rules=rules, limits=limits, sizes=sizes,
         verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured, post=post,
-        progress=progress,
+        progress=progress, backend=backend,
     )
 
 
@@ -800,6 +841,7 @@ def compile(  # noqa: A001 - the public name (docs/api.md)
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
     progress: Callable[[Any], None] | None = None,
+    backend: str = "numpy",
 ) -> Compiled:
     """The forward program through the same optimizer and backend, as a callable.
 
@@ -809,7 +851,7 @@ def compile(  # noqa: A001 - the public name (docs/api.md)
     return Compiled(
         "compile", prog_or_fn, lambda p: p, optimize=optimize, rules=rules, limits=limits,
         sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
-        progress=progress,
+        progress=progress, backend=backend,
     )
 
 
@@ -827,6 +869,7 @@ def hessian(
     structured: bool = False,
     argnums: int | None = None,
     progress: Callable[[Any], None] | None = None,
+    backend: str = "numpy",
 ) -> Compiled:
     """The compiled symbolic Hessian of a scalar program with respect to one input.
 
@@ -849,7 +892,7 @@ def hessian(
     return Compiled(
         "hessian", prog_or_fn, build, optimize=optimize,
         rules=rules, limits=limits, sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
-        structured=structured, progress=progress,
+        structured=structured, progress=progress, backend=backend,
     )
 
 
