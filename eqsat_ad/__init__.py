@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from .ir import (
+    ArgumentTypeError,
     EqsatError,
     EqsatTypeError,
     EqsatValueError,
@@ -21,6 +22,8 @@ from .ir import (
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
+    # relations stored by their members (SciPy sparse matrices, index arrays)
+    "SparseRelation": "eqsat_ad.ir.relations",
     # frontend
     "parse": "eqsat_ad.frontend.index_lang",
     "tensor_fn": "eqsat_ad.frontend.index_lang",
@@ -56,7 +59,8 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
-    "EqsatError", "EqsatTypeError", "EqsatValueError", "Program", "ProgramError", "ShapeError",
+    "ArgumentTypeError", "EqsatError", "EqsatTypeError", "EqsatValueError", "Program",
+    "ProgramError", "ShapeError",
     "register_function", *_LAZY,
 ]
 

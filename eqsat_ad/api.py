@@ -25,13 +25,13 @@ import numpy as np
 
 from .ad.common import in_dependency_order, is_tensor_output, prune
 from .backend.fold import compile_any
-from .backend.numpy import CompiledProgram
 from .frontend.closures import ConstantArrays
 from .ir.errors import EqsatError, EqsatTypeError, ProgramError, ShapeError
 from .ir.expr import Access, Const, Expr
 from .ir.outline import outline
 from .ir.printer import print_program
 from .ir.program import Fold, Program, Statement, Step
+from .ir.relations import SparseRelation, is_sparse_matrix
 from .ir.traverse import rebuild
 
 __all__ = ["Compiled", "Specialization", "compile", "grad", "hessian", "jvp", "vjp"]
@@ -338,10 +338,37 @@ class _Stage:
     naive: Program
     program: Program
     report: Any
-    compiled: CompiledProgram
+    compiled: Any  # CompiledProgram, or NumbaProgram for backend="numba"
     specialization: Specialization | None = None
     constants: ConstantArrays | None = None
     """arrays the function captured (closure, module globals): extra arguments of each call"""
+
+
+BACKENDS = ("numpy", "numba")
+
+
+def _check_backend(backend: str, structured: bool) -> str:
+    if backend not in BACKENDS:
+        raise ProgramError(f"unknown backend {backend!r}: expected one of {BACKENDS}")
+    if backend == "numba":
+        from .backend.fused import require_numba
+
+        require_numba()
+        if structured:
+            raise ProgramError("structured=True needs backend='numpy' (the numba backend "
+                               "returns dense arrays)")
+    return backend
+
+
+def _compile(program: Program, structured: bool, backend: str) -> Any:
+    if backend == "numba":
+        from .backend.fused import compile_numba
+
+        if program.folds:
+            raise ProgramError("backend='numba' does not run rolled loops (Fold) yet: use "
+                               "backend='numpy'")
+        return compile_numba(program)
+    return compile_any(program, structured)
 
 
 class Compiled:
@@ -369,11 +396,13 @@ class Compiled:
         structured: bool = False,
         post: Callable[[Any], Any] | None = None,
         progress: Callable[[Any], None] | None = None,
+        backend: str = "numpy",
     ) -> None:
         self.kind = kind
         self._post = post
         self._progress = progress
         self.structured = bool(structured)
+        self.backend = _check_backend(backend, self.structured)
         self._build = build
         self._options = (optimize, rules, limits, sizes)
         self._verbose = verbose
@@ -424,13 +453,14 @@ class Compiled:
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
-        stage = _Stage(naive, program, report, compile_any(program, self.structured), spec,
-                       constants if constants is not None and constants.found else None)
+        stage = _Stage(naive, program, report, _compile(program, self.structured, self.backend),
+                       spec, constants if constants is not None and constants.found else None)
         self._stages[key] = stage
         self._forwards[key] = forward
         if self._verbose:
             print(f"# eqsat_ad.{self.kind}: optimized program\n{print_program(program)}")
-            print(f"# generated NumPy source\n{stage.compiled.source}")
+            label = "NumPy" if self.backend == "numpy" else "Numba loop"
+            print(f"# generated {label} source\n{stage.compiled.source}")
             if report is not None:
                 print(report)
         return stage
@@ -467,11 +497,14 @@ class Compiled:
         return stage
 
     def _specialize(self, shapes: Mapping[str, tuple[int, ...]], relations: frozenset[str],
-                    statics: Mapping[str, Any]) -> _Stage:
-        """The specialization for a call: symbolic sizes, or the concrete shapes as fall-back."""
+                    statics: Mapping[str, Any], integers: frozenset[str] = frozenset()
+                    ) -> _Stage:
+        """The specialization for a call: symbolic sizes, or the concrete shapes as fall-back.
+        ``integers``: integer array arguments (index arrays where the function indexes)."""
         key = (
             tuple(shapes.items()),
             tuple(sorted(relations)),
+            tuple(sorted(integers)),
             tuple((k, type(v).__name__, v) for k, v in statics.items()),
         )
         with self._lock:
@@ -480,7 +513,8 @@ class Compiled:
                     and not stage.constants.unchanged():
                 stage = None  # a captured array changed shape: translate again
             if stage is None:
-                dtypes = {name: bool for name in relations}
+                dtypes: dict[str, Any] = {name: bool for name in relations}
+                dtypes.update({name: np.int64 for name in integers})
                 symbolic, sizes, origins = _size_symbols(shapes, self._avoid)
                 dims = {n: s for s, n in sizes.items()}
                 try:
@@ -529,8 +563,14 @@ class Compiled:
         return self._latest_stage().report
 
     @property
-    def compiled(self) -> CompiledProgram:
+    def compiled(self) -> Any:
         return self._latest_stage().compiled
+
+    @property
+    def compile_seconds(self) -> dict[str, float]:
+        """backend="numba": per float type ('d', 'f'), the first call's module load and Numba
+        compilation (or on-disk cache load) time; empty for the NumPy backend."""
+        return dict(getattr(self._latest_stage().compiled, "compile_seconds", {}))
 
     @property
     def specialization(self) -> Specialization | None:
@@ -610,10 +650,15 @@ class Compiled:
         # parameters left at their defaults stay constants of the translation.
         shapes: dict[str, tuple[int, ...]] = {}
         relations: set[str] = set()
+        integers: set[str] = set()
         statics: dict[str, Any] = {}
         for name, value in bound.arguments.items():
             if _is_static(value):
                 statics[name] = value.item() if isinstance(value, np.generic) else value
+                continue
+            if is_sparse_matrix(value) or isinstance(value, SparseRelation):
+                shapes[name] = tuple(int(n) for n in value.shape)  # a relation by its members
+                relations.add(name)
                 continue
             try:
                 arr = np.asarray(value)
@@ -622,6 +667,8 @@ class Compiled:
             shapes[name] = tuple(int(n) for n in arr.shape)
             if arr.dtype == bool:
                 relations.add(name)
+            elif arr.dtype.kind in "iu" and arr.ndim:
+                integers.add(name)  # an index array where it indexes (x[idx], np.bincount)
         stage = None
         if self._declared is not None and not statics:
             declared_shapes, declared_dtypes = self._declared
@@ -629,7 +676,8 @@ class Compiled:
             if _unify(declared_shapes, shapes) and declared_rel == relations:
                 stage = self._specialize_declared()
         if stage is None:
-            stage = self._specialize(shapes, frozenset(relations), statics)
+            stage = self._specialize(shapes, frozenset(relations), statics,
+                                     frozenset(integers))
         names = stage.compiled.program.param_names
         if fast_key is not None and not statics and stage.constants is None:
             order = list(bound.arguments)
@@ -698,6 +746,7 @@ def grad(
     argnums: int | Sequence[int] | None = None,
     has_aux: bool = False,
     progress: Callable[[Any], None] | None = None,
+    backend: str = "numpy",
 ) -> Compiled:
     """The compiled gradient of a scalar-valued program or NumPy-subset function.
 
@@ -719,6 +768,11 @@ def grad(
     over disjoint indices (``x[i] * y[j]``) comes back as an :class:`eqsat_ad.Outer` of them.
     Other gradients stay dense arrays. All convert with ``np.asarray`` and update an array in
     place with ``.add_to(x, scale)``.
+
+    ``backend="numba"`` runs the same optimized program as fused scalar loop nests compiled by
+    Numba (optional: ``pip install 'eqsat-ad[numba]'``; contractions BLAS runs better stay NumPy
+    calls); ``.source`` is then the generated module and ``.compile_seconds`` its first-call
+    compile (or cache load) time. NumPy (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):
@@ -756,7 +810,7 @@ def grad(
     return Compiled(
         "grad", prog_or_fn, build, optimize=optimize, rules=rules, limits=limits, sizes=sizes,
         verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured, post=post,
-        progress=progress,
+        progress=progress, backend=backend,
     )
 
 
@@ -787,6 +841,7 @@ def compile(  # noqa: A001 - the public name (docs/api.md)
     dtypes: Mapping[str, Any] | None = None,
     structured: bool = False,
     progress: Callable[[Any], None] | None = None,
+    backend: str = "numpy",
 ) -> Compiled:
     """The forward program through the same optimizer and backend, as a callable.
 
@@ -796,7 +851,7 @@ def compile(  # noqa: A001 - the public name (docs/api.md)
     return Compiled(
         "compile", prog_or_fn, lambda p: p, optimize=optimize, rules=rules, limits=limits,
         sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes, structured=structured,
-        progress=progress,
+        progress=progress, backend=backend,
     )
 
 
@@ -814,6 +869,7 @@ def hessian(
     structured: bool = False,
     argnums: int | None = None,
     progress: Callable[[Any], None] | None = None,
+    backend: str = "numpy",
 ) -> Compiled:
     """The compiled symbolic Hessian of a scalar program with respect to one input.
 
@@ -836,7 +892,7 @@ def hessian(
     return Compiled(
         "hessian", prog_or_fn, build, optimize=optimize,
         rules=rules, limits=limits, sizes=sizes, verbose=verbose, shapes=shapes, dtypes=dtypes,
-        structured=structured, progress=progress,
+        structured=structured, progress=progress, backend=backend,
     )
 
 

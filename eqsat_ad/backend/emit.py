@@ -45,8 +45,11 @@ from .values import (
 
 class Emitter:
     def __init__(self, prog: Program, sizes: Mapping[str, int] | None, strict: bool,
-                 structured: bool = False) -> None:
+                 structured: bool = False, sparse: frozenset[str] = frozenset()) -> None:
         self.prog = prog
+        # Relations passed by their members (SparseRelation): read dense only as a fallback.
+        self.sparse = frozenset(n for n in sparse
+                                if any(p.name == n and p.kind == "relation" for p in prog.params))
         self.sizes = dict(sizes or {})
         self.strict = strict
         self.lines: list[str] = []
@@ -66,6 +69,8 @@ class Emitter:
             prog.size_names()
         ):
             self.py[n] = self._pyname(n, taken)
+        for n in sorted(self.sparse):  # the member count of a sparse relation: a size symbol
+            self.py[f"nnz_{n}"] = self._pyname(f"nnz_{n}", taken)
         self.stmt = ""
         self.tmp = 0
         self.aranges: dict[tuple, str] = {}

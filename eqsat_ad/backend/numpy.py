@@ -44,6 +44,14 @@ import numpy as np
 from ..ir.errors import ProgramError, ShapeError
 from ..ir.functions import on_register
 from ..ir.program import Program
+from ..ir.relations import (
+    SparseRelation,
+    is_index_array,
+    is_sparse_matrix,
+    prefer_dense,
+    relation_argument,
+)
+from ..plan.kernels import Plan
 from . import runtime
 from .statements import Codegen
 from .structured import Outer, Sparse
@@ -71,7 +79,7 @@ __all__ = [
 
 def lower_program(
     prog: Program, sizes: Mapping[str, int] | None = None, *, strict: bool = False,
-    structured: bool = False,
+    structured: bool = False, sparse: frozenset[str] | set[str] = frozenset(),
 ) -> Lowered:
     """Lower ``prog`` to NumPy source, recording the lowering's decisions.
 
@@ -81,10 +89,12 @@ def lower_program(
     (``[i == j] * e``, point reads) is returned as a :class:`~eqsat_ad.backend.structured.Diagonal`
     or :class:`~eqsat_ad.backend.structured.Sparse` instead of a dense array, and one that is a
     product of factors over disjoint indices as an :class:`~eqsat_ad.backend.structured.Outer`.
+    ``sparse``: relation parameters passed as :class:`~eqsat_ad.ir.relations.SparseRelation`
+    (their members): sums over them iterate the members (gathers and segment sums, O(nnz)).
     """
     if not isinstance(prog, Program):
         raise ProgramError(f"expected a Program, got {type(prog).__name__}")
-    return Codegen(prog, sizes, strict, structured).program()
+    return Codegen(prog, sizes, strict, structured, frozenset(sparse)).program()
 
 
 def lower(prog: Program, sizes: Mapping[str, int] | None = None) -> str:
@@ -126,11 +136,18 @@ class CompiledProgram:
 
     @property
     def source(self) -> str:
+        """The generated source (after a call with sparse relation arguments: the code that
+        runs for them, by their members)."""
         return self._lowered.source
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
         return self._lowered.decisions
+
+    @property
+    def plan(self) -> Plan:
+        """The kernels of :attr:`source`."""
+        return self._lowered.plan
 
     def __repr__(self) -> str:
         return f"<CompiledProgram {self.program.name}({', '.join(self.program.param_names)})>"
@@ -163,8 +180,15 @@ class CompiledProgram:
         raw: list[np.ndarray] = []
         strong: list[np.dtype] = []  # dtypes of real arrays (Python numbers are weak)
         sizes: dict[str, int] = {}
+        pending: list[int] = []  # relations given by their members (bound after the rest)
         for p, dims in zip(self.program.params, self._dims, strict=True):
             v = given[p.name]
+            if p.kind == "relation" and type(v) is not np.ndarray and (
+                is_sparse_matrix(v) or isinstance(v, SparseRelation)
+            ) or p.kind == "relation" and is_index_array(v, len(dims)):
+                pending.append(len(raw))
+                raw.append(v)
+                continue
             try:
                 a = v if type(v) is np.ndarray else np.asarray(v)
             except (ValueError, TypeError):  # a ragged list: the slow path names the argument
@@ -188,6 +212,8 @@ class CompiledProgram:
                 if isinstance(v, (np.ndarray, np.generic)):
                     strong.append(a.dtype)
             raw.append(a)
+        for k in pending:
+            raw[k] = self._members(k, raw[k], sizes)
         # (dtype objects, not scalar types: comparing a dtype with a type converts it per call)
         dt = _F64
         if strong and all(d == _F32 for d in strong):
@@ -196,25 +222,44 @@ class CompiledProgram:
                for a, p in zip(raw, self.program.params, strict=True)]
         return out, sizes
 
+    def _members(self, k: int, value: Any, sizes: dict[str, int]) -> Any:
+        """Relation argument ``k`` given by its members: a :class:`SparseRelation` (or its
+        dense array when that is the cheaper plan); binds the sizes of its shape."""
+        p, dims = self.program.params[k], self._dims[k]
+        shape = [d if type(d) is int else sizes.get(d) for d in dims]
+        rel = relation_argument(p.name, value, shape)
+        for d, n in zip(dims, rel.shape, strict=True):
+            if type(d) is not int and sizes.setdefault(d, n) != n:
+                raise ShapeError(
+                    f"argument {p.name!r} has shape {rel.shape}, so {d} = {n}, but {d} = "
+                    f"{sizes[d]} from another argument")
+        return rel.dense if prefer_dense(rel) else rel
+
     def function_for(
         self, arrays: Sequence[np.ndarray], sizes: Mapping[str, int], strict: bool = False
     ) -> tuple[Any, bool]:
         """The generated function for this signature, and whether non-finite inputs need the
         strict lowering (False when it is the same code: nothing trusts finiteness)."""
-        key = (strict, tuple(sizes.items()), tuple(a.dtype.char for a in arrays))
+        sparse = frozenset(p.name for p, a in zip(self.program.params, arrays, strict=True)
+                           if isinstance(a, SparseRelation))
+        key = (strict, tuple(sizes.items()), tuple(a.dtype.char for a in arrays), sparse)
         hit = self._by_signature.get(key)
         if hit is None:
             with self._lock:
                 hit = self._by_signature.get(key)
                 if hit is None:
                     lowered = lower_program(self.program, sizes, strict=strict,
-                                            structured=self.structured)
+                                            structured=self.structured, sparse=sparse)
                     check = not strict and (
                         lower_program(self.program, sizes, strict=True,
-                                      structured=self.structured).source != lowered.source
+                                      structured=self.structured, sparse=sparse).source
+                        != lowered.source
                     )
                     hit = (_load(lowered), check)
                     self._by_signature[key] = hit
+                    if sparse and not strict:  # .source shows the code run by the members
+                        self._lowered = lower_program(self.program, structured=self.structured,
+                                                      sparse=sparse)
         return hit
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

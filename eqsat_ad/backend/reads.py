@@ -25,6 +25,7 @@ from ..ir.index import Affine, IndexVar
 from ..plan.kernels import (
     Elementwise,
     Gather,
+    Mask,
     Reduce,
     View,
 )
@@ -35,7 +36,7 @@ from ..plan.normal import (
     _denominator,
     expand,
 )
-from ..plan.poly import ONE, ZERO
+from ..plan.poly import ONE, ZERO, Poly
 from .emit import Emitter
 from .values import (
     _ATOM,
@@ -88,6 +89,11 @@ class Reads(Emitter):
                 f"{name!r} is used as a {'relation' if relation else 'value'} but is not one"
             )
         py = self.py[name]
+        if relation and name in self.sparse:
+            # (no sum over its members here: the plan's dense fallback, built once per call)
+            n = Poly.product_of_dims(shape)
+            self.decide("dense-relation", f"{name} read as a dense mask")
+            py = self.temp(f"{py}.dense", kernels=self.kernel(Mask, n, n, f"dense {name}"))
         risky = name in self.risky_vars
         if not idx:
             return Value(py, (), mask=relation, risky=risky, fresh=False)

@@ -28,7 +28,7 @@ from ..plan.normal import (
 )
 from ..plan.order import contraction_path
 from ..plan.poly import ZERO
-from .reads import Reads
+from .gathers import Gathers
 from .values import (
     _ATOM,
     _LETTERS,
@@ -40,7 +40,7 @@ from .values import (
 )
 
 
-class Reductions(Reads):
+class Reductions(Gathers):
     def term_value(self, t: Term, grid: dict[str, Axis]) -> Value:
         """A term evaluated on ``grid`` (its sums reduced)."""
         sums = {iv.name: iv.extent for iv in t.sums}
@@ -175,6 +175,9 @@ class Reductions(Reads):
                conds: list[Cond], g2: dict[str, Axis]) -> Value:
         """Σ over the axes ``inner`` of the product of ``factors`` (values already evaluated
         on the outer grid are taken as they are) and ``conds``."""
+        members = self.member_sum(inner, factors, conds, g2)
+        if members is not None:
+            return members
         scanned = self.scan(inner, factors, conds, g2)
         if scanned is not None:
             return scanned

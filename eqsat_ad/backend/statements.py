@@ -351,6 +351,8 @@ class Codegen(Reductions):
                 if not isinstance(d, int) and d.name not in seen:
                     seen.add(d.name)
                     self.emit(f"{self.py[d.name]} = {self.py[p.name]}.shape[{k}]")
+        for n in sorted(self.sparse):
+            self.emit(f"{self.py[f'nnz_{n}']} = {self.py[n]}.nnz")
         for s in prog.statements:
             self.statement(s)
         self.stmt = "<return>"

@@ -27,6 +27,7 @@ from ..plan.price import (
     Materialized,
     ProgramCost,
     eager_cost,
+    member_count_names,
     normalize_sizes,
     program_cost,
 )
@@ -228,7 +229,8 @@ class CostReport:
         if stats is not None and not isinstance(stats, SaturationStats):
             raise EqsatError(f"stats must be SaturationStats, got {type(stats).__name__}")
         given = normalize_sizes(sizes) if sizes is not None else {}
-        names = list(dict.fromkeys(naive.size_names() + optimized.size_names()))
+        names = list(dict.fromkeys([*naive.size_names(), *optimized.size_names(),
+                                    *member_count_names(naive, given)]))
         full = dict(given)
         defaulted = tuple(n for n in names if n not in given)
         for n in defaulted:

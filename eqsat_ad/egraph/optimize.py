@@ -102,11 +102,11 @@ def _cheapest_plan(candidates: Sequence[Program], sizes: Mapping[str, int] | Non
     """The candidate whose plan is priced lowest (extraction's own cost ranks the e-graph's
     programs; the plan, what the backend will run, decides between the best few). Ties keep
     extraction's order; a candidate that cannot be priced is skipped."""
-    from ..plan.price import program_cost
+    from ..plan.price import member_count_names, program_cost
 
     best: tuple[tuple, int] | None = None
     for k, cand in enumerate(candidates):
-        names = list(cand.size_names())
+        names = list(cand.size_names()) + member_count_names(cand, sizes)
         try:
             key = _cost_key(program_cost(cand, _tie(names, sizes)), names, sizes)
         except EqsatError:
@@ -204,6 +204,7 @@ def _optimize(
     progress: Callable[[Progress], None] | None,
 ) -> Optimized:
     from ..cost.report import CostReport, SaturationStats
+    from ..plan.price import member_count_names
 
     # like terms are merged in one pass over each flattened sum (the e-graph's binary rules
     # would need ~k²/2 nodes for k copies); every later pass takes shallow expressions
@@ -275,7 +276,8 @@ def _optimize(
     # the safety net reuses the report's pricing (the cost model is the slow part on big programs)
     try:
         report = CostReport.build(prog, result, sizes, stats, structured)
-        names = sorted(set(prog.size_names()) | set(result.size_names()))
+        names = sorted(set(prog.size_names()) | set(result.size_names())
+                       | set(member_count_names(prog, sizes)))
         if _cost_key(report.optimized.cost, names, sizes) > _cost_key(
             report.naive.cost, names, sizes
         ):

@@ -147,6 +147,8 @@ class _Parser:
         self.sizes: set[str] = set()
         # long +/- chains read in pieces (see long_chains): placeholder name -> operands
         self.chains: dict[str, list[Operand]] = {}
+        self.index_arrays: dict[str, Param] = {}  # ``src: idx[E, N]``: the relation [src[e] == i]
+        self.fresh = 0
 
     # --- locations and errors ------------------------------------------------------------------
     def loc(self, node: ast.AST) -> Loc:
@@ -234,7 +236,8 @@ class _Parser:
 
     def param(self, arg: ast.arg) -> Param:
         ann = arg.annotation
-        hint = f"write {arg.arg}: [N, M], {arg.arg}: [] or {arg.arg}: rel[N, M]"
+        hint = (f"write {arg.arg}: [N, M], {arg.arg}: [], {arg.arg}: rel[N, M] or "
+                f"{arg.arg}: idx[E, N]")
         if ann is None:
             raise self.error(f"parameter '{arg.arg}' has no shape annotation; {hint}", arg)
         if isinstance(ann, ast.List):
@@ -246,6 +249,20 @@ class _Parser:
         ):
             elts = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
             return Param(arg.arg, tuple(self.dim(d) for d in elts), "relation", self.loc(arg))
+        if (
+            isinstance(ann, ast.Subscript)
+            and isinstance(ann.value, ast.Name)
+            and ann.value.id == "idx"
+        ):
+            # An index array src[e] in 0 .. N-1 is the relation [src[e] == i]: rel[E, N].
+            elts = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            if len(elts) < 2:
+                raise self.error(
+                    f"index array '{arg.arg}' needs its shape and its range: "
+                    f"{arg.arg}: idx[E, N] (E entries, each in 0 .. N-1)", ann)
+            p = Param(arg.arg, tuple(self.dim(d) for d in elts), "relation", self.loc(arg))
+            self.index_arrays[arg.arg] = p
+            return p
         raise self.error(f"parameter '{arg.arg}' has an unknown shape annotation; {hint}", ann)
 
     def small_int(self, v: int, node: ast.AST, what: str) -> int:
@@ -372,8 +389,14 @@ class _Parser:
                 raise self.error(
                     f"{head}[...] must be applied to a body: {head}[i: N](...)", node
                 )
+            case ast.Subscript(value=ast.Name(id=name), slice=sl) if self.gathers(sl):
+                return self.gather(name, sl, scope, node)
             case ast.Subscript(value=ast.Name(id=name), slice=sl):
                 idx = self.indices(sl, scope)
+                if name in self.index_arrays and len(idx) == self.index_arrays[name].rank - 1:
+                    raise self.error(
+                        f"index array '{name}' is read only inside an index, like "
+                        f"x[{self.text(node)}]", node)
                 if name in self.relations:
                     return Bracket(Rel(name, idx, loc), loc)
                 return Access(name, idx, loc)
@@ -489,6 +512,45 @@ class _Parser:
         )
 
     # --- index expressions ---------------------------------------------------------------------
+    def gathers(self, sl: ast.expr) -> bool:
+        """Whether an access's index list reads an index array (``x[src[e]]``)."""
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        return any(isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)
+                   and e.value.id in self.index_arrays for e in elts)
+
+    def gather(self, name: str, sl: ast.expr, scope: frozenset[str], node: ast.expr) -> Expr:
+        """``x[.., src[e], ..]`` as ``Sum[k: N]([src[e] == k] * x[.., k, ..])``: a gather is a
+        sum against the index array's relation, so AD and the rules treat it like any other."""
+        loc = self.loc(node)
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        binders: list[IndexVar] = []
+        brackets: list[Expr] = []
+        idx: list[Affine] = []
+        for e in elts:
+            if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)
+                    and e.value.id in self.index_arrays):
+                idx.append(self.affine(e, scope))
+                continue
+            arr = self.index_arrays[e.value.id]
+            inner = self.indices(e.slice, scope)
+            if len(inner) != arr.rank - 1:
+                raise self.error(
+                    f"index array '{arr.name}' has {arr.rank - 1} index(es), got {len(inner)}", e)
+            self.fresh += 1
+            k = f"{arr.name}_at{self.fresh}"
+            while k in scope:
+                k += "_"
+            binders.append(IndexVar(k, arr.shape[-1]))
+            brackets.append(Bracket(Rel(arr.name, (*inner, Affine.var(k)), loc), loc))
+            idx.append(Affine.var(k))
+        if name in self.relations:
+            body: Expr = Bracket(Rel(name, tuple(idx), loc), loc)
+        else:
+            body = Access(name, tuple(idx), loc)
+        for b in reversed(brackets):
+            body = Binary("*", b, body, loc)
+        return Sum(tuple(binders), body, loc)
+
     def indices(self, node: ast.expr, scope: frozenset[str]) -> tuple[Affine, ...]:
         elts = node.elts if isinstance(node, ast.Tuple) else [node]
         return tuple(self.affine(e, scope) for e in elts)

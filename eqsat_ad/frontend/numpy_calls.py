@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.functions import BUILTIN_FUNCTIONS
 from ..ir.index import Affine
-from .numpy_ops import ArrayOps
+from .numpy_gathers import GatherOps
 from .numpy_values import (
     IndexChoice,
     Method,
@@ -40,6 +40,7 @@ NP_NAMES = (
         "identity", "reshape", "concatenate", "stack", "clip", "sign", "float32", "float64",
         "asarray", "array", "copy", "greater", "less", "greater_equal", "less_equal", "equal",
         "not_equal", "logical_and", "logical_or", "logical_not", "shape", "ndim", "size",
+        "bincount",
     }
 )
 # NumPy functions imported by name (``from numpy import exp``) are recognized by identity.
@@ -53,7 +54,7 @@ BUILTIN_NAMES = {"range", "len", "abs", "min", "max", "float", "int", "enumerate
 _OP_CLASS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 
 
-class CallOps(ArrayOps):
+class CallOps(GatherOps):
     """Calls of NumPy functions, array methods and built-ins (mixed into the translator)."""
 
     def builtin_call(self, name: str, args: list[Any], kwargs: dict[str, Any],
@@ -194,6 +195,18 @@ class CallOps(ArrayOps):
             fn2 = BINARY_FNS[name]
             return self.elementwise((a, b), lambda x, y: call(fn2, x, y), e)
         match name:
+            case "bincount":
+                (x,) = kw.positional(args, 1, ("x", "weights", "minlength"))
+                weights = kw.get("weights", None)
+                length = kw.get("minlength", None)
+                kw.done()
+                if length is None or isinstance(length, bool) or not (
+                    isinstance(length, int) or getattr(length, "is_Symbol", False)
+                ):
+                    raise self.error(
+                        f"{what} needs minlength= (the number of bins, e.g. x.shape[0]) to "
+                        "be translated; an index at or beyond it is an error when called", e)
+                return self.scatter_add(x, weights, length, e, what)
             case "square":
                 (x,) = kw.positional(args, 1)
                 kw.done()

@@ -247,6 +247,10 @@ class ExprOps(CallOps):
 
     def index(self, v: TVal, idx: Any, node: ast.AST) -> TVal:
         items = list(idx) if isinstance(idx, tuple) else [idx]
+        if any(isinstance(it, TVal) for it in items):
+            gathered = self.gather(v, items, node)  # x[idx] with an integer array argument
+            if gathered is not None:
+                return gathered
         for it in items:
             if isinstance(it, TVal):
                 kind = "boolean mask" if it.boolean else "an array"

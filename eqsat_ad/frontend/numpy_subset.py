@@ -308,6 +308,8 @@ class _Translator(ExprOps):
     def __init__(self) -> None:
         self.statements: list[Step] = []
         self.params: list[Param] = []
+        self.index_params: dict[str, int] = {}  # integer array parameters (index arrays)
+        self.index_ranges: dict[str, Dim] = {}
         self.taken: set[str] = set(BUILTINS) | {"Sum", "rel"} | set(keyword.kwlist)
         self.index_used: set[str] = set()
         self.index_avoid: set[str] = set()
@@ -434,6 +436,8 @@ class _Translator(ExprOps):
                 if not isinstance(d, int):
                     size_names.add(d.name)
             kind = self._kind(dtypes.get(name), name)
+            if shape and dtypes.get(name) is not None and np.dtype(dtypes[name]).kind in "iu":
+                self.index_params[name] = len(self.params)  # an index array if used as one
             self.params.append(Param(name, shape, kind, self.loc(a)))
             axes = tuple(self.fresh() for _ in shape)
             idx = tuple(Affine.var(x) for x in axes)
@@ -809,6 +813,8 @@ class _Translator(ExprOps):
             case ast.Expr(value):
                 if isinstance(value, ast.Constant):
                     return None  # docstring
+                if self._add_at(value, s):
+                    return None
                 raise self.error(
                     "an expression statement has no effect in the translated program (no "
                     "side effects: print, in-place methods, ... are not supported)", s,
@@ -875,6 +881,32 @@ class _Translator(ExprOps):
         value = self.eval(s.value)
         for t in s.targets:
             self.bind(t, value, s)
+
+    def _add_at(self, value: ast.expr, s: ast.stmt) -> bool:
+        """``np.add.at(a, idx, b)``: ``a`` rebound to ``a`` plus the scatter of ``b`` at
+        ``idx`` (purely functional: a new array; ``a`` must not be an input)."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "at"):
+            return False
+        if self.eval(value.func.value) != NpFunc("add"):
+            return False
+        if value.keywords or len(value.args) != 3 or not isinstance(value.args[0], ast.Name):
+            raise self.error("np.add.at(a, idx, b) takes an array variable, an index array "
+                             "and the values", s)
+        name = value.args[0].id
+        self._check_inplace(name, s)
+        old = self.operand(self.load(name, value.args[0]), s)
+        if not old.ndim:
+            raise self.error("np.add.at: the array must have at least one axis", s)
+        idx, b = self.eval(value.args[1]), self.eval(value.args[2])
+        added = self.scatter_add(idx, b, old.shape[0], s, "np.add.at")
+        if added.shape != old.shape:
+            raise self.error(
+                f"np.add.at: values of shape {tuple(added.shape[1:])} per index do not fit "
+                f"the rows of {name!r} (shape {tuple(old.shape)}); pass one value row per "
+                "index", s)
+        self.assign_name(name, self.binop(ast.Add, old, added, s), s)
+        return True
 
     def exec_augassign(self, s: ast.AugAssign) -> None:
         target = s.target

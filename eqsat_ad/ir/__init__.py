@@ -1,6 +1,13 @@
 """Tensor SSA: the intermediate representation every stage consumes and produces."""
 
-from .errors import EqsatError, EqsatTypeError, EqsatValueError, ProgramError, ShapeError
+from .errors import (
+    ArgumentTypeError,
+    EqsatError,
+    EqsatTypeError,
+    EqsatValueError,
+    ProgramError,
+    ShapeError,
+)
 from .expr import (
     CMP_OPS,
     Access,
@@ -42,6 +49,7 @@ from .printer import print_expr, print_pred, print_program, print_statement
 from .program import Fold, Param, Program, Statement, Step
 
 __all__ = [
+    "ArgumentTypeError",
     "BUILTINS", "CMP_OPS", "Access", "Affine", "And", "Binary", "Bracket", "Call", "Cmp", "Const",
     "Dim", "EqsatError", "EqsatTypeError", "EqsatValueError", "Expr", "Fold", "Function",
     "IndexVar", "Loc", "Max", "Neg", "Param", "Pow", "Pred", "Step",

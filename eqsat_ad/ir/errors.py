@@ -34,3 +34,7 @@ class ProgramError(EqsatValueError):
 
 class ShapeError(EqsatValueError):
     """Arguments whose shapes do not fit the program's parameters."""
+
+
+class ArgumentTypeError(ShapeError, TypeError):
+    """An argument of the wrong kind (floats for an index array, weights for a relation)."""

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ProgramError, ShapeError
+from .errors import ArgumentTypeError, ProgramError, ShapeError
 from .expr import (
     Access,
     And,
@@ -53,6 +53,7 @@ from .functions import lookup
 from .index import Affine, Dim, IndexVar, dim_str
 from .outline import outline
 from .program import Fold, Param, Program
+from .relations import is_index_array, is_sparse_matrix, relation_argument
 
 __all__ = ["bind_arguments", "evaluate", "evaluate_expr", "evaluate_statements"]
 
@@ -142,8 +143,19 @@ def bind_arguments(
     arrays: dict[str, np.ndarray] = {}
     sizes: dict[str, int] = {}
     bound_by: dict[str, str] = {}  # size name -> parameter whose shape bound it (for messages)
-    for p in params:
-        arr = _convert(p, given[p.name])
+    deferred: list[Param] = []  # index arrays: their range is another argument's size
+    order = list(params)
+    for p in order:  # (grows: a deferred parameter comes again at the end)
+        v = given[p.name]
+        if p.kind == "relation" and p not in deferred and is_index_array(v, p.rank):
+            deferred.append(p)
+            order.append(p)
+            continue
+        if p in deferred:
+            shape = [d if isinstance(d, int) else sizes.get(d.name) for d in p.shape]
+            arr = relation_argument(p.name, v, shape).dense
+        else:
+            arr = _convert(p, v)
         if arr.ndim != p.rank:
             raise ShapeError(
                 f"argument {p.name!r} has rank {arr.ndim} (shape {arr.shape}) but parameter "
@@ -302,13 +314,15 @@ def _convert(p: Param, value: Any) -> np.ndarray:
     except Exception as exc:  # ragged lists and the like
         raise ShapeError(f"argument {p.name!r} is not an array: {exc}") from None
     if p.kind == "relation":
+        if is_sparse_matrix(value):
+            return relation_argument(p.name, value, [None] * p.rank).dense
         if raw.dtype == bool:
             return raw.copy()
         if raw.dtype.kind in "iuf" and np.all((raw == 0) | (raw == 1)):
             return raw.astype(bool)
-        raise ShapeError(
-            f"argument {p.name!r} for relation {_param_str(p)} must be boolean or 0/1, "
-            f"got dtype {raw.dtype}"
+        raise ArgumentTypeError(
+            f"argument {p.name!r} for relation {_param_str(p)} must be boolean or 0/1 (a dense "
+            f"array, a scipy.sparse matrix or an integer index array), got dtype {raw.dtype}"
         )
     if raw.dtype.kind not in "biuf":
         raise ShapeError(

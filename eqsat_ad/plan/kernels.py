@@ -22,7 +22,7 @@ from .poly import ZERO, Poly, compare
 
 __all__ = [
     "KERNEL_KINDS", "Contract", "Elementwise", "Fill", "Gather", "Kernel", "Mask", "Plan",
-    "Reduce", "Scan", "Scatter", "SliceUpdate", "View",
+    "Reduce", "RelationGather", "Scan", "Scatter", "SegmentSum", "SliceUpdate", "View",
 ]
 
 
@@ -120,8 +120,26 @@ class Scan(Kernel):
     kind: ClassVar[str] = "scan"
 
 
+@dataclass(frozen=True)
+class RelationGather(Kernel):
+    """An array read at the members of a sparse relation (``x[M.coords[k]]``): space = the
+    member count (``nnz_M``) times the axes kept."""
+
+    kind: ClassVar[str] = "relation-gather"
+
+
+@dataclass(frozen=True)
+class SegmentSum(Kernel):
+    """A sum over the members of a sparse relation into one of its dimensions
+    (``np.bincount`` or a sparse incidence product), or over all of them."""
+
+    kind: ClassVar[str] = "segment-sum"
+    reduces: ClassVar[bool] = True
+
+
 KERNEL_KINDS: tuple[type[Kernel], ...] = (
     Contract, Reduce, Elementwise, Mask, View, Gather, Fill, SliceUpdate, Scatter, Scan,
+    RelationGather, SegmentSum,
 )
 
 

@@ -29,7 +29,8 @@ from .poly import ZERO, Poly, big_o, compare
 
 __all__ = [
     "Materialized", "ProgramCost", "StatementCost", "eager_cost", "materialized_sizes",
-    "normalize_sizes", "program_cost", "program_plan", "statement_terms_count",
+    "member_count_names", "normalize_sizes", "program_cost", "program_plan",
+    "sparse_relations", "statement_terms_count",
 ]
 
 
@@ -139,12 +140,29 @@ def _check(prog: Program, sizes: Mapping[str, int] | None) -> dict[str, int] | N
     return out
 
 
+def sparse_relations(prog: Program, sizes: Mapping[str, int] | None) -> frozenset[str]:
+    """The relation parameters priced by their members: those whose member count
+    ``nnz_<name>`` is given in ``sizes`` (as a SciPy sparse or index-array argument runs)."""
+    if not sizes:
+        return frozenset()
+    return frozenset(p.name for p in prog.params
+                     if p.kind == "relation" and f"nnz_{p.name}" in sizes)
+
+
+def member_count_names(prog: Program, sizes: Mapping[str, int] | None) -> list[str]:
+    """The size symbols ``nnz_<name>`` of :func:`sparse_relations` (priced like sizes)."""
+    return [f"nnz_{n}" for n in sorted(sparse_relations(prog, sizes))]
+
+
 def program_plan(prog: Program, sizes: Mapping[str, int] | None = None,
                  structured: bool = False) -> Plan:
-    """The kernels the backend runs for ``prog`` (contraction orders chosen at ``sizes``)."""
+    """The kernels the backend runs for ``prog`` (contraction orders chosen at ``sizes``; a
+    relation with ``nnz_<name>`` in ``sizes`` runs by its members)."""
     from ..backend.numpy import lower_program
 
-    return lower_program(prog, _check(prog, sizes), structured=structured).plan
+    checked = _check(prog, sizes)
+    return lower_program(prog, checked, structured=structured,
+                         sparse=sparse_relations(prog, checked)).plan
 
 
 def program_cost(

@@ -1,0 +1,534 @@
+"""Scalar loop nests for Tensor SSA statements: the source a fused kernel runs.
+
+A statement ``y[I] = body`` becomes one loop per generator index and, inside, straight-line
+scalar code for the body: one loop per ``Sum`` (its range narrowed by the bracket conditions on
+the summed index, so a band or an equality visits only its points), reads guarded by their
+in-range conditions (out-of-range and fractional reads are an ordinary 0.0, as the semantics
+says), and a fused producer's body evaluated in place of its read (:class:`LoopWriter`).
+
+Every value carries a *strong-zero flag* (code of a boolean, or ``None`` when it cannot be a
+strong zero): brackets, relation reads, data comparisons, the literal 0 and empty sums are
+strong zeros, a product with a strong zero is 0 whatever the other factor is, and a stored value
+(a read, or a fused producer's value) is an ordinary number (docs/semantics.md). Constants are
+written ``F(c)`` with ``F`` the module's float type, so float32 programs compute in float32.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ...ir.expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Pred,
+    Rel,
+    Sum,
+)
+from ...ir.index import Affine, Dim, dim_str
+from ...ir.program import Statement
+from .scans import ScanForm
+
+__all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
+
+UNROLL = 9
+"""A summed index confined to a window of at most this many points is unrolled into taps."""
+
+
+class Unsupported(Exception):
+    """A statement the loop writer does not lower (the NumPy backend runs it instead)."""
+
+
+# Built-in functions as scalar code (NumPy ufuncs keep float32 scalars float32 under Numba).
+LOOP_FUNCTIONS: dict[str, str] = {
+    "exp": "np.exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "np.tanh",
+    "sqrt": "np.sqrt", "abs": "np.abs", "log1p": "np.log1p", "expm1": "np.expm1",
+    "max": "np.maximum", "min": "np.minimum", "sign": "np.sign", "logaddexp": "np.logaddexp",
+    "stop_gradient": "", "sigmoid": "_sigmoid", "softplus": "_softplus", "step": "_step",
+}
+# Data comparisons: a condition on the arguments (1 where true, a strong zero elsewhere).
+_COMPARISONS: dict[str, Callable[[Sequence[str]], str]] = {
+    "gt": lambda a: f"{a[0]} > {a[1]}", "ge": lambda a: f"{a[0]} >= {a[1]}",
+    "eq": lambda a: f"{a[0]} == {a[1]}", "ne": lambda a: f"not ({a[0]} == {a[1]})",
+    "ngt": lambda a: f"not ({a[0]} > {a[1]})", "nge": lambda a: f"not ({a[0]} >= {a[1]})",
+    "gt0": lambda a: f"{a[0]} > F(0)",
+}
+
+HELPERS = '''
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _sigmoid(x):
+    if x >= 0:
+        return F(1) / (F(1) + np.exp(-x))
+    e = np.exp(x)
+    return e / (F(1) + e)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _softplus(x):
+    return np.logaddexp(F(0), x)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _step(x):
+    if x > 0:
+        return F(1)
+    if x < 0:
+        return F(0)
+    if x == 0:
+        return F(0.5)
+    return x
+'''
+
+
+def _num(v: float) -> str:
+    if math.isnan(v):
+        return "F(np.nan)"
+    if math.isinf(v):
+        return "F(np.inf)" if v > 0 else "F(-np.inf)"
+    return f"F({int(v)})" if v == int(v) and abs(v) < 1e15 else f"F({v!r})"
+
+
+def _or(a: str | None, b: str | None) -> str | None:
+    if a is None or b is None:
+        return a if b is None else b
+    if "True" in (a, b):
+        return "True"
+    return f"({a} or {b})"
+
+
+def _and(a: str | None, b: str | None) -> str | None:
+    if a is None or b is None:
+        return None
+    if a == "True":
+        return b
+    if b == "True":
+        return a
+    return f"({a} and {b})"
+
+
+@dataclass(frozen=True)
+class Index:
+    """An index in scope: its code (a loop variable or an integer expression) and its extent
+    when it is a loop variable running over the whole of it."""
+
+    code: str
+    extent: Dim | None = None
+
+
+@dataclass
+class LoopWriter:
+    """Writes the scalar code of statements. ``shapes``: every array's shape; ``fused``: the
+    producers whose body is evaluated where they are read; ``relations``: boolean parameters."""
+
+    shapes: Mapping[str, tuple[Dim, ...]]
+    fused: Mapping[str, Statement]
+    relations: frozenset[str]
+    lines: list[str] = field(default_factory=list)
+    depth: int = 0
+    counter: int = 0
+    memo: dict = field(default_factory=dict)
+    blocks: list[int] = field(default_factory=list)
+    # Running sums along the innermost output index (set by the kernel writer).
+    scans: dict = field(default_factory=dict)
+    scan_outer: str | None = None
+    scan_line: int = -1
+    scan_blocks: int = 0
+    sum_depth: int = 0
+
+    # --- small pieces --------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def open(self) -> None:
+        """Enter a new block (a loop body or a guarded branch)."""
+        self.counter += 1
+        self.blocks.append(self.counter)
+        self.depth += 1
+
+    def close(self) -> None:
+        self.blocks.pop()
+        self.depth -= 1
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}{self.counter}"
+
+    def affine(self, a: Affine, env: Mapping[str, Index]) -> tuple[str, int]:
+        """Integer code for ``a`` scaled by its common denominator, and that denominator."""
+        den = a.const.denominator
+        for _, c in a.index + a.sizes:
+            den = den * c.denominator // math.gcd(den, c.denominator)
+        parts: list[str] = []
+        for name, c in a.index:
+            if name not in env:
+                raise Unsupported(f"index {name} is not in scope")
+            parts.append(self._term(c * den, env[name].code))
+        for name, c in a.sizes:
+            parts.append(self._term(c * den, name))
+        k = int(a.const * den)
+        if k or not parts:
+            parts.append(str(k))
+        code = " + ".join(parts).replace("+ -", "- ")
+        return code, den
+
+    @staticmethod
+    def _term(c: Fraction, code: str) -> str:
+        c = int(c)
+        atom = code if code.isidentifier() else f"({code})"
+        return atom if c == 1 else f"-{atom}" if c == -1 else f"{c} * {atom}"
+
+    def _in_range(self, idx: Sequence[Affine], dims: Sequence[Dim],
+                  env: Mapping[str, Index]) -> tuple[list[str], list[str]]:
+        """Index codes for a read and the conditions that it is in range and integral."""
+        codes: list[str] = []
+        conds: list[str] = []
+        for a, d in zip(idx, dims, strict=True):
+            code, den = self.affine(a, env)
+            if den != 1:
+                conds.append(f"({code}) % {den} == 0")
+                code = f"({code}) // {den}"
+            codes.append(code)
+            var = a.as_var()
+            if var is not None and env[var].extent is not None and env[var].extent == d:
+                continue  # a loop variable over exactly this axis
+            nonneg = a.const >= 0 and all(c > 0 for _, c in a.index + a.sizes)
+            atom = code if code.isidentifier() else f"({code})"
+            conds.append(f"{atom} < {dim_str(d)}" if nonneg else f"0 <= {atom} < {dim_str(d)}")
+        return codes, conds
+
+    # --- expressions ---------------------------------------------------------------------------
+    def expr(self, e: Expr, env: Mapping[str, Index]) -> tuple[str, str | None]:
+        """Code of ``e``'s value and of its strong-zero flag (lines it needs are emitted)."""
+        if isinstance(e, Const):
+            return (_num(0.0), "True") if e.value == 0 else (_num(e.value), None)
+        if isinstance(e, Access):
+            return self.read(e, env)
+        if isinstance(e, Bracket):
+            c = self.pred(e.pred, env)
+            return f"(F(1) if {c} else F(0))", f"not ({c})"
+        if isinstance(e, Neg):
+            v, z = self.expr(e.arg, env)
+            return f"(-{v})", z
+        if isinstance(e, Binary):
+            return self.binary(e, env)
+        if isinstance(e, Pow):
+            v, z = self.expr(e.base, env)
+            return self.power(v, e.exponent), z if e.exponent > 0 else None
+        if isinstance(e, Call):
+            return self.call(e, env)
+        if isinstance(e, Sum):
+            return self.sum(e, env)
+        raise Unsupported(f"no loop code for {type(e).__name__}")
+
+    def binary(self, e: Binary, env: Mapping[str, Index]) -> tuple[str, str | None]:
+        a, az = self.expr(e.lhs, env)
+        b, bz = self.expr(e.rhs, env)
+        if e.op in "+-":
+            if az == "True" and e.op == "+":
+                return b, bz
+            if bz == "True":
+                return a, az
+            return f"({a} {e.op} {b})", _and(az, bz)
+        if e.op == "*":
+            z = _or(az, bz)
+            if z is None:
+                return f"({a} * {b})", None
+            if z == "True":
+                return "F(0)", "True"
+            # A bracket or data comparison is 1 wherever it is not a strong zero.
+            prod = b if _unit(e.lhs) else a if _unit(e.rhs) else f"{a} * {b}"
+            return f"(F(0) if {z} else {prod})", z
+        if e.op == "/":
+            if az is None:
+                return f"({a} / {b})", None
+            if az == "True":
+                return "F(0)", "True"
+            return f"(F(0) if {az} else {a} / {b})", az
+        raise Unsupported(f"operator {e.op!r}")
+
+    @staticmethod
+    def power(v: str, k: float) -> str:
+        if k == 1:
+            return v
+        if k == 2:
+            return f"({v} * {v})"
+        if k == -1:
+            return f"(F(1) / {v})"
+        if k == 0.5:
+            return f"np.sqrt({v})"
+        return f"({v} ** {_num(k)})"
+
+    def call(self, e: Call, env: Mapping[str, Index]) -> tuple[str, str | None]:
+        args = [self.expr(a, env)[0] for a in e.args]
+        if e.fn in _COMPARISONS:
+            c = _COMPARISONS[e.fn](args)
+            return f"(F(1) if {c} else F(0))", f"not ({c})"
+        if e.fn not in LOOP_FUNCTIONS:
+            raise Unsupported(f"function {e.fn!r} has no loop form")
+        fn = LOOP_FUNCTIONS[e.fn]
+        return f"{fn}({', '.join(args)})", None
+
+    def pred(self, p: Pred, env: Mapping[str, Index]) -> str:
+        if isinstance(p, And):
+            return " and ".join(f"({self.pred(q, env)})" for q in p.preds)
+        if isinstance(p, Cmp):
+            code, _ = self.affine(p.lhs - p.rhs, env)  # scaling by a positive number keeps order
+            op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[p.op]
+            return f"{code} {op} 0"
+        if isinstance(p, Rel):
+            codes, conds = self._in_range(p.indices, self.shapes[p.name], env)
+            read = f"{p.name}[{', '.join(codes)}]"
+            return " and ".join([*conds, read])
+        raise Unsupported(f"predicate {type(p).__name__}")
+
+    def read(self, e: Access, env: Mapping[str, Index]) -> tuple[str, str | None]:
+        if e.name in self.relations:
+            c = self.pred(Rel(e.name, e.indices), env)
+            return f"(F(1) if {c} else F(0))", f"not ({c})"
+        dims = self.shapes[e.name]
+        if not dims:
+            return f"{e.name}[0]", None
+        codes, conds = self._in_range(e.indices, dims, env)
+        if e.name in self.fused:
+            return self.inline(self.fused[e.name], codes, conds, env), None
+        read = f"{e.name}[{', '.join(codes)}]"
+        return (f"({read} if {' and '.join(conds)} else F(0))" if conds else read), None
+
+    def inline(self, s: Statement, codes: Sequence[str], conds: Sequence[str],
+               env: Mapping[str, Index]) -> str:
+        """A fused producer's value at ``codes``: its body, an ordinary number (0 outside).
+
+        Evaluated once per point of a loop body: a later read at the same point inside the
+        block that defined it (or a block nested in it) reuses the value."""
+        key = (s.name, tuple(codes))
+        hit = self.memo.get(key)
+        if hit is not None and tuple(self.blocks[:len(hit[1])]) == hit[1]:
+            return hit[0]
+        out = self._inline(s, codes, conds, env)
+        self.memo[key] = (out, tuple(self.blocks))
+        return out
+
+    def _inline(self, s: Statement, codes: Sequence[str], conds: Sequence[str],
+                env: Mapping[str, Index]) -> str:
+        inner: dict[str, Index] = {}
+        for iv, code in zip(s.indices, codes, strict=True):
+            known = next((v for v in env.values() if v.code == code), None)
+            if code.isidentifier() and known is not None:
+                inner[iv.name] = known
+            else:
+                name = self.fresh(f"{iv.name}_")
+                self.emit(f"{name} = {code}")
+                inner[iv.name] = Index(name)
+        out = self.fresh(f"{s.name}_")
+        if not conds:
+            v, _ = self.expr(s.body, inner)
+            self.emit(f"{out} = {v}")
+            return out
+        self.emit(f"{out} = F(0)")
+        self.emit(f"if {' and '.join(conds)}:")
+        self.open()
+        v, _ = self.expr(s.body, inner)
+        self.emit(f"{out} = {v}")
+        self.close()
+        return out
+
+    # --- sums ----------------------------------------------------------------------------------
+    def sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
+        """An accumulator loop per summed index; its flag says the sum has no term that is
+        not a strong zero (then the sum is one)."""
+        form = self.scans.get(e)
+        outer = self.scan_outer
+        if (form is not None and outer is not None and self.sum_depth == 0
+                and len(self.blocks) == self.scan_blocks and outer in env
+                and env[outer].code == outer):
+            return self.running_sum(e, form, env)
+        acc = self.fresh("acc")
+        flag = self.fresh("none")
+        self.emit(f"{acc} = F(0)")
+        init = "    " * self.depth + f"{flag} = True"
+        self.lines.append(init)
+        self.sum_depth += 1
+        used = self._level(list(e.indices), e.body, dict(env), acc, flag, False)
+        self.sum_depth -= 1
+        if not used:
+            self.lines.remove(init)
+            return acc, None
+        return acc, flag
+
+    def running_sum(self, e: Sum, form: ScanForm, env: Mapping[str, Index]
+                    ) -> tuple[str, str | None]:
+        """A running sum carried across the iterations of the innermost output loop."""
+        iv = e.indices[0]
+        ext = dim_str(iv.extent)
+        run, nxt, seen = self.fresh("run"), self.fresh("next"), self.fresh("seen")
+        loop = self.lines[self.scan_line]
+        pad = loop[: len(loop) - len(loop.lstrip())]
+        start = "0" if form.prefix else f"{ext} - 1"
+        self.lines[self.scan_line:self.scan_line] = [
+            f"{pad}{run} = F(0)", f"{pad}{nxt} = {start}", f"{pad}{seen} = False"]
+        self.scan_line += 3
+        if not form.prefix and "range(" in loop and ", -1, -1)" not in loop:
+            head, _, tail = self.lines[self.scan_line].partition("range(")
+            self.lines[self.scan_line] = f"{head}range({tail[:-2]} - 1, -1, -1):"
+        bound, _ = self.affine(form.bound, env)
+        stop = self.fresh("stop")
+        at = bound if bound.isidentifier() else f"({bound})"
+        if form.prefix:
+            self.emit(f"{stop} = min({ext}, {at} + 1)")
+            self.emit(f"while {nxt} < {stop}:")
+        else:
+            self.emit(f"{stop} = max(0, {bound})")
+            self.emit(f"while {nxt} >= {stop}:")
+        self.open()
+        var = self.fresh(iv.name)
+        self.emit(f"{var} = {nxt}")
+        self.sum_depth += 1
+        v, z = self.expr(form.body, {**env, iv.name: Index(var, iv.extent)})
+        self.sum_depth -= 1
+        if z is None:
+            self.emit(f"{run} += {v}")
+            self.emit(f"{seen} = True")
+        elif z != "True":
+            self.emit(f"if not {z}:")
+            self.emit(f"    {run} += {v}")
+            self.emit(f"    {seen} = True")
+        self.emit(f"{nxt} += 1" if form.prefix else f"{nxt} -= 1")
+        self.close()
+        return run, f"not {seen}"
+
+    def _level(self, ivs: list, body: Expr, inner: dict[str, Index], acc: str, flag: str,
+               narrowed: bool) -> bool:
+        """The loops of the summed indices ``ivs`` (then the accumulation); whether the flag
+        is used. A window of at most :data:`UNROLL` points is unrolled into guarded taps."""
+        if not ivs:
+            v, z = self.expr(body, inner)
+            if z is None:
+                self.emit(f"{acc} += {v}")
+                if narrowed:
+                    self.emit(f"{flag} = False")
+            elif z != "True":
+                self.emit(f"if not {z}:")
+                self.emit(f"    {acc} += {v}")
+                self.emit(f"    {flag} = False")
+            return z is not None or narrowed
+        iv, rest = ivs[0], ivs[1:]
+        extent = dim_str(iv.extent)
+        lo, hi, body, tight, taps = self.bounds(iv.name, extent, body, inner)
+        used = False
+        if taps is not None:
+            first, count = taps
+            for t in range(count):
+                var = self.fresh(iv.name)
+                self.emit(f"{var} = {first} + {t}" if t else f"{var} = {first}")
+                self.emit(f"if 0 <= {var} < {extent}:")
+                self.open()
+                used |= self._level(rest, body, {**inner, iv.name: Index(var, iv.extent)},
+                                    acc, flag, True)
+                self.close()
+            return used
+        var = self.fresh(iv.name)
+        # (a narrowed range is intersected with [0, extent): the variable stays in it)
+        self._open_loop(var, lo, hi)
+        used = self._level(rest, body, {**inner, iv.name: Index(var, iv.extent)}, acc, flag,
+                           narrowed or tight)
+        self.close()
+        return used
+
+    def _open_loop(self, var: str, lo: str, hi: str) -> None:
+        self.emit(f"for {var} in range({lo}, {hi}):" if lo != "0" else
+                  f"for {var} in range({hi}):")
+        self.open()
+
+    def bounds(self, name: str, extent: str, body: Expr, env: Mapping[str, Index]
+               ) -> tuple[str, str, Expr, bool, tuple[str, int] | None]:
+        """The range of a summed index, narrowed by the brackets of the body that bound it
+        (``lo <= j``, ``j <= hi``, ``j == a``), the body without those brackets, whether it was
+        narrowed, and (first, count) when the range is a window of constant width."""
+        factors = _factors(body)
+        lows, highs, rest = ["0"], [extent], []
+        low_affs: list[Affine] = []
+        high_affs: list[Affine] = []
+        for f in factors:
+            conds = _cmps(f)
+            if conds is None:
+                rest.append(f)
+                continue
+            kept: list[Cmp] = []
+            for c in conds:
+                b = self._bound(name, c, env)
+                if b is None:
+                    kept.append(c)
+                    continue
+                lo, hi, lo_aff, hi_aff = b
+                if lo is not None:
+                    lows.append(lo)
+                    low_affs.append(lo_aff)
+                if hi is not None:
+                    highs.append(hi)
+                    high_affs.append(hi_aff)
+            if kept:
+                rest.append(Bracket(kept[0] if len(kept) == 1 else And(tuple(kept))))
+        if len(lows) == 1 and len(highs) == 1:
+            return "0", extent, body, False, None
+        lo = lows[0] if len(lows) == 1 else f"max({', '.join(lows)})"
+        hi = highs[0] if len(highs) == 1 else f"min({', '.join(highs)})"
+        new = rest[0] if rest else Const(1.0)
+        for f in rest[1:]:
+            new = Binary("*", new, f)
+        taps = None
+        if len(low_affs) == 1 and len(high_affs) == 1:
+            width = high_affs[0] - low_affs[0]
+            if width.is_constant() and 0 < width.const <= UNROLL:
+                taps = (lows[1], int(width.const))
+        return lo, hi, new, True, taps
+
+    def _bound(self, name: str, c: Cmp, env: Mapping[str, Index]
+               ) -> tuple[str | None, str | None, Affine, Affine] | None:
+        """``c`` as a bound ``lo <= j < hi`` on index ``name`` (None: not of that form), as
+        code and as affine expressions."""
+        d = c.lhs - c.rhs
+        k = d.coeff(name)
+        if k not in (1, -1) or not d.is_integral():
+            return None
+        other = (d - Affine.var(name).scale(k)).scale(-k)  # j op' other (op flipped if k < 0)
+        if any(n not in env for n, _ in other.index):
+            return None
+        op = c.op if k == 1 else {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==",
+                                  "!=": "!="}[c.op]
+        lo_aff = {"==": other, ">=": other, ">": other + 1}.get(op)
+        hi_aff = {"==": other + 1, "<=": other + 1, "<": other}.get(op)
+        if lo_aff is None and hi_aff is None:
+            return None
+        lo = None if lo_aff is None else self.affine(lo_aff, env)[0]
+        hi = None if hi_aff is None else self.affine(hi_aff, env)[0]
+        return lo, hi, lo_aff or Affine(), hi_aff or Affine()
+
+
+def _unit(e: Expr) -> bool:
+    return isinstance(e, Bracket) or (isinstance(e, Call) and e.fn in _COMPARISONS)
+
+
+def _factors(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "*":
+        return _factors(e.lhs) + _factors(e.rhs)
+    return [e]
+
+
+def _cmps(e: Expr) -> list[Cmp] | None:
+    """The index comparisons of a bracket of comparisons (None for anything else)."""
+    if not isinstance(e, Bracket):
+        return None
+    preds = e.pred.preds if isinstance(e.pred, And) else (e.pred,)
+    if not all(isinstance(p, Cmp) for p in preds):
+        return None
+    return list(preds)  # type: ignore[arg-type]

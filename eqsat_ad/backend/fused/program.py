@@ -1,0 +1,281 @@
+"""A program compiled to fused loop nests (Numba), with NumPy calls between them.
+
+The generated module (:attr:`NumbaProgram.source`) holds one ``@nb.njit(cache=True)`` kernel
+per loop statement (its fused producers evaluated inside it) and a plain Python ``run``
+function that allocates each stored array, calls the kernels in program order and, for the
+statements the schedule leaves to NumPy (:mod:`.schedule`), the NumPy backend's code for that
+one statement. The module is written to a file under the cache directory
+(``$EQSAT_AD_CACHE`` or ``~/.cache/eqsat_ad/numba``), named by the hash of its source, so
+Numba's on-disk cache serves later processes. One module per float type: ``F`` is
+``np.float64`` or ``np.float32`` and every constant is ``F(c)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ...ir.errors import ProgramError
+from ...ir.expr import Access, Expr, accessed_names
+from ...ir.program import Param, Program, Statement
+from ..numpy import CompiledProgram, _finish, compile_program, lower_program
+from .loops import HELPERS, Index, LoopWriter, Unsupported
+from .scans import statement_scans
+from .schedule import Schedule, schedule
+
+__all__ = ["NumbaProgram", "cache_dir", "require_numba"]
+
+_EXTRA = "pip install 'eqsat-ad[numba]'"
+
+
+def require_numba() -> ModuleType:
+    """Numba, or an error naming the extra that installs it."""
+    try:
+        import numba
+    except ImportError as exc:
+        raise ImportError(
+            f"backend='numba' needs the optional dependency Numba ({exc}); install it with "
+            f"{_EXTRA} (or pass backend='numpy')"
+        ) from None
+    return numba
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("EQSAT_AD_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "eqsat_ad" / "numba"
+
+
+def _with_outputs(prog: Program) -> Program:
+    """Outputs that are expressions (not whole arrays) become scalar statements ``_out<k>``."""
+    stmts = list(prog.statements)
+    outs: list[Expr] = []
+    for k, o in enumerate(prog.outputs):
+        if isinstance(o, Access) and not o.indices:
+            outs.append(o)
+        else:
+            stmts.append(Statement(f"_out{k}", (), o))
+            outs.append(Access(f"_out{k}"))
+    return Program(prog.params, tuple(stmts), tuple(outs), prog.returns_tuple, prog.name)
+
+
+class NumbaProgram:
+    """``prog`` compiled to fused loop nests: call it like the program.
+
+    ``.source``: the generated module (float64 version); ``.schedule``: where each statement
+    runs; ``.compile_seconds``: per float type, the time to load (and, on a cold cache, to
+    compile) the module at its first call.
+    """
+
+    def __init__(self, prog: Program) -> None:
+        require_numba()
+        self.program = prog
+        self._numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
+        self._prog = _with_outputs(prog)
+        self._shapes = {p.name: p.shape for p in prog.params}
+        self._shapes.update({s.name: s.shape for s in self._prog.statements})
+        self._relations = frozenset(p.name for p in prog.params if p.kind == "relation")
+        self._sizes = prog.size_names()
+        plan = lower_program(self._prog).plan
+        loopable = {s.name: self._loopable(s) for s in self._prog.statements}
+        self.schedule: Schedule = schedule(self._prog, plan, loopable)
+        self._numpy_parts: dict[str, CompiledProgram] = {}
+        self.source = self._module_source()
+        self._modules: dict[str, ModuleType] = {}
+        self.compile_seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    # --- generation ----------------------------------------------------------------------------
+    def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
+        return LoopWriter(self._shapes, fused, self._relations)
+
+    def _loopable(self, s: Statement) -> bool:
+        try:
+            self._kernel([s], {})
+        except Unsupported:
+            return False
+        return True
+
+    def _kernel(self, group: list[Statement], fused: dict[str, Statement]
+                ) -> tuple[str, list[str]]:
+        """One kernel for statements over the same points (siblings share one loop nest and
+        their fused producers' values), and the arrays it reads."""
+        first = group[0]
+        w = self._writer(fused)
+        w.depth = 1
+        for iv in first.indices:
+            w.emit(f"for {iv.name} in range({iv.extent}):")
+            w.open()
+        if first.indices and len(group) == 1:  # running sums along the innermost index
+            w.scans = statement_scans(first.body, first.indices[-1].name)
+            w.scan_outer, w.scan_line = first.indices[-1].name, len(w.lines) - 1
+            w.scan_blocks = len(first.indices)
+        target = ", ".join(iv.name for iv in first.indices) or "0"
+        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
+        reads: list[str] = []
+        for s, out in zip(group, outs, strict=True):
+            env = {a.name: Index(b.name, b.extent)
+                   for a, b in zip(s.indices, first.indices, strict=True)}
+            v, _ = w.expr(s.body, env)
+            w.emit(f"{out}[{target}] = {v}")
+            reads += [r for r in self._reads(s, fused) if r not in reads]
+        args = ", ".join([*outs, *reads, *self._sizes])
+        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{first.name}({args}):"]
+        return "\n".join(head + w.lines), reads
+
+    def _groups(self, fused: dict[str, Statement]) -> list[list[Statement]]:
+        """Statements in program order, consecutive loop statements over the same points that
+        share a read and do not read each other grouped (sibling fusion: one pass)."""
+        place = self.schedule.placement
+        groups: list[list[Statement]] = []
+        for s in self._prog.statements:
+            if place[s.name] == "fused":
+                continue
+            last = groups[-1] if groups else None
+            if (last is not None and place[s.name] == "loop" and place[last[0].name] == "loop"
+                    and s.indices and s.shape == last[0].shape
+                    and not statement_scans(s.body, s.indices[-1].name)
+                    and not statement_scans(last[0].body, last[0].indices[-1].name)):
+                mine = set(self._reads(s, fused))
+                theirs = {r for t in last for r in self._reads(t, fused)}
+                if mine & theirs and not mine & {t.name for t in last}:
+                    last.append(s)
+                    continue
+            groups.append([s])
+        return groups
+
+    def _reads(self, s: Statement, fused: dict[str, Statement]) -> list[str]:
+        out: list[str] = []
+        todo = sorted(accessed_names(s.body))
+        while todo:
+            n = todo.pop(0)
+            if n in fused:
+                todo += sorted(accessed_names(fused[n].body))
+            elif n not in out:
+                out.append(n)
+        return out
+
+    def _numpy_part(self, s: Statement) -> tuple[str, list[str]]:
+        """The NumPy backend's code for the one statement ``s`` (a program of its own)."""
+        # Every parameter goes in (they bind the size symbols), then the stored arrays it reads.
+        stored = sorted(accessed_names(s.body) - set(self.program.param_names))
+        reads = [*self.program.param_names, *stored]
+        params = self.program.params + tuple(Param(n, self._shapes[n]) for n in stored)
+        part = Program(params, (s,), (Access(s.name),), False, f"_np_{s.name}")
+        self._numpy_parts[s.name] = compile_program(part)
+        return f"_np_{s.name}", reads
+
+    def _module_source(self) -> str:
+        place = self.schedule.placement
+        fused = {s.name: s for s in self._prog.statements if place[s.name] == "fused"}
+        kernels: list[str] = []
+        sizes = ", ".join(self._sizes)
+        params = ", ".join([*self.program.param_names, *self._sizes])
+        run = [f"def run({params}):"]
+        for p in self.program.params:
+            if not p.shape:
+                run.append(f"    {p.name} = {p.name}.reshape(1)")
+        for s in self._prog.statements:
+            if place[s.name] == "fused":
+                run.append(f"    # {s.name}: {self.schedule.why[s.name]}")
+        for group in self._groups(fused):
+            s = group[0]
+            for t in group:
+                why = self.schedule.why[t.name]
+                why += f"; one pass with {s.name}" if t is not s else ""
+                run.append(f"    # {t.name}: {why}")
+            if place[s.name] == "loop":
+                code, reads = self._kernel(group, fused)
+                kernels.append(code)
+                for t in group:
+                    shape = ", ".join(str(d) for d in t.shape) or "1"
+                    run.append(f"    {t.name} = np.empty(({shape},), dtype=F)")
+                names = [t.name for t in group]
+                run.append(f"    _k_{s.name}({', '.join([*names, *reads, *self._sizes])})")
+            else:
+                fn, reads = self._numpy_part(s)
+                args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
+                call = f"np.asarray({fn}({args}), dtype=F)"
+                run.append(f"    {s.name} = {call}" + ("" if s.shape else ".reshape(1)"))
+        outs = []
+        for o in self._prog.outputs:
+            assert isinstance(o, Access)
+            outs.append(o.name if self._shapes[o.name] else f"{o.name}[0]")
+        ret = ", ".join(outs) + ("," if self._prog.returns_tuple and len(outs) == 1 else "")
+        run.append(f"    return {ret}" if not self._prog.returns_tuple else f"    return ({ret})")
+        head = [
+            f'"""Fused loop nests for {self.program.name}({", ".join(self.program.param_names)})'
+            f' (sizes {sizes or "none"}), generated by eqsat_ad."""',
+            "import numba as nb",
+            "import numpy as np",
+            "",
+            "F = np.float64",
+        ]
+        return "\n".join(head) + "\n" + HELPERS + "\n\n" + "\n\n\n".join(kernels) + \
+            "\n\n\n" + "\n".join(run) + "\n"
+
+    # --- loading and running -------------------------------------------------------------------
+    def _module(self, dtype: np.dtype) -> ModuleType:
+        key = dtype.char
+        mod = self._modules.get(key)
+        if mod is not None:
+            return mod
+        with self._lock:
+            mod = self._modules.get(key)
+            if mod is None:
+                mod = _load(self.source.replace("F = np.float64", f"F = np.{dtype.name}", 1))
+                for name, part in self._numpy_parts.items():
+                    setattr(mod, f"_np_{name}", part)
+                self._modules[key] = mod
+        return mod
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        arrays, sizes = self._numpy.bind(*args, **kwargs)
+        if 0 in sizes.values():
+            return self._numpy(*args, **kwargs)  # empty tensors: the interpreter's zeros
+        floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
+                  if p.kind == "tensor"]
+        dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
+        first = dt.char not in self.compile_seconds
+        start = time.perf_counter()
+        mod = self._module(dt)
+        with np.errstate(all="ignore"):
+            result = mod.run(*arrays, *(sizes[n] for n in self._sizes))
+        if first:  # loading the module and Numba's compilation (or cache load) at first call
+            self.compile_seconds[dt.char] = time.perf_counter() - start
+        return _finish(result, self.program)
+
+    def __repr__(self) -> str:
+        return f"<NumbaProgram {self.program.name}({', '.join(self.program.param_names)})>"
+
+
+def _load(source: str) -> ModuleType:
+    """Import ``source`` from a file named by its hash (written once; Numba caches beside it)."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
+    name = f"eqsat_ad_fused_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    if not path.exists() or path.read_text() != source:
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProgramError(f"cannot import the generated module {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -1,0 +1,234 @@
+"""Which statements run as loop nests, which stay NumPy calls, and which fuse into a consumer.
+
+Prices are polynomials in the size symbols (:class:`~eqsat_ad.plan.poly.Poly`), the same the
+plan prices NumPy kernels in:
+
+* A loop nest costs, per point of its output, the points its body visits: one per read and
+  per arithmetic operation, a ``Sum`` its range (1 when an equality bracket fixes the summed
+  index, the width of a band of constant width) times its body, plus one write
+  (:func:`loop_price`).
+* A statement stays a NumPy call when its loop nest is asymptotically dearer than the NumPy
+  backend's kernels for it (the plan's ``statement_cost``: a scan or a contraction order that
+  loops would not find), when it is a contraction of plain reads that BLAS runs (``@`` /
+  ``np.einsum`` of degree 3 or more), or when it calls a function with no loop form.
+* Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
+  where it is read instead of being stored, when that costs no more:
+  the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
+  saved (writing and reading it back: ``2 · MEMORY · |P|``). Decided consumers first, so a chain
+  of producers fuses through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...ir.expr import Access, And, Binary, Bracket, Call, Cmp, Const, Expr, Neg, Pow, Sum
+from ...ir.index import Affine
+from ...ir.program import Program, Statement
+from ...plan.kernels import Contract, Plan
+from ...plan.poly import ONE, ZERO, Poly, compare
+from .scans import ScanForm, statement_scans
+
+__all__ = ["MEMORY", "Schedule", "loop_price", "schedule"]
+
+MEMORY = 4
+"""Price of moving one element to or from memory, in arithmetic operations."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """``placement[name]``: ``"loop"``, ``"fused"`` or ``"numpy"``; ``why``: the reason."""
+
+    placement: Mapping[str, str]
+    why: Mapping[str, str] = field(default_factory=dict)
+
+    def names(self, kind: str) -> tuple[str, ...]:
+        return tuple(n for n, k in self.placement.items() if k == kind)
+
+
+def _sum_count(iv_name: str, extent: Poly, body: Expr) -> Poly:
+    """Points a sum visits: 1 under an equality on its index, a band's width, else all."""
+    lows: list = []
+    highs: list = []
+    cmps: list[Cmp] = []
+    for f in _factors(body):
+        if isinstance(f, Bracket):
+            preds = f.pred.preds if isinstance(f.pred, And) else (f.pred,)
+            cmps += [p for p in preds if isinstance(p, Cmp)]
+    for c in cmps:
+        d = c.lhs - c.rhs
+        k = d.coeff(iv_name)
+        if k not in (1, -1) or c.op == "!=":
+            continue
+        if c.op == "==":
+            return ONE
+        rest = d - Affine.var(iv_name).scale(k)
+        op = c.op if k == 1 else {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[c.op]
+        bound = rest.scale(-k)  # the index is op this bound; strict bounds move by one
+        if op in (">", ">="):
+            lows.append(bound + 1 if op == ">" else bound)
+        else:
+            highs.append(bound - 1 if op == "<" else bound)
+    for lo in lows:
+        for hi in highs:
+            width = hi - lo
+            if width.is_constant():
+                return Poly.const(abs(int(width.const)) + 1)
+    return extent
+
+
+def _factors(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "*":
+        return _factors(e.lhs) + _factors(e.rhs)
+    return [e]
+
+
+def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
+         scans: Mapping[Sum, ScanForm] | None = None) -> Poly:
+    """Points visited to evaluate ``e`` once (reads and operations); a running sum
+    (``scans``) visits one new term per point, amortized."""
+    fused_work = fused_work or {}
+    if scans and isinstance(e, Sum) and e in scans:
+        return work(scans[e].body, fused_work) + 2
+    if scans and not isinstance(e, Sum):
+        total = ZERO if isinstance(e, Const | Access) else ONE
+        if isinstance(e, Access):
+            return fused_work.get(e.name, ONE)
+        for c in _children(e):
+            total = total + work(c, fused_work, scans)
+        return total
+    if isinstance(e, Const):
+        return ZERO
+    if isinstance(e, Access):
+        return fused_work.get(e.name, ONE)
+    if isinstance(e, Bracket):
+        return ONE
+    if isinstance(e, Neg | Pow):
+        return work(e.arg if isinstance(e, Neg) else e.base, fused_work) + ONE
+    if isinstance(e, Binary):
+        return work(e.lhs, fused_work) + work(e.rhs, fused_work) + ONE
+    if isinstance(e, Call):
+        total = ONE
+        for a in e.args:
+            total = total + work(a, fused_work)
+        return total
+    if isinstance(e, Sum):
+        count = ONE
+        for iv in e.indices:
+            count = count * _sum_count(iv.name, Poly.of_dim(iv.extent), e.body)
+        return count * (work(e.body, fused_work) + ONE)
+    return ONE
+
+
+def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Poly:
+    """A statement's loop nest: its output points times (body work + one write)."""
+    scans = statement_scans(s.body, s.indices[-1].name) if s.indices else {}
+    return Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans) + ONE)
+
+
+def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly]:
+    """For each read of ``name`` in ``e``: how many times it runs per evaluation of ``e``
+    (times ``mult``). A second read at the same point in the same loop is not counted: the
+    loop writer evaluates a fused producer once per point of a block."""
+    seen = set() if seen is None else seen
+    if isinstance(e, Access):
+        if e.name != name or e.indices in seen:
+            return []
+        seen.add(e.indices)
+        return [mult]
+    if isinstance(e, Sum):
+        count = ONE
+        for iv in e.indices:
+            count = count * _sum_count(iv.name, Poly.of_dim(iv.extent), e.body)
+        return _sites(e.body, name, mult * count, set())
+    out: list[Poly] = []
+    for c in _children(e):
+        out += _sites(c, name, mult, seen)
+    return out
+
+
+def _children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, Binary):
+        return (e.lhs, e.rhs)
+    if isinstance(e, Neg):
+        return (e.arg,)
+    if isinstance(e, Pow):
+        return (e.base,)
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Sum):
+        return (e.body,)
+    return ()
+
+
+def _blas_contraction(s: Statement, plan: Plan) -> bool:
+    """A sum of a product of plain reads that the NumPy plan runs as a contraction of degree
+    3 or more (a matrix product: BLAS beats scalar loops there)."""
+    body = s.body
+    if not isinstance(body, Sum):
+        return False
+    reads = _factors(body.body)
+    if len(reads) < 2 or not all(
+        isinstance(r, Access) and all(a.as_var() is not None for a in r.indices) for r in reads
+    ):
+        return False
+    return any(isinstance(k, Contract) and k.space.degree() >= 3
+               for k in plan.kernels if k.statement == s.name)
+
+
+def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
+             sizes: Mapping[str, int] | None = None) -> Schedule:
+    """Place each statement of ``prog`` (``plan``: the NumPy backend's plan of ``prog``;
+    ``loopable``: whether the loop writer lowers each statement)."""
+    placement: dict[str, str] = {}
+    why: dict[str, str] = {}
+    for s in prog.statements:
+        if not loopable.get(s.name, False):
+            placement[s.name], why[s.name] = "numpy", "no loop form"
+            continue
+        if _blas_contraction(s, plan):
+            placement[s.name], why[s.name] = "numpy", "contraction (BLAS)"
+            continue
+        loop, numpy = loop_price(s), plan.statement_cost(s.name)
+        if not numpy.is_zero() and loop.degree() > numpy.degree():
+            placement[s.name] = "numpy"
+            why[s.name] = f"loops O({loop.leading()}) > NumPy plan O({numpy.leading()})"
+            continue
+        placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
+    _fuse(prog, placement, why, sizes)
+    return Schedule(placement, why)
+
+
+def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
+          sizes: Mapping[str, int] | None) -> None:
+    returned = set()
+    for o in prog.outputs:
+        from ...ir.expr import accessed_names
+
+        returned |= accessed_names(o)
+    readers: dict[str, list[Statement]] = {s.name: [] for s in prog.statements}
+    for s in prog.statements:
+        for n in s.reads():
+            if n in readers:
+                readers[n].append(s)
+    # How many times each statement's body is evaluated (its points; more when fused).
+    evaluations: dict[str, Poly] = {}
+    for s in reversed(prog.statements):
+        space = Poly.product_of_dims(s.shape)
+        evaluations[s.name] = space
+        users = readers[s.name]
+        if (placement[s.name] != "loop" or s.name in returned or not users or not s.indices
+                or any(placement[u.name] == "numpy" for u in users)):
+            continue
+        reads = ZERO
+        for u in users:
+            per_point = evaluations[u.name]
+            for site in _sites(u.body, s.name, ONE):
+                reads = reads + per_point * site
+        extra = (reads - space) * work(s.body)
+        saved = space * (2 * MEMORY)
+        if compare(extra, saved, sizes) <= 0:
+            placement[s.name] = "fused"
+            why[s.name] = f"fused into {', '.join(u.name for u in users)} (evaluated {reads})"
+            evaluations[s.name] = reads

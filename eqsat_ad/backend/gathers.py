@@ -1,0 +1,352 @@
+"""Sums over the members of a sparse relation: gathers at its coordinates, products over the
+members, segment sums back (O(N + nnz) where the dense mask is O(N²)).
+
+A reduction ``Σ_J [(i, j) in M] · f(i, j, ...)`` whose only condition is a relation passed by
+its members (:class:`~eqsat_ad.ir.relations.SparseRelation`) runs on a *member axis* ``m``
+of extent ``nnz_M`` instead of the relation's index space: every access that reads a relation
+index is gathered at the members' coordinates (``x[M.coords[0]]``, one
+:class:`~eqsat_ad.plan.kernels.RelationGather`), the factors are evaluated elementwise over
+``m`` by the ordinary lowering, and the member axis is summed away, into the relation index
+that stays in the output (``M.segment_sum``: ``np.bincount``) or entirely (``.sum``), one
+:class:`~eqsat_ad.plan.kernels.SegmentSum`. Non-members are never looked at: the relation's
+strong zero holds as it does for the dense mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Rel,
+    Sum,
+    free_indices,
+)
+from ..ir.index import Affine, Dim, IndexVar, size
+from ..plan.kernels import Elementwise, Reduce, RelationGather, SegmentSum
+from ..plan.normal import Axis, Cond, Term
+from ..plan.poly import Poly
+from .reads import Reads
+from .values import _ATOM, _MUL, Value, _factor
+
+
+class _NoGather(Exception):
+    """The factor cannot be read at the members (the dense path runs instead)."""
+
+
+class Gathers(Reads):
+    def member_sum(self, inner: dict[str, Axis], factors: Sequence[Expr | Term | Value],
+                   conds: Sequence[Cond], g2: dict[str, Axis]) -> Value | None:
+        """Σ over ``inner`` of ``Π factors`` under ``conds`` by the members of a sparse
+        relation, or None when the sum is not one (then the dense lowering runs)."""
+        if not self.sparse:
+            return None
+        if not conds:  # the relation inside a factor: ([M] * a) / b is [M] * (a / b)
+            lifted = [_lift(f, self.sparse) if not isinstance(f, Value | Term) else ([], f)
+                      for f in factors]
+            conds = [Cond("rel", rel=r) for rs, _ in lifted for r in rs]
+            factors = [f for _, f in lifted]
+        rels = [c for c in conds if c.kind == "rel" and c.rel is not None
+                and c.rel.name in self.sparse]
+        if len(rels) != 1 or len(conds) != 1:
+            return None
+        rel = rels[0].rel
+        assert rel is not None
+        vars_ = [a.as_var() for a in rel.indices]
+        shape = self.shapes[rel.name]
+        if any(v is None for v in vars_) or len(set(vars_)) != len(vars_):
+            return None
+        rvars: list[str] = [v for v in vars_ if v is not None]
+        for v, d in zip(rvars, shape, strict=True):
+            if not g2[v].is_full() or g2[v].extent != d:
+                return None
+        kept = [v for v in rvars if v not in inner]
+        if len(kept) > 1 or len(kept) == len(rvars):
+            return None  # an output over two relation indices, or nothing summed: dense
+        for f in factors:
+            free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else None)
+            if free is not None and free & set(rvars):
+                return None
+        others = [a for a in inner if a not in rvars]
+        m = self.names.fresh(f"m_{rel.name}")
+        nnz = size(f"nnz_{rel.name}")
+        g3: dict[str, Axis] = {}
+        for k, ax in g2.items():
+            if k == rvars[0]:
+                g3[m] = Axis.full(IndexVar(m, nnz))
+            elif k not in rvars:
+                g3[k] = ax
+        g3.update({a: inner[a] for a in others})
+        relpy = self.py[rel.name]
+        factors, done = self.contract_first(list(factors), rvars, others, inner, g2)
+        others = [a for a in others if a not in done]
+        if not others and len(rvars) == 2:
+            try:
+                fused = self.sparse_product(factors, rvars, kept, inner, rel.name, m, nnz,
+                                            g2, g3)
+            except _NoGather:
+                return None
+            if fused is not None:
+                self.decide("relation-sum", f"sum over the members of {rel.name}", (m,),
+                            in_sum=True)
+                return fused
+        try:
+            moved = [f if isinstance(f, Value | Term) else
+                     self.at_members(f, rvars, m, nnz, relpy) for f in factors]
+        except _NoGather:
+            return None
+        self.decide("relation-sum", f"sum over the members of {rel.name}", (m,), in_sum=True)
+        vals = [f if isinstance(f, Value) else self.term_value(f, g3) if isinstance(f, Term)
+                else self.ev(f, g3) for f in moved]
+        used = set().union(*(set(v.axes) for v in vals)) if vals else set()
+        mult = " * ".join(_factor(self.count_code(inner[a])) for a in others if a not in used)
+        present = [a for a in others if a in used]
+        if m not in used:  # no factor reads a relation index: a count per segment
+            nn = Poly.of_dim(nnz)
+            vals.append(Value(f"np.ones({self.py[f'nnz_{rel.name}']}, dtype=_dt)", (m,),
+                              kernels=self.kernel(RelationGather, nn, nn, "ones"), size=nn))
+        if not kept and len(vals) > 1 and not any(v.mask for v in vals):
+            # a total sum of a product: a contraction over the members (BLAS where it fits)
+            vals = [self.to_num(v) for v in vals]
+            res = self.einsum(vals, [m, *present], g3)
+        else:
+            res = self.segment(self.product(1.0, vals, g3), m, present, kept, rvars, rel.name,
+                               g2, g3)
+        if not mult:
+            return res
+        ks, sz = self.pass_over(Elementwise, res.axes, g2, "scale", res)
+        return Value(f"{mult} * {res.paren(_MUL)}", res.axes, prec=_MUL, kernels=ks, size=sz,
+                     risky=res.risky)
+
+    def sparse_product(self, factors: list[Expr | Term | Value], rvars: list[str],
+                       kept: list[str], inner: dict[str, Axis], rel: str, m: str, nnz: Dim,
+                       g2: dict[str, Axis], g3: dict[str, Axis]) -> Value | None:
+        """``Σ_j [M[i, j]] · w(i, j) · X[j, f]`` as one sparse product ``S_w @ X`` (SciPy; no
+        nnz × F temporary); with both relation indices summed, ``Σ_{i,j} [M[i, j]] · w ·
+        X[i, g] · Y[j, f]`` as ``Σ_j Y[j, f] · (S_wᵀ @ X)[j, g]``. None when the factors are
+        not of that shape."""
+        rset = set(rvars)
+
+        def free(f: Expr | Term | Value) -> set[str]:
+            return (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+
+        narrow = [f for f in factors if free(f) <= rset and not isinstance(f, Value)]
+        wide = [f for f in factors if not (free(f) <= rset and not isinstance(f, Value))]
+        if kept:
+            if len(wide) != 1:
+                return None
+            return self.spmm_value(wide[0], kept[0], narrow, rvars, rel, m, nnz, g2, g3)
+        if len(wide) != 2:
+            return None
+        for x, y in (wide, wide[::-1]):
+            if (isinstance(x, Access) and isinstance(y, Access)
+                    and free(x) & rset == {rvars[0]} and free(y) & rset == {rvars[1]}):
+                t = self.spmm_value(x, rvars[1], narrow, rvars, rel, m, nnz, g2, g3)
+                if t is None:
+                    return None
+                yv = self.to_num(self.ev(y, g2))
+                return self.einsum([t, yv], [rvars[1]], g2)
+        return None
+
+    def spmm_value(self, wide: Expr | Term | Value, out: str, narrow: list[Expr | Term | Value],
+                   rvars: list[str], rel: str, m: str, nnz: Dim, g2: dict[str, Axis],
+                   g3: dict[str, Axis]) -> Value | None:
+        """``Σ_s [M] · Π narrow · wide[.., s, ..]`` into the relation index ``out`` by
+        :meth:`~eqsat_ad.ir.relations.SparseRelation.spmm`, or None."""
+        s_var = next(v for v in rvars if v != out)
+        if not isinstance(wide, Access) or wide.name not in self.shapes:
+            return None
+        if self.kinds.get(wide.name) == "relation":
+            return None
+        vars_ = [a.as_var() for a in wide.indices]
+        if any(v is None for v in vars_) or len(set(vars_)) != len(vars_) or \
+                vars_.count(s_var) != 1 or out in vars_:
+            return None
+        shape = self.shapes[wide.name]
+        rest = [v for v in vars_ if v != s_var and v is not None]
+        for v, d in zip(vars_, shape, strict=True):
+            if v is None or not g2[v].is_full() or g2[v].extent != d:
+                return None
+        relpy = self.py[rel]
+        wvals = [f if isinstance(f, Value) else self.term_value(f, g3) if isinstance(f, Term)
+                 else self.ev(self.at_members(f, rvars, m, nnz, relpy), g3) for f in narrow]
+        weights = "None"
+        ks: tuple = ()
+        if wvals:
+            w = self.to_num(self.product(1.0, wvals, g3))
+            if set(w.axes) - {m}:
+                return None
+            ks = w.kernels
+            weights = w.code
+        if wide.name in self.prog.param_names and wide.name not in self.risky_vars:
+            self.note_finite("finite-input", wide.name)
+        axis = vars_.index(s_var)
+        k_out, k_in = rvars.index(out), rvars.index(s_var)
+        out_axes = (out, *rest)
+        n_out = self.numel_poly(out_axes, g2)
+        space = Poly.of_dim(nnz) * self.numel_poly(tuple(rest), g2)
+        ks = ks + self.kernel(SegmentSum, space, n_out, f"sparse product into {out}")
+        self.decide("sparse-product", f"{rel} @ {wide.name}", out_axes, in_sum=True)
+        code = f"{relpy}.spmm({weights}, {self.py[wide.name]}, {axis}, {k_out}, {k_in})"
+        return Value(self.temp(code, kernels=ks), out_axes,
+                     risky=wide.name in self.risky_vars, size=n_out)
+
+    def segment(self, prod: Value, m: str, present: list[str], kept: list[str],
+                rvars: list[str], rel: str, g2: dict[str, Axis], g3: dict[str, Axis]) -> Value:
+        """``prod`` (over the member axis ``m``) summed over ``present`` and the members, into
+        the relation index ``kept`` (a segment sum) or entirely."""
+        if present:
+            pos = tuple(k for k, a in enumerate(prod.axes) if a in present)
+            rest = tuple(a for a in prod.axes if a not in present)
+            n = self.numel_poly(rest, g3)
+            ks = prod.kernels + self.kernel(Reduce, self.numel_poly(prod.axes, g3), n, "sum")
+            code = f"{prod.paren()}.sum(axis={pos if len(pos) > 1 else pos[0]})"
+            prod = Value(self.temp(code, kernels=ks), rest, risky=prod.risky, size=n)
+        # (a temporary shared with the other terms that sum the same product differently)
+        prod = self.shared(prod, create=prod.prec < _ATOM or "(" in prod.code)
+        ax = prod.axes.index(m)
+        out_axes = tuple(kept[0] if a == m else a for a in prod.axes if a != m or kept)
+        n_out = self.numel_poly(out_axes, g2)
+        space = self.numel_poly(prod.axes, g3)
+        if kept:
+            code = f"{self.py[rel]}.segment_sum({prod.code}, {ax}, {rvars.index(kept[0])})"
+            what = f"segment sum into {kept[0]}"
+        else:
+            code = f"{prod.paren()}.sum(axis={ax})" if len(prod.axes) > 1 else \
+                f"{prod.paren()}.sum()"
+            what = f"sum over the members of {rel}"
+        ks = prod.kernels + self.kernel(SegmentSum, space, n_out, what)
+        return Value(self.temp(code, kernels=ks), out_axes, risky=prod.risky, size=n_out)
+
+    def contract_first(self, factors: list[Expr | Term | Value], rvars: list[str],
+                       others: list[str], inner: dict[str, Axis], g2: dict[str, Axis]
+                       ) -> tuple[list[Expr | Term | Value], set[str]]:
+        """Factors linked by summed indices other than the relation's, contracted over those
+        indices before the gather when they read at most one relation index
+        (``Σ_j A[i, j] Σ_f H[j, f] W[f, g]``: ``H @ W`` over N rows, then nnz gathers, not
+        nnz products of length F)."""
+        groups: list[tuple[set[str], list[Expr | Term | Value]]] = []
+        for f in factors:
+            fv = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                  else set(free_indices(f)))
+            group: tuple[set[str], list[Expr | Term | Value]] = (fv & set(others), [f])
+            if group[0]:
+                for g in [g for g in groups if g[0] & group[0]]:
+                    group[0].update(g[0])
+                    group[1][:0] = g[1]
+                    groups.remove(g)
+            groups.append(group)
+        out: list[Expr | Term | Value] = []
+        done: set[str] = set()
+        for summed, fs in groups:
+            free: set[str] = set()
+            for f in fs:
+                free |= (set(f.axes) if isinstance(f, Value) else f.free()
+                         if isinstance(f, Term) else set(free_indices(f)))
+            if (not summed or len(free & set(rvars)) > 1 or len(fs) < 2
+                    or any(isinstance(f, Value) or not inner[a].is_full()
+                           for f in fs for a in summed)):
+                out += fs
+                continue
+            ivs = [IndexVar(a, inner[a].extent) for a in others if a in summed]
+            done |= summed
+            v = self.to_num(self.term_value(Term(1.0, ivs, list(fs), []), g2))
+            name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
+            self.shapes[name] = tuple(g2[a].extent for a in v.axes)
+            self.py[name] = name
+            if v.risky:
+                self.risky_vars.add(name)
+            self.decide("contract-before-gather", f"{name}[{', '.join(v.axes)}]", v.axes)
+            out.append(Access(name, tuple(Affine.var(a) for a in v.axes)))
+        return out, done
+
+    def at_members(self, e: Expr, rvars: list[str], m: str, nnz: Dim, relpy: str) -> Expr:
+        """``e`` with every access that reads a relation index replaced by an access of its
+        gather at the members (new arrays over the member axis ``m``)."""
+        match e:
+            case Access(name, idx):
+                uses = [a.free_indices() & set(rvars) for a in idx]
+                if not any(uses):
+                    return e
+                which: list[int | None] = []
+                keep: list[Affine] = []
+                dims: list[Dim] = []
+                for a, u, d in zip(idx, uses, self.shapes[name], strict=True):
+                    if not u:
+                        which.append(None)
+                        keep.append(a)
+                        dims.append(d)
+                        continue
+                    v = a.as_var()
+                    if v is None:
+                        raise _NoGather  # a shifted read x[i + 1] at the members
+                    which.append(rvars.index(v))
+                if self.kinds.get(name) == "relation":
+                    raise _NoGather
+                if name in self.prog.param_names and name not in self.risky_vars:
+                    self.note_finite("finite-input", name)
+                n = Poly.of_dim(nnz)
+                for d in dims:
+                    n = n * Poly.of_dim(d)
+                code = f"{relpy}.gather({self.py[name]}, {tuple(which)})"
+                g = self.temp(code, kernels=self.kernel(RelationGather, n, n, f"gather {name}"))
+                self.shapes[g] = (nnz, *dims)
+                self.py[g] = g
+                if name in self.risky_vars:
+                    self.risky_vars.add(g)
+                return Access(g, (Affine.var(m), *keep))
+            case Const():
+                return e
+            case Binary(_, lhs, rhs):
+                return replace(e, lhs=self.at_members(lhs, rvars, m, nnz, relpy),
+                               rhs=self.at_members(rhs, rvars, m, nnz, relpy))
+            case Neg(arg):
+                return replace(e, arg=self.at_members(arg, rvars, m, nnz, relpy))
+            case Pow(base, _):
+                return replace(e, base=self.at_members(base, rvars, m, nnz, relpy))
+            case Call(_, args):
+                return replace(e, args=tuple(self.at_members(a, rvars, m, nnz, relpy)
+                                             for a in args))
+            case Sum(_, body):
+                return replace(e, body=self.at_members(body, rvars, m, nnz, relpy))
+            case Bracket():
+                if free_indices(e) & set(rvars):
+                    raise _NoGather
+                return e
+        raise _NoGather
+
+
+def _lift(e: Expr, sparse: frozenset[str]) -> tuple[list[Rel], Expr]:
+    """The sparse relation brackets of a product or quotient's numerator taken out of ``e``:
+    ``([M[i, j]] * a) / b`` is ``[M[i, j]] * (a / b)`` exactly (1 * a is a; a strong zero
+    either way where the pair is not a member)."""
+    match e:
+        case Bracket(Rel(name) as r) if name in sparse:
+            return [r], Const(1.0)
+        case Binary("*", lhs, rhs):
+            rl, el = _lift(lhs, sparse)
+            rr, er = _lift(rhs, sparse)
+            if not rl and not rr:
+                return [], e
+            if el == Const(1.0):
+                return rl + rr, er
+            if er == Const(1.0):
+                return rl + rr, el
+            return rl + rr, Binary("*", el, er)
+        case Binary("/", lhs, rhs):
+            rl, el = _lift(lhs, sparse)
+            return (rl, Binary("/", el, rhs)) if rl else ([], e)
+        case Neg(arg):
+            ra, ea = _lift(arg, sparse)
+            return (ra, Neg(ea)) if ra else ([], e)
+    return [], e

@@ -1,0 +1,277 @@
+"""Relations stored by their members: SciPy sparse matrices and integer index arrays.
+
+A relation parameter ``M: rel[N, N]`` means the 0/1 factor ``[(i, j) in M]``. Its argument may be
+a dense boolean (or 0/1) array, a ``scipy.sparse`` array or matrix (CSR, CSC, COO, ...: the stored
+coordinates with a nonzero value are the members, duplicates count once), or, for a relation
+``src: rel[E, N]`` (spelled ``src: idx[E] -> N`` in the index language), an integer array of
+shape ``(E,)``: the relation ``[src[e] == i]``, one member per row.
+
+:class:`SparseRelation` is the form the compiled code receives: the members' coordinates (one
+int64 array per dimension, in row-major order, computed once per call), the dense boolean array
+only on demand (the plan's dense fallback), and segment sums over the members
+(``np.bincount`` / a sparse incidence product).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import ArgumentTypeError, ShapeError
+
+__all__ = [
+    "DENSE_FRACTION", "SparseRelation", "is_index_array", "is_sparse_matrix", "prefer_dense",
+    "relation_argument",
+]
+
+DENSE_FRACTION = 1 / 8
+"""A relation with at least this fraction of its pairs as members runs dense (a mask is cheaper
+than gathers then) when its dense form fits :data:`DENSE_LIMIT` elements."""
+
+DENSE_LIMIT = 1 << 24
+
+
+def is_sparse_matrix(value: Any) -> bool:
+    """A SciPy sparse array or matrix (SciPy is imported only when one could be one)."""
+    if type(value).__module__.startswith("scipy.sparse"):
+        import scipy.sparse as sp
+
+        return bool(sp.issparse(value))
+    return False
+
+
+def is_index_array(value: Any, rank: int) -> bool:
+    """An array of one dimension less than a relation of ``rank`` (an index array's shape)."""
+    nd = getattr(value, "ndim", None)
+    if nd is None:
+        nd = np.ndim(value)
+    return rank >= 1 and nd == rank - 1 and not is_sparse_matrix(value)
+
+
+class SparseRelation:
+    """The members of a relation: ``coords[k][m]`` is the k-th index of the m-th member."""
+
+    __slots__ = ("_dense", "_incidence", "_matrices", "coords", "identity", "nnz", "shape")
+    dtype = np.dtype(bool)
+
+    def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray],
+                 identity: frozenset[int] | None = None, matrix: Any = None) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        self.coords = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in coords)
+        self.nnz = int(self.coords[0].shape[0]) if self.coords else 0
+        self._dense: np.ndarray | None = None
+        self._incidence: dict[int, Any] = {}
+        # Unweighted SciPy matrices by (k_out, k_in): the caller's CSR/CSC itself when it was one
+        self._matrices: dict[tuple[int, int], Any] = {}
+        if matrix is not None:
+            self._matrices = {(0, 1): matrix, (1, 0): matrix.T}
+        # Dimensions whose coordinates are 0, 1, ..., n-1 (an index array's rows): a gather or
+        # segment sum along them is the identity.
+        self.identity = identity if identity is not None else frozenset(
+            k for k, c in enumerate(self.coords)
+            if self.nnz == self.shape[k] and (self.nnz == 0 or (
+                c[0] == 0 and c[-1] == self.nnz - 1 and bool(np.all(np.diff(c) == 1))))
+        )
+
+    @staticmethod
+    def of(value: Any, n: int | None = None, name: str = "relation") -> SparseRelation:
+        """The members of a SciPy sparse matrix, or of an index array with range ``n``: build
+        it once and pass it to many calls (the conversion is O(nnz) per call otherwise)."""
+        if is_sparse_matrix(value):
+            return relation_argument(name, value, [None, None])
+        nd = np.ndim(value)
+        return relation_argument(name, value, [None] * nd + [n])
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"<SparseRelation {'x'.join(map(str, self.shape))}, {self.nnz} members>"
+
+    @property
+    def dense(self) -> np.ndarray:
+        """The boolean array (built once; the dense fallback of the plan)."""
+        if self._dense is None:
+            d = np.zeros(self.shape, dtype=bool)
+            d[self.coords] = True
+            self._dense = d
+        return self._dense
+
+    def segment_sum(self, values: np.ndarray, axis: int, k: int) -> np.ndarray:
+        """``out[.., c, ..] = Σ_{m: coords[k][m] == c} values[.., m, ..]`` with the member axis
+        ``axis`` of ``values`` replaced by the relation's dimension ``k``: O(values.size)."""
+        n = self.shape[k]
+        if k in self.identity:
+            return values
+        if values.ndim == 1:
+            out = np.bincount(self.coords[k], weights=values, minlength=n)
+            return out.astype(values.dtype, copy=False)
+        moved = np.moveaxis(values, axis, 0)
+        inc = self._incidence.get(k)
+        if inc is None:
+            import scipy.sparse as sp
+
+            ones = np.ones(self.nnz)
+            inc = sp.csr_array((ones, (self.coords[k], np.arange(self.nnz))),
+                               shape=(n, self.nnz))
+            self._incidence[k] = inc
+        flat = np.ascontiguousarray(moved).reshape(self.nnz, -1)
+        out = np.asarray(inc @ flat, dtype=values.dtype).reshape((n, *moved.shape[1:]))
+        return np.moveaxis(out, 0, axis)
+
+    def matrix(self, weights: np.ndarray | float | None, k_out: int, k_in: int) -> Any:
+        """The SciPy CSR matrix ``S[c_out, c_in] = Σ weights`` over the members (1 each when
+        ``weights`` is None)."""
+        import scipy.sparse as sp
+
+        if weights is None:
+            hit = self._matrices.get((k_out, k_in))
+            if hit is None:
+                hit = sp.csr_array((np.ones(self.nnz), (self.coords[k_out], self.coords[k_in])),
+                                   shape=(self.shape[k_out], self.shape[k_in]))
+                self._matrices[(k_out, k_in)] = hit
+            return hit
+        w = np.ones(self.nnz) if weights is None else np.broadcast_to(
+            np.asarray(weights, dtype=np.result_type(weights, np.float32)), (self.nnz,))
+        return sp.csr_array((w, (self.coords[k_out], self.coords[k_in])),
+                            shape=(self.shape[k_out], self.shape[k_in]))
+
+    def spmm(self, weights: np.ndarray | float | None, x: np.ndarray, axis: int, k_out: int,
+             k_in: int) -> np.ndarray:
+        """``out[c, ...] = Σ_{members m} weights[m] · x[.., coords[k_in][m], ..]`` at
+        ``c = coords[k_out][m]``: the gather of ``x`` along ``axis`` and the segment sum fused
+        into one sparse product (no nnz-by-features temporary). The other axes of ``x`` follow
+        in order."""
+        moved = np.moveaxis(x, axis, 0)
+        flat = moved.reshape(moved.shape[0], -1)
+        w = None if weights is None else np.asarray(weights)
+        if k_out in self.identity:  # one member per output row (an index array): a gather
+            out = flat[self.coords[k_in]]
+            if w is not None:
+                out = out * (w[:, None] if w.ndim else w)
+        elif k_in in self.identity and flat.shape[1] <= 8:  # a scatter-add of a few columns
+            vals = flat if w is None else flat * (w[:, None] if w.ndim else w)
+            out = np.stack([np.bincount(self.coords[k_out], weights=vals[:, c],
+                                        minlength=self.shape[k_out])
+                            for c in range(flat.shape[1])], axis=1)
+        else:
+            out = self.matrix(weights, k_out, k_in) @ flat
+        return np.asarray(out, dtype=np.result_type(x, out)).reshape(
+            (self.shape[k_out], *moved.shape[1:]))
+
+    def gather(self, x: np.ndarray, which: Sequence[int | None]) -> np.ndarray:
+        """``x`` read at the members: ``which[d]`` is the relation dimension whose coordinate
+        indexes axis ``d`` of ``x`` (None keeps the axis); the member axis comes first."""
+        picked = [d for d, w in enumerate(which) if w is not None]
+        if len(picked) == 1 and picked[0] == 0 and which[0] in self.identity:
+            return x
+        key = tuple(self.coords[w] if w is not None else slice(None) for w in which)
+        out = x[key]
+        # NumPy puts the advanced-index axis first unless the indexed axes are adjacent.
+        if picked and picked == list(range(picked[0], picked[-1] + 1)) and picked[0] != 0:
+            out = np.moveaxis(out, picked[0], 0)
+        return out
+
+
+_ARANGES: dict[int, np.ndarray] = {}
+
+
+def _arange(n: int) -> np.ndarray:
+    """A read-only ``np.arange(n)`` shared by the calls with index arrays of length ``n``."""
+    a = _ARANGES.get(n)
+    if a is None:
+        if len(_ARANGES) >= 8:
+            _ARANGES.pop(next(iter(_ARANGES)))
+        a = np.arange(n, dtype=np.int64)
+        a.flags.writeable = False
+        _ARANGES[n] = a
+    return a
+
+
+def prefer_dense(rel: SparseRelation) -> bool:
+    """Whether a dense mask is the cheaper plan for ``rel`` (see :data:`DENSE_FRACTION`)."""
+    numel = int(np.prod(rel.shape, dtype=np.int64))
+    return numel <= DENSE_LIMIT and rel.nnz >= numel * DENSE_FRACTION
+
+
+def _describe(name: str, shape: Sequence[int | None]) -> str:
+    dims = ", ".join("?" if n is None else str(n) for n in shape)
+    return f"argument {name!r} (relation of shape ({dims}))"
+
+
+def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> SparseRelation:
+    """``value`` (a SciPy sparse matrix, or an integer index array of shape ``shape[:-1]``)
+    as the members of relation parameter ``name`` of shape ``shape`` (None: not bound yet, then
+    taken from the argument; an index array needs its last dimension bound).
+
+    Raises :class:`ShapeError` for a wrong shape or an index out of range and
+    :class:`ArgumentTypeError` for values that are not 0/1 or an index array of floats."""
+    what = _describe(name, shape)
+    if isinstance(value, SparseRelation):
+        if any(n is not None and n != m for n, m in zip(shape, value.shape, strict=True)):
+            raise ShapeError(f"{what} got a relation of shape {value.shape}")
+        return value
+    if is_sparse_matrix(value):
+        if len(shape) != 2:
+            raise ShapeError(f"{what} got a 2-D sparse matrix; it has {len(shape)} dimensions")
+        if any(n is not None and n != m for n, m in zip(shape, value.shape, strict=True)):
+            raise ShapeError(f"{what} got a sparse matrix of shape {value.shape}")
+        data = np.asarray(value.data) if hasattr(value, "data") else None
+        fmt = getattr(value, "format", "")
+        if (fmt in ("csr", "csc") and value.has_canonical_format and data is not None
+                and (data.dtype == bool or bool(np.all(data == 1)))):
+            # sorted, no duplicates, every stored value 1: the members in O(nnz)
+            n_major = int(value.shape[0 if fmt == "csr" else 1])
+            major = np.repeat(np.arange(n_major, dtype=np.int64), np.diff(value.indptr))
+            minor = np.asarray(value.indices, dtype=np.int64)
+            rows, cols = (major, minor) if fmt == "csr" else (minor, major)
+            return SparseRelation(value.shape, (rows, cols), identity=frozenset(),
+                                  matrix=value)
+        coo = value.tocoo()
+        data = np.asarray(coo.data)
+        if data.dtype != bool and not (
+            data.dtype.kind in "iuf" and np.all((data == 0) | (data == 1))
+        ):
+            raise ArgumentTypeError(
+                f"{what} must hold boolean or 0/1 values, got a sparse matrix of dtype "
+                f"{data.dtype} with other values (a relation is a set of pairs, not weights)"
+            )
+        keep = data != 0
+        rows = np.asarray(coo.row, dtype=np.int64)[keep]
+        cols = np.asarray(coo.col, dtype=np.int64)[keep]
+        n_rows, n_cols = (int(n) for n in value.shape)
+        lin = np.unique(rows * n_cols + cols)  # duplicates are one member; row-major order
+        return SparseRelation((n_rows, n_cols), (lin // max(n_cols, 1), lin % max(n_cols, 1)))
+    idx = np.asarray(value)
+    if idx.dtype.kind not in "iu":
+        raise ArgumentTypeError(
+            f"{what} got an array of dtype {idx.dtype} and shape {idx.shape}: an index array "
+            "must hold integers (a dense relation has the relation's full shape)"
+        )
+    if idx.ndim != len(shape) - 1:
+        raise ShapeError(f"{what} got an index array of shape {idx.shape}")
+    if any(n is not None and n != m for n, m in zip(shape[:-1], idx.shape, strict=True)):
+        raise ShapeError(f"{what} got an index array of shape {idx.shape}")
+    n = shape[-1]
+    if n is None:
+        raise ShapeError(
+            f"{what}: the range of index array {name!r} (its last dimension) is not bound by "
+            "another argument"
+        )
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            raise ShapeError(
+                f"index array {name!r} holds {bad}, outside 0 .. {n - 1} (its range has "
+                f"{n} positions; negative indices do not wrap around)"
+            )
+    flat = np.asarray(idx.reshape(-1), dtype=np.int64)
+    if idx.ndim == 1:  # rows 0 .. E-1, one member each
+        return SparseRelation((idx.shape[0], n), (_arange(idx.shape[0]), flat),
+                              identity=frozenset({0}))
+    lead = np.indices(idx.shape).reshape(idx.ndim, -1) if idx.ndim else np.zeros((0, 1), int)
+    return SparseRelation((*idx.shape, n), [*lead, flat])

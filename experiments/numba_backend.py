@@ -1,0 +1,256 @@
+"""The fused loop backend (backend="numba") on the stencil and N-body gradients of issue 15.
+
+    python experiments/numba_backend.py [--quick]
+
+Gradient time of blur 3x3 (1024²), total variation (2048²), N-body (N = 1024), conv1d
+(N = 10⁶, K = 16) and a prefix sum (N = 10⁶), float64 and float32: eqsat_ad with
+backend="numba", eqsat_ad with the NumPy backend, a hand-written NumPy gradient (no JAX column:
+JAX is not installed here). First call of a fresh process with a cold Numba cache and with a
+warm one (subprocesses). One pinned core (the first of the affinity: start under
+``taskset -c K`` to choose), one BLAS thread; medians of runs; the machine is shared with other
+jobs, so timings are noisy. Writes experiments/results/numba.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one core, as the other experiments
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import eqsat_ad as ea  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+PROGRAMS: dict[str, tuple[str, str]] = {
+    "blur": ("""
+def blur(x: [H, W], w: [H, W]):
+    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0
+    return Sum[i: H, j: W](w[i, j] * b[i, j])
+""", "x"),
+    "tv": ("""
+def tv(u: [H, W]):
+    dx[i: H, j: W] = u[i + 1, j] - u[i, j]
+    dy[i: H, j: W] = u[i, j + 1] - u[i, j]
+    return Sum[i: H, j: W]((i < H - 1 and j < W - 1) * sqrt(dx[i, j] ** 2 + dy[i, j] ** 2 + 0.0001))
+""", "u"),
+    "nbody": ("""
+def nbody(x: [N, 3], m: [N]):
+    d2[i: N, j: N] = Sum[k: 3]((x[i, k] - x[j, k]) ** 2) + 0.01
+    return Sum[i: N, j: N](m[i] * m[j] / sqrt(d2[i, j]))
+""", "x"),
+    "conv1d": ("""
+def conv(x: [N], w: [K], y: [N]):
+    c[i: N] = Sum[k: K](w[k] * x[i + k])
+    return Sum[i: N]((c[i] - y[i]) ** 2)
+""", "x"),
+    "prefix": ("""
+def prefix(x: [N], w: [N]):
+    c[i: N] = Sum[j: N]((j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+""", "x"),
+}
+
+
+def inputs(name: str, quick: bool, dtype: type) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+
+    def r(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(dtype)
+
+    if name == "blur":
+        n = 256 if quick else 1024
+        return {"x": r(n, n), "w": r(n, n)}
+    if name == "tv":
+        n = 512 if quick else 2048
+        return {"u": r(n, n)}
+    if name == "nbody":
+        n = 256 if quick else 1024
+        return {"x": r(n, 3), "m": np.abs(r(n)) + dtype(0.1)}
+    if name == "prefix":
+        n = 10**5 if quick else 10**6
+        return {"x": r(n), "w": r(n)}
+    n = 10**5 if quick else 10**6
+    return {"x": r(n), "w": r(16), "y": r(n)}
+
+
+# --- hand-written NumPy gradients ---------------------------------------------------------------
+def hand_blur(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    n, m = x.shape
+    p = np.zeros((n + 2, m + 2), dtype=x.dtype)
+    for a in range(3):
+        for c in range(3):
+            p[2 - a:2 - a + n, 2 - c:2 - c + m] += w
+    return p[1:n + 1, 1:m + 1] / x.dtype.type(9)
+
+
+def hand_tv(u: np.ndarray) -> np.ndarray:
+    dx = u[1:, :-1] - u[:-1, :-1]
+    dy = u[:-1, 1:] - u[:-1, :-1]
+    r = 1 / np.sqrt(dx * dx + dy * dy + u.dtype.type(1e-4))
+    gx, gy = dx * r, dy * r
+    g = np.zeros_like(u)
+    g[:-1, :-1] -= gx + gy
+    g[1:, :-1] += gx
+    g[:-1, 1:] += gy
+    return g
+
+
+def hand_nbody(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    d = x[:, None, :] - x[None, :, :]
+    s = np.einsum("ijk,ijk->ij", d, d) + x.dtype.type(0.01)
+    c = m[:, None] * m[None, :] / (s * np.sqrt(s))
+    return -2 * np.einsum("ij,ijk->ik", c, d)
+
+
+def hand_conv1d(x: np.ndarray, w: np.ndarray, y: np.ndarray) -> np.ndarray:
+    n, k = x.shape[0], w.shape[0]
+    xp = np.concatenate([x, np.zeros(k, x.dtype)])
+    c = np.zeros(n, x.dtype)
+    for t in range(k):
+        c += w[t] * xp[t:t + n]
+    cb = 2 * (c - y)
+    xb = np.zeros(n + k, x.dtype)
+    for t in range(k):
+        xb[t:t + n] += w[t] * cb
+    return xb[:n]
+
+
+def hand_prefix(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    c = np.cumsum(x)
+    return 2 * np.cumsum((w * c)[::-1])[::-1]
+
+
+HAND: dict[str, Callable[..., np.ndarray]] = {
+    "blur": hand_blur, "tv": hand_tv, "nbody": hand_nbody, "conv1d": hand_conv1d,
+    "prefix": hand_prefix,
+}
+
+
+def median_seconds(fn: Callable[[], object], repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def first_call(name: str, quick: bool, dtype: str) -> dict[str, float]:
+    """In this (fresh) process: optimize + lower, then the first call."""
+    src, wrt = PROGRAMS[name]
+    args = inputs(name, quick, np.dtype(dtype).type)
+    t = time.perf_counter()
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    t_build = time.perf_counter() - t
+    t = time.perf_counter()
+    g(**args)
+    return {"build_s": t_build, "first_call_s": time.perf_counter() - t,
+            "compile_s": g.compile_seconds[np.dtype(dtype).char]}
+
+
+def first_calls(name: str, quick: bool, dtype: str) -> tuple[dict, dict]:
+    """Cold (empty cache directory) and warm (the same directory again) first calls."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "EQSAT_AD_CACHE": cache}
+        cmd = [sys.executable, __file__, "--first-call", name, dtype] + (["--quick"] * quick)
+        out = [json.loads(subprocess.run(cmd, env=env, check=True, capture_output=True,
+                                         text=True).stdout.strip().splitlines()[-1])
+               for _ in range(2)]
+    return out[0], out[1]
+
+
+def measure(name: str, quick: bool, dtype: type, repeat: int) -> dict[str, float]:
+    src, wrt = PROGRAMS[name]
+    args = inputs(name, quick, dtype)
+    prog = ea.parse(src)
+    g_nb = ea.grad(prog, wrt, backend="numba")
+    g_np = ea.grad(prog, wrt)
+    hand = HAND[name]
+    hand_args = [args[p] for p in ("x", "w", "y", "u", "m") if p in args]
+    if name == "nbody":
+        hand_args = [args["x"], args["m"]]
+    want = hand(*hand_args)
+    tol = 1e-8 if dtype == np.float64 else 1e-2
+    for g in (g_nb, g_np):
+        got = g(**args)
+        assert got.dtype == dtype, (name, got.dtype)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    return {
+        "numba_s": median_seconds(lambda: g_nb(**args), repeat),
+        "numpy_backend_s": median_seconds(lambda: g_np(**args), repeat),
+        "hand_numpy_s": median_seconds(lambda: hand(*hand_args), repeat),
+        "placement": dict(g_nb.compiled.schedule.placement),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--first-call", nargs=2, metavar=("NAME", "DTYPE"))
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args(argv)
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if a.first_call:
+        print(json.dumps(first_call(a.first_call[0], a.quick, a.first_call[1])))
+        return 0
+    try:
+        import jax  # noqa: F401
+        jax_note = "JAX is installed but not measured here."
+    except ImportError:
+        jax_note = "JAX is not installed in this environment: no JAX jit column."
+    rows = []
+    for name in PROGRAMS:
+        for dtype in (np.float64, np.float32):
+            m = measure(name, a.quick, dtype, a.repeat)
+            cold, warm = first_calls(name, a.quick, np.dtype(dtype).name)
+            rows.append((name, np.dtype(dtype).name, m, cold, warm))
+            print(name, np.dtype(dtype).name, m, cold, warm, flush=True)
+    lines = [
+        "# The fused loop backend (backend=\"numba\")",
+        "",
+        "`python experiments/numba_backend.py" + (" --quick" if a.quick else "") + "`: gradient "
+        "time (median of " + str(a.repeat) + " runs, ms) of eqsat_ad with backend=\"numba\", "
+        "with the NumPy backend, and a hand-written NumPy gradient; first call of a fresh "
+        "process (s) with a cold and a warm Numba cache (build = parse + optimize + lower, "
+        "first call = module load + Numba compile or cache load + one run). " + jax_note,
+        "One pinned core, one BLAS thread. The machine (2 cores) is shared with other jobs "
+        "while this runs: timings are noisy (ratios from one run).",
+        "",
+        "| gradient | dtype | numba ms | NumPy backend ms | hand NumPy ms | numba / hand | "
+        "numba / NumPy backend | cold first call s | warm first call s | build s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, dt, m, cold, warm in rows:
+        lines.append(
+            f"| {name} | {dt} | {1e3 * m['numba_s']:.2f} | {1e3 * m['numpy_backend_s']:.2f} | "
+            f"{1e3 * m['hand_numpy_s']:.2f} | {m['numba_s'] / m['hand_numpy_s']:.2f} | "
+            f"{m['numba_s'] / m['numpy_backend_s']:.2f} | {cold['first_call_s']:.2f} | "
+            f"{warm['first_call_s']:.2f} | {warm['build_s']:.2f} |"
+        )
+    lines += ["", "Where each statement runs (float64 schedules):", ""]
+    for name, dt, m, _, _ in rows:
+        if dt == "float64":
+            lines.append(f"* {name}: {m['placement']}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / ("numba_quick.md" if a.quick else "numba.md")).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,239 @@
+"""The fused loop backend (backend="numba") against the reference interpreter.
+
+Differential: worked examples, stencils (blur, total variation, conv1d), N-body, prefix and
+moving sums, random programs, in float64 and float32, values and nan patterns. Also: the
+schedule's decisions (fusion, NumPy contractions, scans) and the readable cached module. (The
+error naming the extra when Numba is missing: tests/test_numba_missing.py, which runs without
+Numba too.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import programs, random_inputs, sizes_strategy
+
+import eqsat_ad as ea
+from eqsat_ad.examples import WORKED_EXAMPLES
+from eqsat_ad.ir.interpreter import evaluate
+
+numba = pytest.importorskip("numba")
+
+from eqsat_ad.backend.fused import NumbaProgram, cache_dir, compile_numba  # noqa: E402
+from eqsat_ad.backend.fused.schedule import loop_price  # noqa: E402
+
+STENCILS = {
+    "blur": ("""
+def blur(x: [H, W], w: [H, W]):
+    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0
+    return Sum[i: H, j: W](w[i, j] * b[i, j])
+""", "x", {"H": 9, "W": 7}),
+    "tv": ("""
+def tv(u: [H, W]):
+    dx[i: H, j: W] = u[i + 1, j] - u[i, j]
+    dy[i: H, j: W] = u[i, j + 1] - u[i, j]
+    return Sum[i: H, j: W]((i < H - 1 and j < W - 1) * sqrt(dx[i, j] ** 2 + dy[i, j] ** 2 + 0.0001))
+""", "u", {"H": 8, "W": 6}),
+    "nbody": ("""
+def nbody(x: [N, 3], m: [N]):
+    d2[i: N, j: N] = Sum[k: 3]((x[i, k] - x[j, k]) ** 2) + 0.01
+    return Sum[i: N, j: N](m[i] * m[j] / sqrt(d2[i, j]))
+""", "x", {"N": 11}),
+    "conv1d": ("""
+def conv(x: [N], w: [K], y: [N]):
+    c[i: N] = Sum[k: K](w[k] * x[i + k])
+    return Sum[i: N]((c[i] - y[i]) ** 2)
+""", "w", {"N": 30, "K": 4}),
+    "prefix": ("""
+def prefix(x: [N], w: [N]):
+    c[i: N] = Sum[j: N]((j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+""", "x", {"N": 17}),
+    "moving": ("""
+def moving(x: [N], w: [N], k: [K]):
+    c[i: N] = Sum[j: N]((i - K < j and j <= i) * x[j])
+    return Sum[i: N](w[i] * c[i] * c[i])
+""", "x", {"N": 19, "K": 4}),
+}
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EQSAT_AD_CACHE", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+
+
+def _inputs(prog: ea.Program, sizes: dict[str, int], dtype: type, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in prog.params:
+        shape = tuple(d if isinstance(d, int) else sizes[d.name] for d in p.shape)
+        if p.kind == "relation":
+            out[p.name] = rng.random(shape) < 0.5
+        else:
+            out[p.name] = rng.standard_normal(shape).astype(dtype)
+    return out
+
+
+def _agree(got: object, want: object, rtol: float) -> None:
+    got_t = got if isinstance(got, tuple) else (got,)
+    want_t = want if isinstance(want, tuple) else (want,)
+    assert len(got_t) == len(want_t)
+    for g, w in zip(got_t, want_t, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+@pytest.mark.parametrize("ex", WORKED_EXAMPLES, ids=lambda e: e.id)
+def test_worked_example_gradients_equal_the_interpreter(ex) -> None:
+    g = ea.grad(ex.program(), ex.wrt if len(ex.wrt) > 1 else ex.wrt[0], backend="numba")
+    inputs = ex.inputs()
+    args = {n: inputs[n] for n in g.program.param_names}
+    _agree(g(**args), evaluate(g.program, **args), 1e-9)
+    assert isinstance(g.compiled, NumbaProgram)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(STENCILS))
+def test_stencil_gradients_equal_the_interpreter(name: str, dtype: type) -> None:
+    src, wrt, sizes = STENCILS[name]
+    prog = ea.parse(src)
+    g = ea.grad(prog, wrt, backend="numba")
+    args = _inputs(g.program, sizes, dtype)
+    got = g(**args)
+    want = evaluate(g.program, **{k: v.astype(np.float64) if v.dtype != bool else v
+                                  for k, v in args.items()})
+    assert np.asarray(got).dtype == dtype  # float32 stays float32
+    _agree(got, want, 1e-9 if dtype == np.float64 else 2e-3)
+    np.testing.assert_allclose(got, ea.grad(prog, wrt)(**args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["blur", "tv", "conv1d", "prefix"])
+def test_nan_and_inf_patterns_equal_the_interpreter(name: str) -> None:
+    src, wrt, sizes = STENCILS[name]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    args = _inputs(g.program, sizes, np.float64, seed=3)
+    first = next(iter(args))
+    flat = args[first].reshape(-1)
+    flat[1], flat[4] = np.nan, np.inf
+    with np.errstate(all="ignore"):
+        want = evaluate(g.program, **args)
+    _agree(g(**args), want, 1e-9)
+
+
+SCANS = [
+    "def f(x: [N]):\n    c[i: N] = Sum[j: N]((j < i) * x[j])\n    return c\n",
+    "def f(x: [N]):\n    c[i: N] = Sum[j: N]((j >= i + 2) * exp(x[j]))\n    return c\n",
+    "def f(A: [M, N]):\n    c[r: M, i: N] = Sum[j: N]((j <= i - 1) * A[r, j]) * 2 + "
+    "Sum[j: N]((i >= j) * A[r, j])\n    return c\n",
+    "def f(x: [N]):\n    c[i: N] = Sum[j: N]((j <= i) * x[j]) * Sum[j: N]((j >= i) * x[j])\n"
+    "    return c\n",
+]
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("k", range(len(SCANS)))
+def test_running_sums_equal_the_interpreter(k: int, nan: bool) -> None:
+    f = ea.compile(ea.parse(SCANS[k]), backend="numba", optimize=False)
+    args = _inputs(f.program, {"N": 9, "M": 3}, np.float64)
+    if nan:
+        next(iter(args.values())).reshape(-1)[4] = np.nan
+    with np.errstate(all="ignore"):
+        want = evaluate(f.program, **args)
+    _agree(f(**args), want, 1e-12)
+
+
+def test_forward_and_hessian_take_the_backend() -> None:
+    src, _, sizes = STENCILS["nbody"]
+    prog = ea.parse(src)
+    args = _inputs(prog, sizes, np.float64)
+    f = ea.compile(prog, backend="numba")
+    _agree(f(**args), evaluate(f.program, **args), 1e-9)
+    quad = ea.parse("def q(x: [N]):\n    return Sum[i: N](exp(x[i]) * x[i])\n")
+    h = ea.hessian(quad, "x", backend="numba")
+    x = np.linspace(-1, 1, 6)
+    _agree(h(x), evaluate(h.program, x), 1e-9)
+
+
+def test_a_numpy_function_takes_the_backend() -> None:
+    def tv(u):
+        dx = u[1:, :-1] - u[:-1, :-1]
+        dy = u[:-1, 1:] - u[:-1, :-1]
+        return np.sum(np.sqrt(dx * dx + dy * dy + 1e-4))
+
+    u = np.random.default_rng(1).standard_normal((7, 5))
+    g_nb, g_np = ea.grad(tv, backend="numba"), ea.grad(tv)
+    np.testing.assert_allclose(g_nb(u), g_np(u), rtol=1e-12, atol=1e-12)
+    assert g_nb(u.astype(np.float32)).dtype == np.float32
+    with pytest.raises(ea.ProgramError, match="structured=True needs backend='numpy'"):
+        ea.grad(tv, backend="numba", structured=True)
+
+
+def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
+    # E8's elementwise producers fuse into the loop that reads them (no stored temporary).
+    e8 = next(e for e in WORKED_EXAMPLES if e.id == "E8")
+    g = ea.grad(e8.program(), e8.wrt[0], backend="numba")
+    place = g.compiled.schedule.placement
+    assert "fused" in place.values()
+    for name in g.compiled.schedule.names("fused"):
+        assert f"{name} = np.empty" not in g.source
+    # Sibling fusion: total variation's two partial adjoints are written in one pass.
+    gt = ea.grad(ea.parse(STENCILS["tv"][0]), "u", backend="numba")
+    assert "_k_dy_bar(dy_bar, dx_bar, u, H, W)" in gt.source
+    # A matrix product stays a NumPy call (BLAS).
+    chain = next(e for e in WORKED_EXAMPLES if e.id == "chain")
+    gc = ea.grad(chain.program(), chain.wrt, backend="numba")
+    assert set(gc.compiled.schedule.placement.values()) == {"numpy"}
+    # Prefix and suffix sums run as running sums in the loop (O(N), priced so) ...
+    gp = ea.grad(ea.parse(STENCILS["prefix"][0]), "x", backend="numba")
+    assert set(gp.compiled.schedule.placement.values()) == {"loop"}
+    assert gp.source.count("while ") == 2 and "range(N - 1, -1, -1)" in gp.source
+    for s in gp.program.statements:
+        assert loop_price(s).degree() == 1
+    # ... a moving window's loop nest would be O(N^2): the NumPy plan's O(N) scan runs it.
+    gm = ea.grad(ea.parse(STENCILS["moving"][0]), "x", backend="numba")
+    assert set(gm.compiled.schedule.placement.values()) == {"numpy"}
+
+
+def test_source_is_readable_and_compile_time_recorded() -> None:
+    src, wrt, sizes = STENCILS["blur"]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    args = _inputs(g.program, sizes, np.float64)
+    g(**args)
+    assert "@nb.njit(cache=True" in g.source and "for i in range(H):" in g.source
+    compile(g.source, "<generated>", "exec")  # valid Python
+    assert g.compile_seconds["d"] > 0
+    files = list(Path(cache_dir()).glob("eqsat_ad_fused_*.py"))
+    assert any(f.read_text().replace("np.float32", "np.float64") == g.source for f in files)
+
+
+def test_a_second_process_loads_from_the_disk_cache(tmp_path: Path) -> None:
+    script = (
+        "import numpy as np, eqsat_ad as ea\n"
+        f"g = ea.grad(ea.parse({STENCILS['conv1d'][0]!r}), 'w', backend='numba')\n"
+        "g(np.ones(30), np.ones(4), np.ones(30))\n"
+        "print(g.compile_seconds['d'])\n"
+    )
+    env = {"EQSAT_AD_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    cwd = Path(__file__).resolve().parent.parent
+    times = [float(subprocess.run([sys.executable, "-c", script], env=env, cwd=cwd, check=True,
+                                  capture_output=True, text=True, timeout=300).stdout)
+             for _ in range(2)]
+    assert list(tmp_path.glob("__pycache__/*.nbi")), "Numba wrote no on-disk cache"
+    assert times[1] < times[0]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(max_statements=3, scalar_output=False), sizes_strategy(), st.integers(0, 2**16))
+def test_random_programs_equal_the_interpreter(prog, sizes, seed) -> None:
+    args = random_inputs(prog, sizes, np.random.default_rng(seed))
+    with np.errstate(all="ignore"):
+        want = evaluate(prog, **args)
+    _agree(compile_numba(prog)(**args), want, 1e-9)
