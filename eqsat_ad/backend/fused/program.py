@@ -1,7 +1,8 @@
 """A program compiled to fused loop nests (Numba), with NumPy calls between them.
 
 The generated module (:attr:`NumbaProgram.source`) holds one ``@nb.njit(cache=True)`` kernel
-per loop statement (its fused producers evaluated inside it) and a plain Python ``run``
+per loop statement (its fused producers evaluated inside it; consecutive statements over the
+same points that share reads, siblings, in one kernel: one pass) and a plain Python ``run``
 function that allocates each stored array, calls the kernels in program order and, for the
 statements the schedule leaves to NumPy (:mod:`.schedule`), the NumPy backend's code for that
 one statement. The module is written to a file under the cache directory
