@@ -65,7 +65,7 @@ def moving(x: [N], w: [N], k: [K]):
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
 
 
 def _inputs(prog: ea.Program, sizes: dict[str, int], dtype: type, seed: int = 0) -> dict:
@@ -221,7 +221,7 @@ def test_a_second_process_loads_from_the_disk_cache(tmp_path: Path) -> None:
         "g(np.ones(30), np.ones(4), np.ones(30))\n"
         "print(g.compile_seconds['d'])\n"
     )
-    env = {"EQSAT_AD_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {"EQSAT_AD_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     cwd = Path(__file__).resolve().parent.parent
     times = [float(subprocess.run([sys.executable, "-c", script], env=env, cwd=cwd, check=True,
                                   capture_output=True, text=True, timeout=300).stdout)

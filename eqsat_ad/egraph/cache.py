@@ -29,7 +29,7 @@ from ..ir.program import Program
 from .rules import RuleFile, prelude_text
 
 FORMAT = 1
-_SOURCES = ("egraph", "cost", "ir")
+_SOURCES = ("egraph", "cost", "ir", "plan", "backend")  # plan prices pick the result
 
 
 def enabled() -> bool:

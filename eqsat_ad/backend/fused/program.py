@@ -5,8 +5,8 @@ per loop statement (its fused producers evaluated inside it; consecutive stateme
 same points that share reads, siblings, in one kernel: one pass) and a plain Python ``run``
 function that allocates each stored array, calls the kernels in program order and, for the
 statements the schedule leaves to NumPy (:mod:`.schedule`), the NumPy backend's code for that
-one statement. The module is written to a file under the cache directory
-(``$EQSAT_AD_CACHE`` or ``~/.cache/eqsat_ad/numba``), named by the hash of its source, so
+one statement. The module is written to a file under the cache directory (``numba/`` under
+``$EQSAT_AD_CACHE_DIR``, default ``~/.cache/eqsat_ad``), named by the hash of its source, so
 Numba's on-disk cache serves later processes. One module per float type: ``F`` is
 ``np.float64`` or ``np.float32`` and every constant is ``F(c)``.
 """
@@ -52,8 +52,11 @@ def require_numba() -> ModuleType:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("EQSAT_AD_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "eqsat_ad" / "numba"
+    """``numba/`` under the project's cache directory (``$EQSAT_AD_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/eqsat_ad`` or ``~/.cache/eqsat_ad``; see :mod:`eqsat_ad.egraph.cache`)."""
+    from ...egraph.cache import directory
+
+    return directory() / "numba"
 
 
 def _with_outputs(prog: Program) -> Program:
