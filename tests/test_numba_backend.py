@@ -226,7 +226,7 @@ def test_a_second_process_loads_from_the_disk_cache(tmp_path: Path) -> None:
     times = [float(subprocess.run([sys.executable, "-c", script], env=env, cwd=cwd, check=True,
                                   capture_output=True, text=True, timeout=300).stdout)
              for _ in range(2)]
-    assert list(tmp_path.glob("__pycache__/*.nbi")), "Numba wrote no on-disk cache"
+    assert list(tmp_path.glob("numba/__pycache__/*.nbi")), "Numba wrote no on-disk cache"
     assert times[1] < times[0]
 
 
