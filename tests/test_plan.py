@@ -309,3 +309,22 @@ def test_attention_gradient_allocates_no_t_by_t_by_d_array(optimized):
     want = ea.evaluate(naive, **args)
     for got, ref in zip(g(**args), want, strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_an_empty_range_is_priced_as_no_points_never_negative():
+    """``(i < 0) * (i > N - 1)`` leaves no i: the slice it writes has no points (hypothesis once
+    priced it ``-2*N``: the length of the range ``[N:0]``)."""
+    from eqsat_ad.plan.price import program_cost
+
+    prog = ea.parse(
+        "def f(A: [N, N]):\n"
+        "    y3[i: N] = A[i, i] * (i < 0) * (i > N - 1)\n"
+        "    return Sum[i: N](y3[i])\n"
+    )
+    cost = program_cost(prog)
+    for n in (1, 7, 1000):
+        assert all(k.cost.evaluate({"N": n}) >= 0 for k in cost.plan.kernels)
+        assert all(k.alloc.evaluate({"N": n}) >= 0 for k in cost.plan.kernels)
+    assert str(cost.statements["y3"]) == "N"  # the zero-fill of y3, nothing else
+    A = np.arange(9.0).reshape(3, 3)
+    assert ea.compile(prog)(A) == ea.evaluate(prog, A) == 0.0

@@ -131,6 +131,11 @@ class Emitter:
         d = ax.hi[0] - ax.lo[0]
         if d.is_constant():
             return Poly.const(max(d.const, 0))  # an empty range has no points
+        coefs = [c for _, c in d.sizes]
+        if all(c <= 0 for c in coefs):  # never more than d.const points (sizes are >= 0)
+            return Poly.const(0) if d.const <= 0 else Poly.of_dim(ax.extent)
+        if any(c < 0 for c in coefs):  # N - M + c may be negative: the extent bounds it
+            return Poly.of_dim(ax.extent)
         out = Poly.const(d.const)
         for n, c in d.sizes:
             out = out + Poly.symbol(n) * Poly.const(c)
