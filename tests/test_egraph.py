@@ -102,7 +102,10 @@ def test_a_researchers_own_rule_file_is_loaded(tmp_path):
     )
     (rf,) = load_rules([str(mine)])
     assert rf.name == "mine" and rf.saturate
-    prog = ea.parse("def f(x: [N]):\n    return Sum[i: N](x[i]) + Sum[j: N](x[j])\n")
+    # two statements with one value: equal only inside the e-graph (reads unioned with bodies)
+    prog = ea.parse(
+        "def f(x: [N]):\n    s = Sum[i: N](x[i])\n    t = Sum[j: N](x[j])\n    return s + t\n"
+    )
     res = optimize(prog, rules=[str(mine)])
     assert res.report.stats.rule_counts.get("double", 0) >= 1
     x = np.arange(4.0)

@@ -167,6 +167,6 @@ def test_demo_runs_every_stage_end_to_end(capsys):
     demo = Demo(k_traces(3), {"N": 6}, seed=1, timing_n=16)
     assert run(demo) == 0, demo.failures
     out = capsys.readouterr().out
-    assert "A_bar[i: N, j: N] = (i == j) * (3 * ybar)" in out  # the three bracket terms merged
+    assert "A_bar[i: N, j: N] = 3 * ((i == j) * ybar)" in out  # the three bracket terms merged
     assert "np.zeros" in out and "eager tape" in out
     assert "MISMATCH" not in out and "skipped" not in out

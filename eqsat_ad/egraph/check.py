@@ -23,7 +23,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from egglog import bindings
 
 from ..ir.errors import EqsatError
 from ..ir.expr import (
@@ -43,6 +42,7 @@ from ..ir.expr import (
 from ..ir.index import Affine, IndexVar, size
 from ..ir.interpreter import evaluate_expr
 from ..ir.printer import print_expr
+from .egglog_bindings import bindings
 from .extract import LinVal, decode_index_classes, node_children
 from .rules import RuleError, load_rule_file, prelude_text
 from .saturate import take_snapshot

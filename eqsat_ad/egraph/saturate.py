@@ -16,9 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from egglog import bindings
-
 from ..ir.errors import EqsatError
+from .egglog_bindings import bindings
 from .progress import Progress
 from .rules import (
     RuleFile,
@@ -283,8 +282,10 @@ def saturate(
         proc.join(timeout=5)
         parent.close()
     if snap is None:
-        raise SaturationError(
+        err = SaturationError(
             f"equality saturation produced no e-graph within {seconds} s ({reason}); "
             "raise Limits.seconds"
         )
+        err.cpu = cpu  # type: ignore[attr-defined]
+        raise err
     return RunResult(snap, its, cpu, reason, counts)
