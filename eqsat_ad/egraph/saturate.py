@@ -186,7 +186,7 @@ def _worker(
             t_step = clock()
             step = simplify_round_text(files) if simplify else explore_step_text(files)
             changed = _report_counts(eg.parse_and_run_program(step), counts)
-            if not changed and explore and not simplify:
+            if not changed and not (simplify and explore):
                 # the back-off scheduler may have skipped rules that still match: only a plain
                 # run that changes nothing is a fixed point
                 changed = _report_counts(
