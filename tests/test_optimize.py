@@ -185,16 +185,13 @@ def _unrolled_adjoint():
 
 
 def test_a_100_step_loop_is_optimized_within_the_time_limit_and_stays_correct():
-    import time
-
     naive = _unrolled_adjoint()
     assert len(naive.statements) > 200
-    start = time.perf_counter()
-    # only the clock can stop it: too big to saturate in a second
+    # only the clock can stop it: too big to saturate in a second of CPU time
     res = optimize(naive, limits=Limits(seconds=1.0, nodes=10**6, iterations=10**6))
-    wall = time.perf_counter() - start
     assert res.report.stats.stop_reason == "time limit"
-    assert wall < 12.0  # generous: pricing the 200-statement report is most of it
+    # the limit is CPU time (the worker's and this process's), whatever the machine's load
+    assert res.report.stats.seconds <= 1.2 * 1.0 + 0.2
     check_program(res.program)
     inputs = {"x": np.random.default_rng(0).normal(size=5), "ybar": 1.3}
     np.testing.assert_allclose(

@@ -9,6 +9,7 @@ import pytest
 
 import eqsat_ad as ea
 from eqsat_ad.egraph.encode import encode_program
+from eqsat_ad.egraph.share import drop_unit_factors, share_statement_bodies
 from eqsat_ad.ir.checks import check_program
 from eqsat_ad.ir.expr import Access, Binary
 from eqsat_ad.ir.outline import MAX_HEIGHT, max_height, outline
@@ -49,6 +50,8 @@ def test_5000_term_expression_parse_print_evaluate_and_differentiate() -> None:
     adjoint = ea.vjp(prog, "x")
     assert max_height(outline(adjoint)) <= MAX_HEIGHT  # what the backend compiles is shallow
     np.testing.assert_allclose(ea.evaluate(adjoint, x, 0.5), x, rtol=1e-12)
+    shared = share_statement_bodies(drop_unit_factors(adjoint))  # the passes after extraction
+    np.testing.assert_allclose(ea.evaluate(shared, x, 0.5), x, rtol=1e-12)
     tangent = ea.jvp(prog, "x")
     v = RNG.standard_normal(n)
     assert ea.evaluate(tangent, x, v) == pytest.approx(2 * float(x @ v))

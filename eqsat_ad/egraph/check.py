@@ -30,7 +30,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from egglog import bindings
 
 from ..ir.errors import EqsatError, EqsatValueError
 from ..ir.expr import (
@@ -68,6 +67,7 @@ from .check_instances import (
     rule_name,
     show,
 )
+from .egglog_bindings import bindings
 from .extract import LinVal, decode_index_classes, node_children
 from .rules import RuleError, load_rule_file, prelude_text
 from .saturate import take_snapshot

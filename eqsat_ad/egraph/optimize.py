@@ -220,7 +220,8 @@ def _optimize(
         run = saturate(enc.text, files, limits.iterations, limits.nodes, sat_seconds, progress)
     except SaturationError as exc:
         if "produced no e-graph" in str(exc):
-            stats = SaturationStats(0, 0, 0, time.process_time() - start, "time limit", {})
+            cpu = time.process_time() - start + getattr(exc, "cpu", 0.0)
+            stats = SaturationStats(0, 0, 0, cpu, "time limit", {})
             shared = share_statement_bodies(drop_unit_factors(prog))
             return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
         raise

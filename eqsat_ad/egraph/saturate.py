@@ -16,9 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from egglog import bindings
-
 from ..ir.errors import EqsatValueError
+from .egglog_bindings import bindings
 from .progress import Progress
 from .rules import (
     RuleFile,
@@ -187,7 +186,7 @@ def _worker(
             t_step = clock()
             step = simplify_round_text(files) if simplify else explore_step_text(files)
             changed = _report_counts(eg.parse_and_run_program(step), counts)
-            if not changed and explore and not simplify:
+            if not changed and not (simplify and explore):
                 # the back-off scheduler may have skipped rules that still match: only a plain
                 # run that changes nothing is a fixed point
                 changed = _report_counts(
@@ -283,8 +282,10 @@ def saturate(
         proc.join(timeout=5)
         parent.close()
     if snap is None:
-        raise SaturationError(
+        err = SaturationError(
             f"equality saturation produced no e-graph within {seconds} s ({reason}); "
             "raise Limits.seconds"
         )
+        err.cpu = cpu  # type: ignore[attr-defined]
+        raise err
     return RunResult(snap, its, cpu, reason, counts)

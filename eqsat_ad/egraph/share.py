@@ -38,6 +38,7 @@ from ..ir.expr import (
     map_children,
 )
 from ..ir.index import Affine, Dim
+from ..ir.outline import outline
 from ..ir.program import Program, Statement
 from ..ir.traverse import fold
 
@@ -152,7 +153,9 @@ def alpha_key(e: Expr) -> tuple:
 
 
 def share_statement_bodies(prog: Program) -> Program:
-    """``prog`` with subexpressions equal to an earlier statement's body read from it."""
+    """``prog`` with subexpressions equal to an earlier statement's body read from it (deep
+    expressions are outlined first: the keys are computed recursively)."""
+    prog = outline(prog)
     table: dict[tuple, Statement] = {}  # body key -> the first statement with that body
     orders: dict[str, list[str]] = {}  # statement -> its body's free indices in token order
     body_sizes: set[int] = set()  # only a subexpression of one of these sizes can match
@@ -209,6 +212,7 @@ def drop_unit_factors(prog: Program) -> Program:
     included). Reverse mode seeds the output's adjoint with 1; extraction keeps such a factor
     when the rewrite that drops it ties on cost, and it only makes the program harder to read.
     """
+    prog = outline(prog)  # the rewrite below recurses
 
     def tidy(e: Expr) -> Expr:
         e = map_children(e, tidy)

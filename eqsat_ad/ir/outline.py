@@ -16,7 +16,7 @@ from dataclasses import replace
 from .expr import Access, Expr, Max, Sum, all_index_names, children, free_indices
 from .index import Affine, Dim, IndexVar
 from .program import Fold, Program, Statement, Step
-from .traverse import rebuild
+from .traverse import height, rebuild
 
 # The height (nodes on the longest root-to-leaf path) a statement body may keep.
 MAX_HEIGHT = 48
@@ -26,16 +26,10 @@ def max_height(prog: Program) -> int:
     """The height of ``prog``'s deepest expression."""
     best = 0
     for e in [s.body for s in prog.statements if isinstance(s, Statement)] + list(prog.outputs):
-        best = max(best, _height(e))
+        best = max(best, height(e))
     for f in prog.folds:
         best = max(best, max_height(f.body))
     return best
-
-
-def _height(e: Expr) -> int:
-    from .traverse import height
-
-    return height(e)
 
 
 class _Outliner:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .expr import Access, Binary, Bracket, Call, Const, Expr, Max, Neg, Pow, Sum, children
+from .expr import Binary, Call, Expr, Max, Neg, Pow, Sum, children
 
 
 def with_children(e: Expr, kids: list[Expr] | tuple[Expr, ...]) -> Expr:
@@ -105,18 +105,16 @@ def rebuild(
 
 def height(e: Expr) -> int:
     """Nodes on the longest path from ``e`` to a leaf."""
-    return fold(e, lambda _n, hs: 1 + max(hs, default=0))
-
-
-def size(e: Expr) -> int:
-    """Number of expression nodes of ``e`` (as a tree)."""
-    n, stack = 0, [e]
+    best = 0
+    deepest: dict[int, int] = {}  # a shared subexpression is walked again only when met deeper
+    stack: list[tuple[Expr, int]] = [(e, 1)]
     while stack:
-        x = stack.pop()
-        n += 1
-        stack.extend(children(x))
-    return n
-
-
-def is_leaf(e: Expr) -> bool:
-    return isinstance(e, Const | Access | Bracket)
+        x, d = stack.pop()
+        if deepest.get(id(x), 0) >= d:
+            continue
+        deepest[id(x)] = d
+        if d > best:
+            best = d
+        for c in children(x):
+            stack.append((c, d + 1))
+    return best

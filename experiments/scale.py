@@ -1,0 +1,284 @@
+"""Scale (issue 11): deep programs, like-term merging, limits that hold, first-call latency.
+
+1. 5,000-term expression and 5,000-statement program: the optimized gradient (default limits)
+   against the closed form, with the time and the bound that stopped saturation.
+2. E-nodes against k for k traces (k in 32, 128, 256, 1024): with the like-term pass (what
+   ``ea.optimize`` does) and without it (the binary rules alone, default limits), and whether the
+   result is one bracket term ``k * (i == j)``.
+3. ``Limits(seconds=s)`` for s in 0.25, 1, 5 on a 200-statement adjoint (an RNN of 100 tanh
+   steps): the CPU time of saturation and extraction against the target ``1.2 s + 0.2``.
+4. First-call latency (import excluded; parse + optimize + compile + first call) of every worked
+   example, each in a fresh process, cache off; with ``--baseline DIR`` (a checkout of the code
+   before) the same for it; and the second process's time with the on-disk cache warm.
+
+Writes scale.md, scale.json and scale_enodes.png into ``--out`` (default experiments/out/).
+The machine may be shared: CPU times are reported next to wall times.
+
+    python experiments/scale.py [--baseline /path/to/old/checkout] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import eqsat_ad as ea  # noqa: E402
+from eqsat_ad.api import gradient_program  # noqa: E402
+from eqsat_ad.egraph.encode import encode_program  # noqa: E402
+from eqsat_ad.egraph.optimize import Limits  # noqa: E402
+from eqsat_ad.egraph.rules import load_rules  # noqa: E402
+from eqsat_ad.egraph.saturate import saturate  # noqa: E402
+from eqsat_ad.examples import WORKED_EXAMPLES, k_traces  # noqa: E402
+from eqsat_ad.ir.printer import print_expr  # noqa: E402
+
+os.environ["EQSAT_AD_CACHE"] = "0"  # every measurement runs the optimizer, unless said
+
+
+def sum_of_squares(n: int) -> str:
+    return "def f(x: [N]):\n    return " + " + ".join(f"x[{i}] * x[{i}]" for i in range(n)) + "\n"
+
+
+def statement_chain(n: int) -> str:
+    lines = ["def f(x: [N]):", "    s0 = x[0] * x[0]"]
+    lines += [f"    s{i} = s{i - 1} + x[{i % 7}] * x[{i % 5}]" for i in range(1, n)]
+    return "\n".join(lines + [f"    return s{n - 1}"]) + "\n"
+
+
+def chain_gradient(n: int, x: np.ndarray) -> np.ndarray:
+    g = np.zeros_like(x)
+    g[0] += 2 * x[0]
+    for i in range(1, n):
+        g[i % 7] += x[i % 5]
+        g[i % 5] += x[i % 7]
+    return g
+
+
+def timed(fn: Any) -> tuple[Any, float, float]:
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w, time.process_time() - c
+
+
+# ------------------------------------------------------------------------------------------------
+def deep(n: int) -> list[dict]:
+    rows = []
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n)
+    p, _, _ = timed(lambda: ea.parse(sum_of_squares(n)))
+    g, wall, cpu = timed(lambda: ea.grad(p, "x"))
+    err = float(np.abs(g(x) - 2 * x).max())
+    rows.append({"program": f"{n}-term sum of squares", "wall_s": wall, "parent_cpu_s": cpu,
+                 "stop": g.report.stats.stop_reason, "max_error": err})
+    x8 = rng.standard_normal(8)
+    p, _, _ = timed(lambda: ea.parse(statement_chain(n)))
+    g, wall, cpu = timed(lambda: ea.grad(p, "x"))
+    err = float(np.abs(g(x8) - chain_gradient(n, x8)).max())
+    rows.append({"program": f"{n}-statement chain", "wall_s": wall, "parent_cpu_s": cpu,
+                 "stop": g.report.stats.stop_reason, "max_error": err})
+    return rows
+
+
+def enodes(ks: list[int]) -> list[dict]:
+    rows = []
+    files = load_rules(None)
+    lim = Limits()
+    for k in ks:
+        naive = gradient_program(k_traces(k).program(), ("A",))
+        out, wall, _ = timed(lambda naive=naive: ea.optimize(naive, cache=False))
+        body = print_expr(out.program.statements[-1].body)
+        # the binary rules alone: the same naive program encoded without the like-term pass
+        run = saturate(encode_program(naive).text, files, lim.iterations, lim.nodes, lim.seconds)
+        rows.append({
+            "k": k, "nodes": out.report.stats.nodes, "stop": out.report.stats.stop_reason,
+            "merged": body == f"{k} * (i == j)", "body": body[:60], "wall_s": wall,
+            "cpu_s": out.report.stats.seconds, "binary_rules_nodes": run.snapshot.n_nodes,
+            "binary_rules_stop": run.stop_reason,
+        })
+        print(rows[-1], flush=True)
+    return rows
+
+
+def rnn_adjoint(steps: int) -> ea.Program:
+    lines = ["def f(x: [N], W: [N, N]):", "    h0[i: N] = x[i]"]
+    lines += [
+        f"    h{t}[i: N] = tanh(Sum[j: N](W[i, j] * h{t - 1}[j]))" for t in range(1, steps + 1)
+    ]
+    lines.append(f"    return Sum[i: N](h{steps}[i])")
+    return ea.vjp(ea.parse("\n".join(lines) + "\n"), "W")
+
+
+def limits(seconds: list[float]) -> list[dict]:
+    prog = rnn_adjoint(100)
+    rows = []
+    for s in seconds:
+        out, wall, _ = timed(lambda s=s: ea.optimize(prog, limits=Limits(seconds=s), cache=False))
+        st = out.report.stats
+        rows.append({"seconds": s, "statements": len(prog.statements), "cpu_s": st.seconds,
+                     "allowed_s": 1.2 * s + 0.2, "kept": st.seconds <= 1.2 * s + 0.2,
+                     "wall_s": wall, "iterations": st.iterations, "nodes": st.nodes,
+                     "stop": st.stop_reason})
+        print(rows[-1], flush=True)
+    return rows
+
+
+_CHILD = r"""
+import json, os, resource, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import eqsat_ad as ea
+from eqsat_ad.examples import example
+t1 = time.perf_counter()
+ex = example(sys.argv[1])
+inputs = ex.inputs()
+c0 = time.process_time()
+t2 = time.perf_counter()
+g = ea.grad(ea.parse(ex.source), wrt=ex.wrt if len(ex.wrt) > 1 else ex.wrt[0])
+g(**inputs)
+t3 = time.perf_counter()
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the saturation workers, joined
+cpu = time.process_time() - c0 + kids.ru_utime + kids.ru_stime
+print(json.dumps({"import_s": t1 - t0, "first_s": t3 - t2, "cpu_s": cpu,
+                  "stop": getattr(g.report.stats, "stop_reason", "?")}))
+"""
+
+
+def first_calls(root: Path, env: dict[str, str]) -> dict[str, dict]:
+    out = {}
+    for ex in WORKED_EXAMPLES:
+        res = subprocess.run(
+            [sys.executable, "-c", _CHILD, ex.id], cwd=root, env={**os.environ, **env},
+            capture_output=True, text=True, timeout=600,
+        )
+        if res.returncode != 0:
+            out[ex.id] = {"error": res.stderr.strip().splitlines()[-1:]}
+            continue
+        out[ex.id] = json.loads(res.stdout.strip().splitlines()[-1])
+        print(ex.id, out[ex.id], flush=True)
+    return out
+
+
+def summary(runs: dict[str, dict], field: str = "first_s") -> dict[str, float]:
+    ts = [r[field] for r in runs.values() if field in r]
+    return {"median_s": statistics.median(ts), "max_s": max(ts)} if ts else {}
+
+
+def latency(baseline: Path | None) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    env = {"PYTHONPATH": str(ROOT), "EQSAT_AD_CACHE": "0"}
+    if baseline is not None:
+        result["before"] = first_calls(baseline, {"PYTHONPATH": str(baseline)})
+    result["after"] = first_calls(ROOT, env)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        warm = {"PYTHONPATH": str(ROOT), "EQSAT_AD_CACHE": "1", "EQSAT_AD_CACHE_DIR": cache_dir}
+        first_calls(ROOT, warm)  # fills the cache
+        result["cached"] = first_calls(ROOT, warm)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+def plot(rows: list[dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    ks = [r["k"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(ks, [r["nodes"] for r in rows], "o-", label="with the like-term pass")
+    ax.plot(ks, [r["binary_rules_nodes"] for r in rows], "s--",
+            label="binary AC rules only (stops at the node limit)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("k (traces)")
+    ax.set_ylabel("e-nodes")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def write_md(data: dict, path: Path) -> None:
+    lines = ["# Scale (issue 11)", "", f"Run: {data['when']}; machine load (1 min): "
+             f"{data['load']:.2f} on {os.cpu_count()} cores.", ""]
+    lines += ["## Deep programs (default limits, optimized, compiled)", "",
+              "| program | wall s | parent CPU s | stopped | max error |", "|---|---|---|---|---|"]
+    for r in data["deep"]:
+        lines.append(f"| {r['program']} | {r['wall_s']:.1f} | {r['parent_cpu_s']:.1f} | "
+                     f"{r['stop']} | {r['max_error']:.1e} |")
+    lines += ["", "## E-nodes against k (k traces, default limits)", "",
+              "| k | e-nodes | stopped | merged to `k * (i == j)` | CPU s | wall s | "
+              "binary rules only: e-nodes | stopped |", "|---|---|---|---|---|---|---|---|"]
+    for r in data["enodes"]:
+        lines.append(f"| {r['k']} | {r['nodes']} | {r['stop']} | {r['merged']} | "
+                     f"{r['cpu_s']:.2f} | {r['wall_s']:.2f} | {r['binary_rules_nodes']} | "
+                     f"{r['binary_rules_stop']} |")
+    lines += ["", "![e-nodes against k](scale_enodes.png)", "",
+              "## Limits(seconds=s) on a 200-statement adjoint", "",
+              "| s | CPU s (saturation + extraction) | allowed (1.2 s + 0.2) | kept | wall s | "
+              "iterations | e-nodes | stopped |", "|---|---|---|---|---|---|---|---|"]
+    for r in data["limits"]:
+        lines.append(f"| {r['seconds']} | {r['cpu_s']:.2f} | {r['allowed_s']:.2f} | {r['kept']} "
+                     f"| {r['wall_s']:.2f} | {r['iterations']} | {r['nodes']} | {r['stop']} |")
+    lat = data["latency"]
+    cols = [c for c in ("before", "after", "cached") if c in lat]
+    lines += ["", "## First-call latency (parse + optimize + compile + first call; "
+              "a fresh process per example, import excluded)", "",
+              "| example | " + " | ".join(f"{c}: wall s (CPU s)" for c in cols) + " |",
+              "|---|" + "---|" * len(cols)]
+    for ex in WORKED_EXAMPLES:
+        cells = []
+        for c in cols:
+            r = lat[c].get(ex.id, {})
+            cells.append(f"{r['first_s']:.2f} ({r.get('cpu_s', float('nan')):.2f})"
+                         if "first_s" in r else "error")
+        lines.append(f"| {ex.id} | " + " | ".join(cells) + " |")
+    for label, key in (("median", "median_s"), ("max", "max_s")):
+        cells = [f"{summary(lat[c]).get(key, float('nan')):.2f} "
+                 f"({summary(lat[c], 'cpu_s').get(key, float('nan')):.2f})" for c in cols]
+        lines.append(f"| **{label}** | " + " | ".join(cells) + " |")
+    imp = [r["import_s"] for r in lat["after"].values() if "import_s" in r]
+    if imp:
+        lines += ["", f"Import of eqsat_ad (after): median {statistics.median(imp):.2f} s."]
+    if "before" in lat:
+        imp = [r["import_s"] for r in lat["before"].values() if "import_s" in r]
+        lines += [f"Import of eqsat_ad (before): median {statistics.median(imp):.2f} s."]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "experiments" / "out")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="a checkout of the code before, for the latency comparison")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                            "load": os.getloadavg()[0]}
+    data["deep"] = deep(500 if args.quick else 5000)
+    print(data["deep"], flush=True)
+    data["enodes"] = enodes([32, 128] if args.quick else [32, 128, 256, 1024])
+    data["limits"] = limits([0.25, 1.0] if args.quick else [0.25, 1.0, 5.0])
+    data["latency"] = latency(args.baseline)
+    (args.out / "scale.json").write_text(json.dumps(data, indent=1))
+    plot(data["enodes"], args.out / "scale_enodes.png")
+    write_md(data, args.out / "scale.md")
+    print((args.out / "scale.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
