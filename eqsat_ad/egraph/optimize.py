@@ -7,7 +7,8 @@ will run, :mod:`eqsat_ad.plan.price`), and the winner is never returned if its p
 above the input's.
 
 ``Limits.seconds`` bounds the whole call: saturation gets ``SATURATION_SHARE`` of it, extraction
-the rest (an anytime search: the best program found when the time is up, else the input).
+runs until ``EXTRACTION_END`` (an anytime search: the best program found when the time is up,
+else the input), ranking by plan prices gets the rest; the cost report comes on top.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from .saturate import SaturationError, saturate
 from .share import drop_unit_factors, share_statement_bodies
 
 HUGE_SIZE = 2**20
-# the part of Limits.seconds that saturation may use; extraction and decoding get the rest
+# the part of Limits.seconds that saturation may use; extraction runs until EXTRACTION_END of it,
+# ranking the best few programs by their plans' prices gets the rest
 SATURATION_SHARE = 0.8
+EXTRACTION_END = 0.9
 
 
 @dataclass(frozen=True)
@@ -98,26 +101,53 @@ def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tu
     return (cost.value(big), cost.value(concrete))
 
 
-def _cheapest_plan(candidates: Sequence[Program], sizes: Mapping[str, int] | None) -> Program:
+def _cheapest_plan(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
+                   deadline: float | None = None,
+                   prepare: Callable[[Program], Program] | None = None) -> Program:
     """The candidate whose plan is priced lowest (extraction's own cost ranks the e-graph's
     programs; the plan, what the backend will run, decides between the best few). Ties keep
-    extraction's order; a candidate that cannot be priced is skipped."""
+    extraction's order; a candidate that cannot be priced is skipped, a repeated one is priced
+    once. Contraction orders are chosen at the sizes the cost report will use (its pricing of
+    the winner then finds them in the order cache). ``prepare`` (applied to each candidate
+    used) and the ranking stop at ``deadline`` (``time.process_time()``): the first candidate,
+    extraction's best, is then the answer."""
     from ..plan.price import member_count_names, program_cost
 
-    best: tuple[tuple, int] | None = None
+    def out_of_time() -> bool:
+        return deadline is not None and time.process_time() > deadline
+
+    unique: list[Program] = []
     for k, cand in enumerate(candidates):
-        names = list(cand.size_names()) + member_count_names(cand, sizes)
+        if k and out_of_time():
+            break
+        cand = prepare(cand) if prepare is not None else cand
+        if cand not in unique:
+            unique.append(cand)
+    if len(unique) == 1:
+        return unique[0]
+    names = list(dict.fromkeys(
+        n for cand in unique for n in [*cand.size_names(), *member_count_names(cand, sizes)]
+    ))
+    tie = _tie(names, sizes)
+    best: tuple[tuple, int] | None = None
+    for k, cand in enumerate(unique):
+        if out_of_time():
+            break
         try:
-            key = _cost_key(program_cost(cand, _tie(names, sizes)), names, sizes)
+            key = _cost_key(program_cost(cand, tie), names, sizes)
         except EqsatError:
             continue
         if best is None or key < best[0]:
             best = (key, k)
-    return candidates[0] if best is None else candidates[best[1]]
+    return unique[0] if best is None else unique[best[1]]
 
 
 def _tie(names: Sequence[str], sizes: Mapping[str, int] | None) -> dict[str, int] | None:
-    return None if sizes is None else {n: int(sizes.get(n, 1000)) for n in names}
+    """The sizes contraction orders are chosen at (as :meth:`CostReport.build` does): the
+    caller's, the other names at the default."""
+    if sizes is None:
+        return None
+    return {**{n: int(v) for n, v in sizes.items()}, **{n: 1000 for n in names if n not in sizes}}
 
 
 def optimize(
@@ -225,8 +255,9 @@ def _optimize(
             shared = share_statement_bodies(drop_unit_factors(prog))
             return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
         raise
-    # what the worker used comes out of the extraction's share
-    deadline = start + limits.seconds - run.seconds
+    # what the worker used comes out of the extraction's share; ranking the best few by their
+    # plans gets the rest
+    deadline = start + EXTRACTION_END * limits.seconds - run.seconds
     file_rules = {name for f in files for name in rule_names(f.text)}
     result = prog
     alternatives: tuple[Program, ...] = ()
@@ -250,12 +281,21 @@ def _optimize(
         note = f"extraction failed ({exc}): the input program was kept"
     # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
     # The input with that done is the fallback (reads are never priced above recomputing).
-    shared = share_statement_bodies(drop_unit_factors(prog))
+    fallback: list[Program] = []
+
+    def shared_input() -> Program:
+        if not fallback:
+            fallback.append(share_statement_bodies(drop_unit_factors(prog)))
+        return fallback[0]
+
     def tidy(p: Program) -> Program:
         return share_statement_bodies(drop_unit_factors(outline(merge_like_terms(p))))
 
-    result = shared if result is prog else tidy(result)
-    result = _cheapest_plan([result, *(tidy(p) for p in alternatives)], sizes)
+    if result is prog:
+        result = shared_input()
+    else:
+        result = _cheapest_plan([result, *alternatives], sizes,
+                                start + limits.seconds - run.seconds, tidy)
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
@@ -272,8 +312,8 @@ def _optimize(
         progress(Progress(
             "done", run.iterations, run.snapshot.n_nodes, stats.seconds, None, stop_reason
         ))
-    if result is shared:
-        return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
+    if fallback and result is fallback[0]:
+        return Optimized(result, CostReport.build(prog, result, sizes, stats, structured))
     # the safety net reuses the report's pricing (the cost model is the slow part on big programs)
     try:
         report = CostReport.build(prog, result, sizes, stats, structured)
@@ -282,9 +322,9 @@ def _optimize(
         if _cost_key(report.optimized.cost, names, sizes) > _cost_key(
             report.naive.cost, names, sizes
         ):
-            result = shared
+            result = shared_input()
     except EqsatError:
-        result = shared  # a program the cost model cannot price is not returned
-    if result is shared:
-        report = CostReport.build(prog, shared, sizes, stats, structured)
+        result = shared_input()  # a program the cost model cannot price is not returned
+    if fallback and result is fallback[0]:
+        report = CostReport.build(prog, result, sizes, stats, structured)
     return Optimized(result, report)

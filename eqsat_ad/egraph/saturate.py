@@ -138,17 +138,149 @@ class _Sizer:
 # a step predicted to take more than this factor of the last one is not started if it would
 # not fit in the time left (steps grow with the e-graph)
 GROWTH = 2.0
+# inside a step the prelude runs one iteration at a time; the step is cut short once the e-graph
+# passes this factor of the node limit (substitution through commuted products can multiply it a
+# hundredfold in one step) or once the time left would not cover the final snapshot
+OVERSHOOT = 2.0
+PRELUDE_FIXPOINT = "(run-schedule (run prelude))"
+"""A phase of a step: the prelude, one iteration per command, until an iteration changes nothing
+(what ``(saturate (run prelude))`` does, with the bounds looked at between iterations)."""
+
+
+def step_phases(files: Sequence[RuleFile], simplify: bool) -> list[str | None]:
+    """The commands of one step, ``None`` standing for the prelude run to its fixpoint between
+    bound checks: the same schedule as :func:`simplify_round_text` /
+    :func:`explore_step_text` (each scheduler lives within one command)."""
+    return split_prelude_fixpoints(
+        simplify_round_text(files) if simplify else explore_step_text(files)
+    )
+
+
+def split_prelude_fixpoints(text: str) -> list[str | None]:
+    """``(run-schedule LETS A (saturate (run prelude)) B ...)`` as commands (each with the
+    scheduler declarations) and ``None`` for each top-level prelude fixpoint, also the one that
+    opens a ``(repeat n (seq (saturate (run prelude)) ...))`` (a no-op inside it after that)."""
+    body = text.removeprefix("(run-schedule ").removesuffix(")")
+    items = _top_level(body)
+    lets = [x for x in items if x.startswith("(let-scheduler")]
+    out: list[str | None] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            out.append(f"(run-schedule {' '.join(lets + run)})")
+            run.clear()
+
+    for x in items:
+        if x.startswith("(let-scheduler"):
+            continue
+        if x == "(saturate (run prelude))" or x.startswith("(repeat") and (
+            "(seq (saturate (run prelude))" in x
+        ):
+            flush()
+            out.append(None)
+            if x.startswith("(saturate"):
+                continue
+        run.append(x)
+    flush()
+    return out
+
+
+def _top_level(text: str) -> list[str]:
+    """The parenthesized items of ``text`` at depth 0."""
+    items, depth, start = [], 0, 0
+    for k, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0:
+                start = k
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                items.append(text[start:k + 1])
+    return items
+
+
+class Grower:
+    """The bounded saturation loop, over anything that runs egglog commands (``run``: command
+    text -> changed?) and counts e-nodes (``size``), against ``clock`` (CPU seconds of the
+    process): testable with a stand-in e-graph and an injected clock."""
+
+    def __init__(self, run: Callable[[str], bool], size: Callable[[], int],
+                 clock: Callable[[], float], files: Sequence[RuleFile], iterations: int,
+                 nodes: int, seconds: float, t0: float, per_node: float) -> None:
+        self.run, self.size, self.clock = run, size, clock
+        self.files, self.iterations, self.nodes, self.seconds = files, iterations, nodes, seconds
+        self.t0, self.per_node = t0, per_node
+        self.n = size()
+        self.it = 0
+
+    def _over(self) -> str | None:
+        """The bound a step in progress has passed, if any."""
+        if self.n >= OVERSHOOT * self.nodes:
+            return "node limit"
+        if self.clock() - self.t0 + self.per_node * self.n > self.seconds:
+            return "time limit"
+        return None
+
+    def _phases(self, phases: Sequence[str | None]) -> tuple[bool, str | None]:
+        """Run a step's phases; (changed, the bound that cut it short or None)."""
+        changed = False
+        for cmd in phases:
+            if cmd is not None:
+                changed = self.run(cmd) or changed
+                self.n = self.size()
+                if (why := self._over()) is not None:
+                    return changed, why
+                continue
+            while self.run(PRELUDE_FIXPOINT):
+                changed = True
+                self.n = self.size()
+                if (why := self._over()) is not None:
+                    return changed, why
+        return changed, None
+
+    def grow(self, on_step: Callable[[int, int], None]) -> str:
+        """Rounds of the terminating sets until they change nothing, then exploratory steps;
+        a step starts only if, at the pace of the last one, it and the final snapshot fit in
+        the time left. Returns the reason it stopped."""
+        files = self.files
+        simplify = any(f.saturate for f in files)
+        explore = any(not f.saturate for f in files)
+        last_step = 0.0
+        while simplify or explore:
+            if self.n >= self.nodes:
+                return "node limit"
+            if self.it >= self.iterations:
+                return "iteration limit"
+            used = self.clock() - self.t0
+            if used + GROWTH * last_step + self.per_node * self.n > self.seconds:
+                return "time limit"
+            t_step = self.clock()
+            changed, cut = self._phases(step_phases(files, simplify))
+            if cut is None and not changed and not (simplify and explore):
+                # the back-off scheduler may have skipped rules that still match: only a plain
+                # run that changes nothing is a fixed point
+                changed, cut = self._phases(split_prelude_fixpoints(verify_step_text(files)))
+            self.it += 1
+            last_step = self.clock() - t_step
+            on_step(self.it, self.n)
+            if cut is not None:
+                return cut
+            if not changed:
+                if simplify and explore:
+                    simplify = False  # simplified to a fixpoint: start exploring
+                    continue
+                return "saturated"
+        return "saturated"
 
 
 def _worker(
     conn, text: str, files: Sequence[RuleFile], iterations: int, nodes: int, seconds: float
 ) -> None:
-    """Grow the e-graph one step at a time: first rounds of the terminating (simplification)
-    sets until they change nothing, then exploratory steps, within ``seconds`` of this
-    process's CPU time: a step is started only if, at the pace of the last one, it and the
-    final snapshot fit. Sends ('snap', snapshot, step, counts, cpu) once after loading (the
-    fallback), ('progress', step, nodes, cpu) after every step, and at the end the final
-    ('snap', ...) and ('done', reason)."""
+    """Grow the e-graph (:class:`Grower`) within ``seconds`` of this process's CPU time. Sends
+    ('snap', snapshot, step, counts, cpu) once after loading (the fallback), ('progress', step,
+    nodes, cpu) after every step, and at the end the final ('snap', ...) and ('done', reason)."""
     clock = time.process_time
     t0 = clock()
     try:
@@ -167,43 +299,14 @@ def _worker(
         first = take_snapshot(eg)
         per_node = (clock() - t_snap) / max(first.n_nodes, 1)
         conn.send(("snap", first, 0, dict(counts), clock() - t0))
-        size = _Sizer(first)
-        simplify = any(f.saturate for f in files)
-        explore = any(not f.saturate for f in files)
-        it, last_step, n = 0, 0.0, first.n_nodes
-        reason = "saturated"
-        while simplify or explore:
-            if n >= nodes:
-                reason = "node limit"
-                break
-            if it >= iterations:
-                reason = "iteration limit"
-                break
-            used = clock() - t0
-            if used + GROWTH * last_step + per_node * n > seconds:
-                reason = "time limit"
-                break
-            t_step = clock()
-            step = simplify_round_text(files) if simplify else explore_step_text(files)
-            changed = _report_counts(eg.parse_and_run_program(step), counts)
-            if not changed and not (simplify and explore):
-                # the back-off scheduler may have skipped rules that still match: only a plain
-                # run that changes nothing is a fixed point
-                changed = _report_counts(
-                    eg.parse_and_run_program(verify_step_text(files)), counts
-                )
-            it += 1
-            last_step = clock() - t_step
-            n = size(eg)
-            conn.send(("progress", it, n, clock() - t0))
-            if not changed:
-                if simplify and explore:
-                    simplify = False  # simplified to a fixpoint: start exploring
-                    continue
-                reason = "saturated"
-                break
-        final = first if it == 0 else take_snapshot(eg)
-        conn.send(("snap", final, it, dict(counts), clock() - t0))
+        sizer = _Sizer(first)
+        grower = Grower(
+            lambda cmd: _report_counts(eg.parse_and_run_program(cmd), counts),
+            lambda: sizer(eg), clock, files, iterations, nodes, seconds, t0, per_node,
+        )
+        reason = grower.grow(lambda it, n: conn.send(("progress", it, n, clock() - t0)))
+        final = first if grower.it == 0 else take_snapshot(eg)
+        conn.send(("snap", final, grower.it, dict(counts), clock() - t0))
         conn.send(("done", reason))
     except Exception as exc:  # egglog errors cross the process boundary as text
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
