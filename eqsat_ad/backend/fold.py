@@ -11,6 +11,7 @@ reads back).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,8 +23,9 @@ from ..ir.index import Dim
 from ..ir.interpreter import bind_arguments
 from ..ir.printer import print_fold
 from ..ir.program import Fold, Param, Program, Statement, Step
+from . import runtime
 from .numpy import CompiledProgram
-from .runtime import NonFinite, finite
+from .runtime import NonFinite, finite, float_type
 
 
 def compile_any(prog: Program, structured: bool = False) -> Any:
@@ -137,9 +139,16 @@ class _Loop:
         first = [np.asarray(a) for a in (*state, *(x[0] for x in scans), *consts)]
         mine = {n: sizes[n] for n in self.fold.body.size_names()}
         fast, check = self.body.function_for(first, mine)
+        dt = float_type(*first)
+        if all(a.dtype == dt for a in first[:len(state)]):
+            # the states are computed in the float type of the first step's arguments, so
+            # every step has that type: the body's per-call look at its arguments is dropped
+            fast = _fixed_float_type(fast, dt)
         if not check:
             return fast, fast, ()
         strict = self.body.function_for(first, mine, strict=True)[0]
+        if all(a.dtype == dt for a in first[:len(state)]):
+            strict = _fixed_float_type(strict, dt)
         names = self.fold.body.param_names
         trusted = {names.index(n) for n in getattr(fast, "finite_inputs", names)}
         ncarry = len(state)
@@ -147,6 +156,25 @@ class _Loop:
         if rest and not finite(*rest):
             return strict, strict, ()
         return fast, strict, tuple(k for k in range(ncarry) if k in trusted)
+
+
+class _Runtime:
+    """The generated code's runtime module with ``float_type`` answering one type."""
+
+    def __init__(self, dt: type) -> None:
+        self.float_type = lambda *_arrays: dt
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(runtime, name)
+
+
+def _fixed_float_type(fn: Any, dt: type) -> Any:
+    """``fn`` (a generated function) with ``_rt.float_type(...)`` answering ``dt`` at once."""
+    ns = dict(fn.__globals__)
+    ns["_rt"] = _Runtime(dt)
+    fixed = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__, fn.__closure__)
+    fixed.__dict__.update(fn.__dict__)  # finite_inputs
+    return fixed
 
 
 def loop_source(f: Fold, checks: tuple[int, ...] = ()) -> str:
