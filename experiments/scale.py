@@ -7,9 +7,11 @@
    result is one bracket term ``k * (i == j)``.
 3. ``Limits(seconds=s)`` for s in 0.25, 1, 5 on a 200-statement adjoint (an RNN of 100 tanh
    steps): the CPU time of saturation and extraction against the target ``1.2 s + 0.2``.
-4. First-call latency (import excluded; parse + optimize + compile + first call) of every worked
-   example, each in a fresh process, cache off; with ``--baseline DIR`` (a checkout of the code
-   before) the same for it; and the second process's time with the on-disk cache warm.
+4. First-call latency (import excluded; parse + optimize + compile + first call, as the sweep
+   measures it) of the worked examples and the sweep programs, each in a fresh process, cache
+   off; with ``--baseline DIR`` (a checkout of the code before) the same for it, and whether the
+   optimized plan's price is the same; and the second process's time with the on-disk cache
+   warm.
 
 Writes scale.md, scale.json and scale_enodes.png into ``--out`` (default experiments/out/).
 The machine may be shared: CPU times are reported next to wall times.
@@ -41,7 +43,7 @@ from eqsat_ad.egraph.encode import encode_program  # noqa: E402
 from eqsat_ad.egraph.optimize import Limits  # noqa: E402
 from eqsat_ad.egraph.rules import load_rules  # noqa: E402
 from eqsat_ad.egraph.saturate import saturate  # noqa: E402
-from eqsat_ad.examples import WORKED_EXAMPLES, k_traces  # noqa: E402
+from eqsat_ad.examples import k_traces  # noqa: E402
 from eqsat_ad.ir.printer import print_expr  # noqa: E402
 
 os.environ["EQSAT_AD_CACHE"] = "0"  # every measurement runs the optimizer, unless said
@@ -137,36 +139,51 @@ def limits(seconds: list[float]) -> list[dict]:
 _CHILD = r"""
 import json, os, resource, sys, time
 t0 = time.perf_counter()
+root = os.getcwd()
+sys.path[:0] = [os.path.join(root, "experiments"), root]
 import numpy as np
 import eqsat_ad as ea
-from eqsat_ad.examples import example
+from sweep_programs import program
 t1 = time.perf_counter()
-ex = example(sys.argv[1])
-inputs = ex.inputs()
+sp = program(sys.argv[1])
+small = sp.inputs(sp.small, seed=1)
+target = sp.program()
+opts = {"sizes": dict(sp.bench)} if sp.frontend == "index" else {}
 c0 = time.process_time()
 t2 = time.perf_counter()
-g = ea.grad(ea.parse(ex.source), wrt=ex.wrt if len(ex.wrt) > 1 else ex.wrt[0])
-g(**inputs)
+g = ea.grad(target, wrt=sp.wrt, **opts)  # as the sweep measures it (experiments/sweep_measure.py)
+g(**small)
 t3 = time.perf_counter()
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the saturation workers, joined
 cpu = time.process_time() - c0 + kids.ru_utime + kids.ru_stime
+rep = g.report
 print(json.dumps({"import_s": t1 - t0, "first_s": t3 - t2, "cpu_s": cpu,
-                  "stop": getattr(g.report.stats, "stop_reason", "?")}))
+                  "stop": getattr(rep.stats, "stop_reason", "?"),
+                  "price": str(rep.optimized.total), "value": float(rep.optimized.value)}))
 """
 
 
-def first_calls(root: Path, env: dict[str, str]) -> dict[str, dict]:
+def catalogue() -> list[str]:
+    """The worked examples and the sweep programs (experiments/sweep_programs.py)."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    from sweep_programs import CATALOGUE
+
+    return [p.name for p in CATALOGUE]
+
+
+def first_calls(root: Path, env: dict[str, str], names: list[str]) -> dict[str, dict]:
     out = {}
-    for ex in WORKED_EXAMPLES:
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for name in names:
         res = subprocess.run(
-            [sys.executable, "-c", _CHILD, ex.id], cwd=root, env={**os.environ, **env},
+            [sys.executable, "-c", _CHILD, name], cwd=root, env={**base, **env},
             capture_output=True, text=True, timeout=600,
         )
         if res.returncode != 0:
-            out[ex.id] = {"error": res.stderr.strip().splitlines()[-1:]}
+            out[name] = {"error": res.stderr.strip().splitlines()[-1:]}
             continue
-        out[ex.id] = json.loads(res.stdout.strip().splitlines()[-1])
-        print(ex.id, out[ex.id], flush=True)
+        out[name] = json.loads(res.stdout.strip().splitlines()[-1])
+        print(root.name, name, out[name], flush=True)
     return out
 
 
@@ -175,16 +192,22 @@ def summary(runs: dict[str, dict], field: str = "first_s") -> dict[str, float]:
     return {"median_s": statistics.median(ts), "max_s": max(ts)} if ts else {}
 
 
-def latency(baseline: Path | None) -> dict[str, Any]:
-    result: dict[str, Any] = {}
+def latency(baseline: Path | None, names: list[str]) -> dict[str, Any]:
+    """Fresh processes (bytecode cached, as an installed package has it; a first round
+    writes it), cache off; then twice with one on-disk cache: the second process's time."""
+    result: dict[str, Any] = {"programs": names}
     env = {"PYTHONPATH": str(ROOT), "EQSAT_AD_CACHE": "0"}
+    first_calls(ROOT, env, names[:1])  # writes the bytecode
     if baseline is not None:
-        result["before"] = first_calls(baseline, {"PYTHONPATH": str(baseline)})
-    result["after"] = first_calls(ROOT, env)
+        first_calls(baseline, {"PYTHONPATH": str(baseline), "EQSAT_AD_CACHE": "0"}, names[:1])
+        result["before"] = first_calls(
+            baseline, {"PYTHONPATH": str(baseline), "EQSAT_AD_CACHE": "0"}, names
+        )
+    result["after"] = first_calls(ROOT, env, names)
     with tempfile.TemporaryDirectory() as cache_dir:
         warm = {"PYTHONPATH": str(ROOT), "EQSAT_AD_CACHE": "1", "EQSAT_AD_CACHE_DIR": cache_dir}
-        first_calls(ROOT, warm)  # fills the cache
-        result["cached"] = first_calls(ROOT, warm)
+        first_calls(ROOT, warm, names)  # fills the cache
+        result["cached"] = first_calls(ROOT, warm, names)
     return result
 
 
@@ -236,26 +259,31 @@ def write_md(data: dict, path: Path) -> None:
     lat = data["latency"]
     cols = [c for c in ("before", "after", "cached") if c in lat]
     lines += ["", "## First-call latency (parse + optimize + compile + first call; "
-              "a fresh process per example, import excluded)", "",
-              "| example | " + " | ".join(f"{c}: wall s (CPU s)" for c in cols) + " |",
-              "|---|" + "---|" * len(cols)]
-    for ex in WORKED_EXAMPLES:
+              "a fresh process per program, import excluded, default limits)", "",
+              "| program | " + " | ".join(f"{c}: wall s (CPU s)" for c in cols)
+              + (" | same plan price |" if "before" in lat else " |"),
+              "|---|" + "---|" * len(cols) + ("---|" if "before" in lat else "")]
+    for name in lat["programs"]:
         cells = []
         for c in cols:
-            r = lat[c].get(ex.id, {})
+            r = lat[c].get(name, {})
             cells.append(f"{r['first_s']:.2f} ({r.get('cpu_s', float('nan')):.2f})"
                          if "first_s" in r else "error")
-        lines.append(f"| {ex.id} | " + " | ".join(cells) + " |")
+        same = ""
+        if "before" in lat:
+            b, a = lat["before"].get(name, {}), lat["after"].get(name, {})
+            same = " | " + ("yes" if b.get("price") == a.get("price") and "price" in a else
+                            f"no: {b.get('value')} → {a.get('value')}")
+        lines.append(f"| {name} | " + " | ".join(cells) + same + " |")
     for label, key in (("median", "median_s"), ("max", "max_s")):
         cells = [f"{summary(lat[c]).get(key, float('nan')):.2f} "
                  f"({summary(lat[c], 'cpu_s').get(key, float('nan')):.2f})" for c in cols]
-        lines.append(f"| **{label}** | " + " | ".join(cells) + " |")
-    imp = [r["import_s"] for r in lat["after"].values() if "import_s" in r]
-    if imp:
-        lines += ["", f"Import of eqsat_ad (after): median {statistics.median(imp):.2f} s."]
-    if "before" in lat:
-        imp = [r["import_s"] for r in lat["before"].values() if "import_s" in r]
-        lines += [f"Import of eqsat_ad (before): median {statistics.median(imp):.2f} s."]
+        lines.append(f"| **{label}** | " + " | ".join(cells) + (" | |" if "before" in lat
+                                                                  else " |"))
+    for c in ("after", "before"):
+        imp = [r["import_s"] for r in lat.get(c, {}).values() if "import_s" in r]
+        if imp:
+            lines += [f"Import of eqsat_ad ({c}): median {statistics.median(imp):.2f} s."]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -273,7 +301,8 @@ def main() -> None:
     print(data["deep"], flush=True)
     data["enodes"] = enodes([32, 128] if args.quick else [32, 128, 256, 1024])
     data["limits"] = limits([0.25, 1.0] if args.quick else [0.25, 1.0, 5.0])
-    data["latency"] = latency(args.baseline)
+    names = catalogue()
+    data["latency"] = latency(args.baseline, names[:6] if args.quick else names)
     (args.out / "scale.json").write_text(json.dumps(data, indent=1))
     plot(data["enodes"], args.out / "scale_enodes.png")
     write_md(data, args.out / "scale.md")

@@ -43,11 +43,13 @@ class Limits:
 
     ``iterations``: steps: rounds of the terminating rule sets, then exploratory steps (each
     followed by the terminating sets to a bounded fixpoint);
-    ``nodes``: e-graph size at which growth stops; ``seconds``: CPU time of saturation (the
-    worker process's, which starts a step only if it fits at the pace of the last one and is
-    killed mid-step past 15% over) and extraction (which stops with the best program found so
-    far): CPU time, so the result does not depend on how loaded the machine is. Decoding and
-    pricing the result come on top.
+    ``nodes``: e-graph size at which growth stops (between steps; a step in progress stops
+    once the e-graph passes twice this); ``seconds``: CPU time of saturation (the worker
+    process's, which starts a step only if it fits at the pace of the last one, looks at the
+    clock between the prelude's iterations within a step, and is killed past 15% over),
+    extraction (which stops with the best program found so far) and ranking the best few by
+    their plans' prices: CPU time, so the result does not depend on how loaded the machine is.
+    The cost report's pricing comes on top.
     """
 
     iterations: int = 16

@@ -1,10 +1,11 @@
 """Bounded equality saturation in a worker process.
 
-egglog cannot be interrupted inside an iteration, so the e-graph lives in a forked worker that
-grows it one step at a time and, before each step, sends the parent a plain-Python snapshot of
-the e-graph so far. The parent stops the worker at the first bound it hits (iterations, nodes,
-seconds) and keeps the last snapshot: hitting a bound is not an error, the best program found so
-far is still correct.
+egglog cannot be interrupted inside a command, so the e-graph lives in a forked worker that
+grows it one step at a time, each step a few commands with the prelude (substitution, analyses)
+run one iteration per command in between, and the bounds (iterations, nodes, seconds) looked at
+after each. The worker sends a plain-Python snapshot after loading and one at the end; the
+parent kills a worker that overruns its CPU time (keeping the first snapshot). Hitting a bound
+is not an error: the best program found so far is still correct.
 """
 
 from __future__ import annotations
