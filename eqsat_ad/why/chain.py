@@ -65,7 +65,8 @@ class ChainLink:
 
 
 E_CONSTRUCTORS = frozenset(
-    {"Num", "Acc", "Br", "Add", "Mul", "Div", "Pow", "Call1", "Call2", "Sum", "Subst"})
+    {"Num", "Acc", "Br", "Add", "Mul", "Div", "Pow", "Call1", "Call2", "Sum", "Max", "Scan",
+     "Subst"})
 
 
 def expression_rules(rules: Any) -> frozenset[str]:

@@ -110,6 +110,8 @@ def _label(op: str, args: tuple, lin: dict, il: dict, pred: dict,
         return f"Σ {names.get(args[0], args[0])} < {lin_of(args[1])}"
     if op == "Max":
         return f"max {names.get(args[0], args[0])} < {lin_of(args[1])}"
+    if op == "Scan":  # running sums: the bracket sum over lo <= j < hi
+        return f"scan {lin_of(args[2])} <= {names.get(args[0], args[0])} < {lin_of(args[3])}"
     return op
 
 
