@@ -173,3 +173,39 @@ def f(A: [N, N], x: [N]):
     assert best.alternatives  # there is a choice to follow
     kept = {s.name for s in ea.optimize(prog, sizes=sizes).program.statements}
     assert _statements_kept(best, sizes) == kept
+
+
+def test_optimized_result_and_report_carry_the_call_that_made_them():
+    from dataclasses import replace
+
+    from eqsat_ad.egraph.optimize import OptimizeCall
+
+    prog = ea.vjp(K_TRACE, "A")
+    res = ea.optimize(prog, sizes={"N": 10})
+    assert isinstance(res.inputs, OptimizeCall)
+    assert res.inputs.program is prog and res.inputs.sizes == {"N": 10}
+    assert res.report.inputs == res.inputs
+    assert res == replace(res, inputs=None)  # a result is its program and report
+    with pytest.raises(ea.EqsatError, match="does not know"):
+        ea.CostReport.build(prog, res.program).explain()
+    with pytest.raises(TypeError, match="not made by ea.optimize"):
+        explain(replace(res, inputs=None))
+
+
+def test_finish_picks_the_cheapest_plan_among_the_candidates():
+    from eqsat_ad.egraph.optimize import finish, tidy
+
+    square = ea.parse("""
+def g(A: [N, R], B: [R, N], C: [N, R]):
+    AB[i: N, j: N] = Sum[a: R](A[i, a] * B[a, j])
+    return Sum[i: N, j: N, b: R](AB[i, j] * C[j, b])
+""")
+    thin = ea.parse("""
+def g(A: [N, R], B: [R, N], C: [N, R]):
+    BC[a: R, b: R] = Sum[j: N](B[a, j] * C[j, b])
+    return Sum[i: N, a: R, b: R](A[i, a] * BC[a, b])
+""")
+    # the expensive candidate first: the plan's price decides, ties keep the order
+    assert finish([square, thin], {"N": 100, "R": 4}) == (1, tidy(thin))
+    assert finish([thin, square], None) == (0, tidy(thin))
+    assert finish([square, square], None) == (0, tidy(square))

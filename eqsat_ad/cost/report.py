@@ -208,6 +208,9 @@ class CostReport:
     structured: bool = False
     """The figures price diagonal / point-sparse outputs as stored points only."""
     eager: Poly = field(default_factory=Poly)
+    inputs: Any = field(default=None, compare=False, repr=False)
+    """The ``optimize`` call that made the report (an ``eqsat_ad.egraph.optimize.OptimizeCall``;
+    None for a report built directly), which :meth:`explain` replays."""
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
@@ -320,14 +323,10 @@ class CostReport:
         """The chain of rewrites behind this report, per statement (an eqsat_ad.why.Explanation;
         replays the optimization that made the report: only reports of ``ea.optimize`` and of
         compiled gradients know it)."""
-        from ..why import explain
-        from ..why.optimizing import context_of
-
-        ctx = context_of(self)
-        if ctx is None:
+        if self.inputs is None:
             raise EqsatError("this report does not know the optimization that made it; call "
                              "ea.explain(program) or ea.explain(compiled_gradient)")
-        return explain(*ctx)
+        return self.inputs.explain()
 
     def _repr_html_(self) -> str:
         from ..why.html import report_html

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,30 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class OptimizeCall:
+    """The arguments of one ``optimize`` call: what ``explain()`` replays."""
+
+    program: Program
+    rules: Sequence[str | Path] | str | Path | None = None
+    limits: Limits | None = None
+    sizes: Mapping[str, int] | None = None
+    structured: bool = False
+
+    def explain(self):  # -> eqsat_ad.why.Explanation
+        """Replay this optimization's saturation (see :mod:`eqsat_ad.why`)."""
+        from ..why import explain
+
+        return explain(self.program, self.rules, self.limits, self.sizes, self.structured)
+
+
+@dataclass(frozen=True)
 class Optimized:
-    """The optimized program and the report that says why it is cheaper."""
+    """The optimized program, the report that says why it is cheaper, and the call that made
+    them (``inputs``, which ``explain()`` replays; its report carries the same)."""
 
     program: Program
     report: object  # eqsat_ad.cost.report.CostReport
+    inputs: OptimizeCall | None = field(default=None, compare=False, repr=False)
 
     def __iter__(self):
         return iter((self.program, self.report))
@@ -91,6 +110,16 @@ class Optimized:
         return explain(self)
 
 
+def _made_by(result: Optimized, call: OptimizeCall) -> Optimized:
+    """``result`` (and its report) remembering the call that made it."""
+    report = result.report
+    try:
+        report = replace(report, inputs=call)  # type: ignore[type-var]
+    except TypeError:  # a report without the field: it cannot replay itself
+        pass
+    return replace(result, report=report, inputs=call)
+
+
 def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tuple:
     """Asymptotic, then concrete, order of a priced program (a ProgramCost)."""
     big = {n: HUGE_SIZE for n in names}
@@ -98,14 +127,27 @@ def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tu
     return (cost.value(big), cost.value(concrete))
 
 
-def _cheapest_plan(candidates: Sequence[Program], sizes: Mapping[str, int] | None) -> Program:
-    """The candidate whose plan is priced lowest (extraction's own cost ranks the e-graph's
-    programs; the plan, what the backend will run, decides between the best few). Ties keep
-    extraction's order; a candidate that cannot be priced is skipped."""
+def tidy(prog: Program) -> Program:
+    """An extracted program as the optimizer returns it: like terms merged, deep expressions
+    outlined, unit factors dropped, and bodies that earlier statements hold read instead of
+    recomputed (tree decoding, and reverse mode itself, recompute them)."""
+    return share_statement_bodies(drop_unit_factors(outline(merge_like_terms(prog))))
+
+
+def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None
+           ) -> tuple[int, Program]:
+    """Of extraction's best few programs (its best first), the one whose plan is priced lowest
+    once tidied (:func:`tidy`): its position in ``candidates`` and its tidied form. Extraction's
+    own cost ranks the e-graph's programs; the plan, what the backend will run, decides between
+    the best few. Ties keep extraction's order; a candidate that cannot be priced is skipped.
+    ``optimize`` and the e-graph picture (:mod:`eqsat_ad.why.picture`) both choose with it."""
     from ..plan.price import member_count_names, program_cost
 
+    if not candidates:
+        raise EqsatValueError("finish needs at least one candidate program")
+    tidied = [tidy(p) for p in candidates]
     best: tuple[tuple, int] | None = None
-    for k, cand in enumerate(candidates):
+    for k, cand in enumerate(tidied):
         names = list(cand.size_names()) + member_count_names(cand, sizes)
         try:
             key = _cost_key(program_cost(cand, _tie(names, sizes)), names, sizes)
@@ -113,7 +155,8 @@ def _cheapest_plan(candidates: Sequence[Program], sizes: Mapping[str, int] | Non
             continue
         if best is None or key < best[0]:
             best = (key, k)
-    return candidates[0] if best is None else candidates[best[1]]
+    k = 0 if best is None else best[1]
+    return k, tidied[k]
 
 
 def _tie(names: Sequence[str], sizes: Mapping[str, int] | None) -> dict[str, int] | None:
@@ -137,11 +180,23 @@ def optimize(
     ``verbose``: print those reports to stderr (a terminal gets them after about a second
     anyway). ``cache``: look the result up in (and store it to) the on-disk cache of optimized
     programs (default: on unless ``EQSAT_AD_CACHE=0``; see :mod:`eqsat_ad.egraph.cache`).
-    """
-    from . import cache as disk
 
+    ``print(result)`` shows the program and the cost report; ``result.explain()`` (or
+    ``result.report.explain()``) the chain of rewrites behind it (the result and its report
+    carry this call's arguments, ``result.inputs``, which the explanation replays)."""
     if not isinstance(prog, Program):
         raise EqsatTypeError(f"optimize expects a Program, got {type(prog).__name__}")
+    result = _optimize_call(prog, rules, limits, sizes, structured, progress, verbose, cache)
+    return _made_by(result, OptimizeCall(prog, rules, limits, sizes, structured))
+
+
+def _optimize_call(
+    prog: Program, rules: Any, limits: Limits | None, sizes: Mapping[str, int] | None,
+    structured: bool, progress: Callable[[Progress], None] | None, verbose: bool,
+    cache: bool | None,
+) -> Optimized:
+    from . import cache as disk
+
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
         raise EqsatTypeError(f"limits must be eqsat_ad.Limits, got {type(limits).__name__}")
@@ -159,7 +214,7 @@ def optimize(
     if key is not None:
         hit = disk.load(key)
         if isinstance(hit, Optimized):
-            return hit
+            return replace(hit, inputs=None)
     result = _optimize(prog, files, limits, sizes, structured, reporter(progress, verbose))
     if key is not None:
         disk.store(key, result)
@@ -250,11 +305,8 @@ def _optimize(
     # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
     # The input with that done is the fallback (reads are never priced above recomputing).
     shared = share_statement_bodies(drop_unit_factors(prog))
-    def tidy(p: Program) -> Program:
-        return share_statement_bodies(drop_unit_factors(outline(merge_like_terms(p))))
-
-    result = shared if result is prog else tidy(result)
-    result = _cheapest_plan([result, *(tidy(p) for p in alternatives)], sizes)
+    # (the input kept, nothing extracted: only its shared reads are added)
+    result = shared if result is prog else finish([result, *alternatives], sizes)[1]
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,

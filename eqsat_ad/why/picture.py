@@ -21,10 +21,9 @@ from typing import Any
 
 from ..egraph.encode import Encoded, encode_program
 from ..egraph.extract import Extraction, Extractor, decode_index_classes, node_children
-from ..egraph.optimize import Limits, _cheapest_plan
+from ..egraph.optimize import Limits, finish
 from ..egraph.rules import load_rules
 from ..egraph.saturate import Snapshot, saturate
-from ..egraph.share import drop_unit_factors, share_statement_bodies
 from ..ir.like_terms import merge_like_terms
 from ..ir.outline import outline
 from ..ir.program import Program
@@ -173,10 +172,7 @@ def _statements_kept(best: Extraction, sizes: Mapping[str, int] | None) -> set[s
     """The statements of the program the optimizer keeps: of extraction's best few, the one
     whose plan is priced lowest once tidied as the optimizer tidies them."""
     candidates = [best.program, *best.alternatives]
-    tidied = [share_statement_bodies(drop_unit_factors(outline(merge_like_terms(p))))
-              for p in candidates]
-    winner = _cheapest_plan(tidied, sizes)
-    k = next(i for i, t in enumerate(tidied) if t is winner)
+    k, _ = finish(candidates, sizes)
     return {s.name for s in candidates[k].statements}
 
 
