@@ -89,6 +89,10 @@ class _Plan:
     outputs: list[tuple[int | None, Cost, set[str]]]
     choice: dict[int, int]
 
+    def walks(self) -> list[tuple[int, dict[int, int]]]:
+        """(root class, class -> chosen node) of every statement body and output it keeps."""
+        return [(self.bodies[y][0], self.bodies[y][1]) for y in self.needed] + [
+            (root, self.choice) for root, _, _ in self.outputs if root is not None]
 
 
 def node_children(op: str, args: tuple) -> tuple[int, ...]:

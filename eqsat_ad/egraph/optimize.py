@@ -286,8 +286,10 @@ def _optimize(
     alternatives: tuple[Program, ...] = ()
     stop_reason = run.stop_reason
     note = ""
+    extractor: Extractor | None = None
     try:
-        extraction = Extractor(run.snapshot, enc, sizes, deadline).best_program()
+        extractor = Extractor(run.snapshot, enc, sizes, deadline)
+        extraction = extractor.best_program()
         result = extraction.program
         alternatives = extraction.alternatives
         if not extraction.complete:
@@ -305,8 +307,15 @@ def _optimize(
     # Tree decoding (and reverse mode itself) recompute what earlier statements hold: read it.
     # The input with that done is the fallback (reads are never priced above recomputing).
     shared = share_statement_bodies(drop_unit_factors(prog))
-    # (the input kept, nothing extracted: only its shared reads are added)
-    result = shared if result is prog else finish([result, *alternatives], sizes)[1]
+    path: tuple[str, ...] = ()
+    if result is prog:  # the input kept, nothing extracted: only its shared reads are added
+        result = shared
+    else:
+        candidates = [result, *alternatives]
+        k, result = finish(candidates, sizes)
+        assert extractor is not None
+        on_path = _rewrites_on_path(extractor, files, candidates[k], run.rule_counts)
+        path = tuple(dict.fromkeys([*pre_pass, *on_path]))
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
@@ -318,6 +327,7 @@ def _optimize(
             {k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules}, pre_pass
         ),
         note=note,
+        path=path,
     )
     if progress is not None:
         progress(Progress(
@@ -336,6 +346,26 @@ def _optimize(
             result = shared
     except EqsatError:
         result = shared  # a program the cost model cannot price is not returned
-    if result is shared:
-        report = CostReport.build(prog, shared, sizes, stats, structured)
+    if result is shared:  # nothing of the e-graph's is returned: no rewrite on the path
+        report = CostReport.build(prog, shared, sizes, replace(stats, path=()), structured)
     return Optimized(result, report)
+
+
+def _rewrites_on_path(ex: Extractor, files: Sequence[RuleFile], chosen: Program,
+                      fired: Mapping[str, int]) -> list[str]:
+    """The rewrites of ``files`` that ``fired`` and have an instance in the extracted term of
+    ``chosen`` (one of the programs ``ex`` extracted; see :mod:`.path`)."""
+    from .extract import node_children
+    from .path import chosen_nodes, input_nodes, rewrites, rules_on_path
+
+    ex.deadline = float("inf")  # reading the result back is not part of the search
+    try:
+        found = ex.price({s.name for s in chosen.statements})
+    except ExtractionError:
+        return []
+    if found is None:
+        return []
+    snap = ex.snap
+    nodes = chosen_nodes(snap, found[1].walks(), node_children)
+    candidates = [r for r in rewrites(files) if fired.get(r[0], 0) > 0]
+    return rules_on_path(snap, nodes, input_nodes(snap, ex.enc.text), candidates)

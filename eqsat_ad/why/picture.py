@@ -22,6 +22,7 @@ from typing import Any
 from ..egraph.encode import Encoded, encode_program
 from ..egraph.extract import Extraction, Extractor, decode_index_classes, node_children
 from ..egraph.optimize import Limits, finish
+from ..egraph.path import chosen_nodes
 from ..egraph.rules import load_rules
 from ..egraph.saturate import Snapshot, saturate
 from ..ir.like_terms import merge_like_terms
@@ -149,23 +150,7 @@ def _choice(snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None, secon
         return roots, chosen
     if found is None:
         return roots, chosen
-    plan = found[1]
-    walks: list[tuple[int, dict[int, int]]] = [
-        (plan.bodies[y][0], plan.bodies[y][1]) for y in plan.needed
-    ] + [(root, plan.choice) for root, _, _ in plan.outputs if root is not None]
-    for root, choice in walks:
-        stack = [root]
-        seen: set[int] = set()
-        while stack:
-            c = stack.pop()
-            if c in seen or c not in choice:
-                continue
-            seen.add(c)
-            k = choice[c]
-            chosen.add(k)
-            op, _, args = snap.nodes[k]
-            stack.extend(node_children(op, args))
-    return roots, chosen
+    return roots, chosen_nodes(snap, found[1].walks(), node_children)
 
 
 def _statements_kept(best: Extraction, sizes: Mapping[str, int] | None) -> set[str]:
