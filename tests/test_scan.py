@@ -3,10 +3,10 @@
 * The rules are sound on random instances (inf and nan included) and an off-by-one bound is
   caught by the checker.
 * Extraction itself prices a prefix sum O(N) (it priced it N² before the rule set).
-* Prefix sums, suffix sums, moving windows (a constant and a symbolic width) and cumulative sums
-  along one axis of a matrix, and their gradients, run as Scan kernels: O(N) by the plan's price
-  (counting kernels' points, no timing), with values equal to the reference interpreter's and
-  to ``np.cumsum``.
+* Prefix sums, suffix sums, moving windows (a constant and a symbolic width), cumulative sums
+  along one axis of a matrix and of its row sums, and their gradients, run as Scan kernels:
+  O(N) by the plan's price (counting kernels' points, no timing), with values equal to the
+  reference interpreter's and to ``np.cumsum``.
 """
 
 from __future__ import annotations
@@ -47,6 +47,12 @@ COLUMNS = """
 def columns(A: [N, M]):
     C[i: N, k: M] = Sum[j: N]((j < i) * A[j, k])
     return Sum[i: N, k: M](C[i, k] ** 2)
+"""
+
+ROW_SUMS = """
+def row_sums(A: [N, M]):
+    c[i: N] = Sum[j: N]((j <= i) * Sum[k: M](A[j, k]))
+    return Sum[i: N](c[i] ** 2)
 """
 
 
@@ -98,6 +104,8 @@ CASES = [
     (WINDOW, {"N": 13, "K": 4}, "x", 1),
     (SUFFIX, {"N": 9}, "x", 1),
     (COLUMNS, {"N": 8, "M": 3}, "A", 2),
+    # the normal form flattens the inner sum into the scanned one: it is summed out first
+    (ROW_SUMS, {"N": 8, "M": 3}, "A", 2),
 ]
 
 

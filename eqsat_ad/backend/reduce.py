@@ -89,12 +89,18 @@ class Reductions(Gathers):
         as running sums of ``e`` read at ``lo`` / ``hi``: O(n) instead of an n x n mask.
 
         Prefix and suffix sums are exact; a band is a difference of running sums, exact for
-        finite values only: its operand is checked (the strict code reruns the masked sum)."""
-        if len(inner) != 1 or self.strict:
+        finite values only: its operand is checked (the strict code reruns the masked sum).
+        Other summed indices that no condition mentions (``Σ_j [j <= i] Σ_k A[j, k]``, a
+        product of sums flattened by the normal form) are summed out first."""
+        if not inner or self.strict:
             return None
-        (j,) = inner
-        found = scan_bounds(j, conds)
-        if found is None:
+        for j in inner:
+            found = scan_bounds(j, conds)
+            others = {a: ax for a, ax in inner.items() if a != j}
+            if found is not None and found[0] not in others and not any(
+                    c.indices() & set(others) for c in conds):
+                break
+        else:
             return None
         i, lo_b, hi_b = found
         lo = [lo_b] if lo_b is not None else []
@@ -104,6 +110,10 @@ class Reductions(Gathers):
                     else set(free_indices(f)))
             if i in free or j not in free and len(factors) == 1:
                 return None
+        if others:
+            rest = {a: ax for a, ax in g2.items() if a not in others}
+            factors = [self.reduce(None, others, factors, [], g2)]  # type: ignore[arg-type]
+            g2 = rest
         vals = [f if isinstance(f, Value) else self.term_value(f, g2) if isinstance(f, Term)
                 else self.ev(f, g2) for f in factors]
         if any(v.mask for v in vals):
