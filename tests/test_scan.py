@@ -55,6 +55,11 @@ def row_sums(A: [N, M]):
     return Sum[i: N](c[i] ** 2)
 """
 
+WEIGHTED = """
+def weighted(x: [N], w: [N]):
+    return Sum[i: N](w[i] * Sum[j: N]((j <= i) * x[j]))
+"""
+
 
 def test_scan_rules_are_sound_and_exercised() -> None:
     result = check_rules("scan", trials=48, seed=1)
@@ -106,6 +111,8 @@ CASES = [
     (COLUMNS, {"N": 8, "M": 3}, "A", 2),
     # the normal form flattens the inner sum into the scanned one: it is summed out first
     (ROW_SUMS, {"N": 8, "M": 3}, "A", 2),
+    # the scan inside a sum over its bound: the running sums first, then the outer sum
+    (WEIGHTED, {"N": 9}, "x", 1),
 ]
 
 
@@ -138,3 +145,26 @@ def test_prefix_sum_gradient_is_a_pair_of_cumsums() -> None:
     assert np.allclose(g(x), np.cumsum(c2[::-1])[::-1])
     assert _kinds(g.report.optimized).count("scan") >= 2
     assert degree(g.report.optimized.cost.total_poly) == 1
+
+
+@pytest.mark.parametrize(("src", "sizes", "wrt", "deg"), CASES)
+def test_scans_agree_with_the_interpreter_on_inf_and_nan(src, sizes, wrt, deg) -> None:
+    """Running sums carry inf and nan as the masked sum does (a band, a difference of running
+    sums, is checked finite and rerun as the masked sum where it is not)."""
+    prog = ea.parse(src)
+    rng = np.random.default_rng(9)
+    args = {}
+    for p in prog.params:
+        shape = tuple(sizes[d.name] if not isinstance(d, int) else d for d in p.shape)
+        a = rng.uniform(0.5, 1.5, size=shape)
+        if p.name == wrt:
+            flat = a.reshape(-1)
+            flat[len(flat) // 2] = np.inf
+            flat[-2] = -np.inf
+        args[p.name] = a
+    with np.errstate(all="ignore"):
+        fwd = ea.compile(prog)
+        assert np.allclose(fwd(**args), ea.evaluate(prog, **args), equal_nan=True)
+        g = ea.grad(prog, wrt=wrt)
+        want = ea.evaluate(ea.vjp(prog, wrt=wrt), **args, ybar=1.0)
+        assert np.allclose(g(**args), want, equal_nan=True)

@@ -91,18 +91,21 @@ class Reductions(Gathers):
         Prefix and suffix sums are exact; a band is a difference of running sums, exact for
         finite values only: its operand is checked (the strict code reruns the masked sum).
         Other summed indices that no condition mentions (``Σ_j [j <= i] Σ_k A[j, k]``, a
-        product of sums flattened by the normal form) are summed out first."""
+        product of sums flattened by the normal form) are summed out first; a summed ``i``
+        (``Σ_i w[i] Σ_j [j <= i] x[j]``) is summed after the scan."""
         if not inner or self.strict:
             return None
         for j in inner:
             found = scan_bounds(j, conds)
             others = {a: ax for a, ax in inner.items() if a != j}
-            if found is not None and found[0] not in others and not any(
-                    c.indices() & set(others) for c in conds):
+            if found is not None and not any(
+                    c.indices() & (set(others) - {found[0]}) for c in conds):
                 break
         else:
             return None
         i, lo_b, hi_b = found
+        if i in others:
+            return self._scan_then_sum(j, i, inner, factors, conds, g2)
         lo = [lo_b] if lo_b is not None else []
         hi = [hi_b] if hi_b is not None else []
         for f in factors:
@@ -152,6 +155,28 @@ class Reductions(Gathers):
                 Elementwise, n, n, "difference")
         code = f"_rt.scan_sum({v.code}, {ax}, {bounds[0]}, {bounds[1]})"
         return Value(self.temp(code, kernels=ks), axes, size=n)
+
+    def _scan_then_sum(self, j: str, i: str, inner: dict[str, Axis],
+                       factors: list[Expr | Term | Value], conds: list[Cond],
+                       g2: dict[str, Axis]) -> Value | None:
+        """``Σ_{i, ...} g(i, ...) Σ_j [lo(i) <= j < hi(i)] e(j)``: the running sums of the
+        factors with ``j`` (free of every other summed index), then the sum of the others."""
+        with_j: list[Expr | Term | Value] = []
+        rest: list[Expr | Term | Value] = []
+        for f in factors:
+            free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+            if j not in free:
+                rest.append(f)
+            elif free & set(inner) - {j}:
+                return None
+            else:
+                with_j.append(f)
+        scanned = self.scan({j: inner[j]}, with_j, conds, g2)
+        if scanned is None:
+            return None
+        others = {a: ax for a, ax in inner.items() if a != j}
+        return self.reduce(None, others, [*rest, scanned], [], g2)  # type: ignore[arg-type]
 
     def checked(self, v: Value) -> Value:
         """``v`` in a temporary checked to be finite (``_rt.checked`` raises NonFinite)."""
