@@ -90,22 +90,27 @@ class Reductions(Gathers):
 
         Prefix and suffix sums are exact; a band is a difference of running sums, exact for
         finite values only: its operand is checked (the strict code reruns the masked sum).
-        Other summed indices that no condition mentions (``Σ_j [j <= i] Σ_k A[j, k]``, a
-        product of sums flattened by the normal form) are summed out first; a summed ``i``
-        (``Σ_i w[i] Σ_j [j <= i] x[j]``) is summed after the scan."""
+        The sum may hold more (the normal form flattens products of sums): summed indices only
+        the scanned factors carry and no condition mentions are summed out first
+        (``Σ_j [j <= i] Σ_k A[j, k]``); the other factors and conditions, a summed ``i`` among
+        them, are summed after the scan (``Σ_i w[i] Σ_j [j <= i] x[j]``, or a scan of a scan)."""
         if not inner or self.strict:
             return None
         for j in inner:
-            found = scan_bounds(j, conds)
-            others = {a: ax for a, ax in inner.items() if a != j}
-            if found is not None and not any(
-                    c.indices() & (set(others) - {found[0]}) for c in conds):
+            split = _scan_split(j, inner, factors, conds)
+            if split is not None:
                 break
         else:
             return None
-        i, lo_b, hi_b = found
-        if i in others:
-            return self._scan_then_sum(j, i, inner, factors, conds, g2)
+        (i, lo_b, hi_b), cj, with_j, private, rest, rest_conds = split
+        others = {a: ax for a, ax in inner.items() if a != j and a not in private}
+        if rest or rest_conds or others:  # the running sums first, then the rest of the sum
+            scanned = self.scan({j: inner[j], **private}, with_j, cj, g2)
+            if scanned is None:
+                return None
+            return self.reduce(None, others, [*rest, scanned], rest_conds,  # type: ignore[arg-type]
+                               g2)
+        others = private
         lo = [lo_b] if lo_b is not None else []
         hi = [hi_b] if hi_b is not None else []
         for f in factors:
@@ -155,28 +160,6 @@ class Reductions(Gathers):
                 Elementwise, n, n, "difference")
         code = f"_rt.scan_sum({v.code}, {ax}, {bounds[0]}, {bounds[1]})"
         return Value(self.temp(code, kernels=ks), axes, size=n)
-
-    def _scan_then_sum(self, j: str, i: str, inner: dict[str, Axis],
-                       factors: list[Expr | Term | Value], conds: list[Cond],
-                       g2: dict[str, Axis]) -> Value | None:
-        """``Σ_{i, ...} g(i, ...) Σ_j [lo(i) <= j < hi(i)] e(j)``: the running sums of the
-        factors with ``j`` (free of every other summed index), then the sum of the others."""
-        with_j: list[Expr | Term | Value] = []
-        rest: list[Expr | Term | Value] = []
-        for f in factors:
-            free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
-                    else set(free_indices(f)))
-            if j not in free:
-                rest.append(f)
-            elif free & set(inner) - {j}:
-                return None
-            else:
-                with_j.append(f)
-        scanned = self.scan({j: inner[j]}, with_j, conds, g2)
-        if scanned is None:
-            return None
-        others = {a: ax for a, ax in inner.items() if a != j}
-        return self.reduce(None, others, [*rest, scanned], [], g2)  # type: ignore[arg-type]
 
     def checked(self, v: Value) -> Value:
         """``v`` in a temporary checked to be finite (``_rt.checked`` raises NonFinite)."""
@@ -463,3 +446,39 @@ def contraction_steps(
     return list(contraction_path(list(operands), tuple(out), dict(extents), sizes).steps)
 
 
+def _scan_split(j: str, inner: Mapping[str, Axis], factors: Sequence[Expr | Term | Value],
+                conds: Sequence[Cond]) -> tuple | None:
+    """How ``Σ_inner Π conds Π factors`` runs as a scan over ``j``: ``(scan bounds, the
+    conditions on j, the factors with j, the summed indices only they carry (summed first),
+    the other factors, the other conditions)``, or None when ``j`` is not a scan: its
+    conditions are not bounds in one other index ``i``, or its factors hold ``i`` or share a
+    summed index with the rest."""
+    cj = [c for c in conds if j in c.indices()]
+    found = scan_bounds(j, cj)
+    if found is None:
+        return None
+    i = found[0]
+    rest_conds = [c for c in conds if j not in c.indices()]
+    with_j: list[Expr | Term | Value] = []
+    rest: list[Expr | Term | Value] = []
+    free_j: set[str] = set()
+    free_rest: set[str] = set()
+    for f in factors:
+        free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                else set(free_indices(f)))
+        if j in free:
+            with_j.append(f)
+            free_j |= free
+        else:
+            rest.append(f)
+            free_rest |= free
+    if not with_j or i in free_j:
+        return None
+    in_conds = set().union(*(c.indices() for c in rest_conds)) if rest_conds else set()
+    shared = (free_j & set(inner)) - {j}
+    private = {a: inner[a] for a in shared if a not in free_rest and a not in in_conds}
+    if shared - set(private):
+        return None
+    if not rest and not rest_conds and i not in inner:
+        with_j = list(factors)  # the simple scan: every factor is the operand
+    return found, cj, with_j, private, rest, rest_conds
