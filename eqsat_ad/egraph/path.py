@@ -3,7 +3,8 @@
 egglog 14's bindings keep no proofs (see eqsat_ad/why/chain.py), so a rule's part in the result is
 read off the e-graph instead: a rewrite ``lhs -> rhs`` (a ``rewrite``, either side of a
 ``birewrite``, or a ``rule`` that unions an expression matched by its query with a new one) is on
-the path when some e-node of the extracted term that the input did not hold matches ``rhs`` and
+the path when some e-node of the extracted term that the input did not hold (or that a rewrite
+moved into another input node's class, as ``abs(abs(x)) -> abs(x)`` does) matches ``rhs`` and
 the same e-class also matches ``lhs`` under the same variables: an instance of the rewrite whose
 result extraction chose (nodes a later rule subsumed count: that rewrite still happened). A
 rewrite whose right side is a bare variable (``1 * a -> a``) is on the path when the class of a
@@ -188,8 +189,9 @@ def input_nodes(snap: Snapshot, encoded_text: str) -> set[int]:
 def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
                   rules: Sequence[Rewrite]) -> list[str]:
     """The names of ``rules`` that made a node of the extracted term (the ``chosen`` e-nodes
-    that are not ``inputs``): the rule's right side matches the node and its left side the
-    node's class under the same variables. In the order of ``rules``.
+    that are not ``inputs``, or input nodes a rewrite moved into another input node's class):
+    the rule's right side matches the node and its left side the node's class under the same
+    variables. In the order of ``rules``.
 
     Only the last rewrite at each node is seen: earlier steps (``[j >= 0]`` became 1 before
     ``1 * e`` became ``e``) left no node in the result. Tracing the left side's nodes back in
@@ -206,7 +208,14 @@ def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
         elif isinstance(r[2], str) and _literal(r[2]) is None:
             bare.append(r)
     on: set[str] = set()
-    for k in sorted(chosen - inputs):
+    # results: chosen nodes the input did not hold, and input nodes chosen in a class that also
+    # holds another input node (a rewrite to a subterm: abs(abs(x)) -> abs(x) merged them)
+    input_classes: dict[int, int] = {}
+    for k in inputs:
+        c = m.all[k][1]
+        input_classes[c] = input_classes.get(c, 0) + 1
+    results = chosen - inputs | {k for k in chosen & inputs if input_classes[m.all[k][1]] > 1}
+    for k in sorted(results):
         op, c, _ = m.all[k]
         for name, lhs, rhs in by_head.get(op, ()):
             if name not in on and any(
