@@ -260,3 +260,14 @@ def f(x: [N], w: [N]):
     res = ea.optimize(dot, cache=False)
     assert res.report.stats.path == () and _listed(res.report) == []
     assert res.report.stats.rule_counts  # rules did fire: the counts keep them
+
+
+def test_path_candidates_are_the_expression_rewrites_of_the_rule_files():
+    from eqsat_ad.egraph.path import rewrites
+    from eqsat_ad.egraph.rules import load_rules
+    from eqsat_ad.why.chain import expression_rules
+
+    names = {name for name, _, _ in rewrites(load_rules(None))}
+    assert {"mul-comm", "sum-elim", "one-mul", "scan-prefix-lo", "scan-band"} <= names
+    assert not names & {"int-lin-term", "scan-lo-ge", "nonneg-const", "lattice-access"}
+    assert names <= expression_rules(None)
