@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "custom_adjoint": "eqsat_ad.ad.custom",
     "stop_gradient": "eqsat_ad.ad.custom",
     # optimizer
-    "optimize": "eqsat_ad.why.optimizing",
+    "optimize": "eqsat_ad.egraph.optimize",
     "Optimized": "eqsat_ad.egraph.optimize",
     "Limits": "eqsat_ad.egraph.optimize",
     "Progress": "eqsat_ad.egraph.progress",

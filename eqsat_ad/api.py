@@ -160,7 +160,7 @@ def _optimize(
     ``structured``: the report prices outputs as they are returned (stored points, factors)."""
     if optimize:
         try:
-            from .why.optimizing import optimize as run_optimizer
+            from .egraph.optimize import optimize as run_optimizer
         except ImportError:
             run_optimizer = None
         if run_optimizer is not None:

@@ -186,11 +186,14 @@ def test_ranking_stops_at_its_deadline_with_extractions_best(monkeypatch) -> Non
         return now[0]
 
     monkeypatch.setattr(opt.time, "process_time", clock)
-    # past the deadline after the first candidate: extraction's best, not priced against others
-    assert opt._cheapest_plan(progs, None, deadline=0.5) is progs[0]
+    tidied: list[ea.Program] = []
+    monkeypatch.setattr(opt, "tidy", lambda p: tidied.append(p) or p)
+    # past the deadline after the first candidate: extraction's best, the others never looked at
+    assert opt.finish(progs, None, deadline=0.5) == (0, progs[0])
+    assert tidied == progs[:1]
     now[0] = 0.0
-    prepared: list[ea.Program] = []
-    opt._cheapest_plan(progs, None, deadline=1e9, prepare=lambda p: prepared.append(p) or p)
-    assert prepared == progs
-    # repeated candidates are priced once
-    assert opt._cheapest_plan([progs[0], progs[0]], None) is progs[0]
+    tidied.clear()
+    opt.finish(progs, None, deadline=1e9)
+    assert tidied == progs
+    # a repeated candidate is priced once and the first of equals kept
+    assert opt.finish([progs[1], progs[1]], None) == (0, progs[1])

@@ -173,3 +173,101 @@ def f(A: [N, N], x: [N]):
     assert best.alternatives  # there is a choice to follow
     kept = {s.name for s in ea.optimize(prog, sizes=sizes).program.statements}
     assert _statements_kept(best, sizes) == kept
+
+
+def test_optimized_result_and_report_carry_the_call_that_made_them():
+    from dataclasses import replace
+
+    from eqsat_ad.egraph.optimize import OptimizeCall
+
+    prog = ea.vjp(K_TRACE, "A")
+    res = ea.optimize(prog, sizes={"N": 10})
+    assert isinstance(res.inputs, OptimizeCall)
+    assert res.inputs.program is prog and res.inputs.sizes == {"N": 10}
+    assert res.report.inputs == res.inputs
+    assert res == replace(res, inputs=None)  # a result is its program and report
+    with pytest.raises(ea.EqsatError, match="does not know"):
+        ea.CostReport.build(prog, res.program).explain()
+    with pytest.raises(TypeError, match="not made by ea.optimize"):
+        explain(replace(res, inputs=None))
+
+
+def test_finish_picks_the_cheapest_plan_among_the_candidates():
+    from eqsat_ad.egraph.optimize import finish, tidy
+
+    square = ea.parse("""
+def g(A: [N, R], B: [R, N], C: [N, R]):
+    AB[i: N, j: N] = Sum[a: R](A[i, a] * B[a, j])
+    return Sum[i: N, j: N, b: R](AB[i, j] * C[j, b])
+""")
+    thin = ea.parse("""
+def g(A: [N, R], B: [R, N], C: [N, R]):
+    BC[a: R, b: R] = Sum[j: N](B[a, j] * C[j, b])
+    return Sum[i: N, a: R, b: R](A[i, a] * BC[a, b])
+""")
+    # the expensive candidate first: the plan's price decides, ties keep the order
+    assert finish([square, thin], {"N": 100, "R": 4}) == (1, tidy(thin))
+    assert finish([thin, square], None) == (0, tidy(thin))
+    assert finish([square, square], None) == (0, tidy(square))
+
+
+PREFIX = ea.parse("""
+def prefix_sum(x: [N]):
+    c[i: N] = Sum[j: N]((j <= i) * x[j])
+    return Sum[i: N](c[i] ** 2)
+""")
+
+
+def _listed(report) -> list[str]:
+    line = next((w for w in report.why() if w.startswith("rewrites: ")), None)
+    return [] if line is None else line[len("rewrites: "):].removesuffix(", ...").split(", ")
+
+
+def test_why_lists_the_rewrites_on_the_path_and_no_bookkeeping():
+    from eqsat_ad.why.chain import expression_rules
+
+    res = ea.optimize(ea.vjp(PREFIX, "x"), sizes={"N": 100}, cache=False)
+    st = res.report.stats
+    assert _listed(res.report) == list(st.path)[:8]
+    rewriting = expression_rules(None)
+    assert set(st.path) <= rewriting and set(st.path) <= set(st.rule_counts)
+    bookkeeping = set(st.rule_counts) - rewriting
+    assert bookkeeping and not bookkeeping & set(_listed(res.report))  # counted, not listed
+    assert set(st.rule_counts) & rewriting - set(st.path)  # fired, but not on the path
+    assert {"scan-prefix-lo", "scan-prefix-hi"} <= set(st.path)  # the scans the result uses
+    d = res.report.to_dict()["saturation"]
+    assert d["rule_counts"] == st.rule_counts and d["path"] == list(st.path)
+    assert "×" not in str(res.report) and "rules fired" not in res.report._repr_html_()
+
+
+def test_why_names_sum_elimination_where_the_result_needs_it():
+    shifted = ea.parse("""
+def f(x: [N], w: [N]):
+    return Sum[i: N](w[i] * x[i + 1] - w[i] * x[i])
+""")
+    res = ea.optimize(ea.vjp(shifted, "x"), cache=False)
+    assert "Sum" not in str(res.program)  # the bracket sums were eliminated
+    assert "sum-elim" in res.report.stats.path
+    k_trace = ea.optimize(ea.vjp(K_TRACE, "A"), cache=False)
+    assert k_trace.report.stats.path == ("like-terms",)  # the pre-pass alone
+
+
+def test_why_lists_no_rewrite_when_the_input_is_kept():
+    dot = ea.parse("""
+def f(x: [N], w: [N]):
+    return Sum[i: N](x[i] * w[i])
+""")
+    res = ea.optimize(dot, cache=False)
+    assert res.report.stats.path == () and _listed(res.report) == []
+    assert res.report.stats.rule_counts  # rules did fire: the counts keep them
+
+
+def test_path_candidates_are_the_expression_rewrites_of_the_rule_files():
+    from eqsat_ad.egraph.path import rewrites
+    from eqsat_ad.egraph.rules import load_rules
+    from eqsat_ad.why.chain import expression_rules
+
+    names = {name for name, _, _ in rewrites(load_rules(None))}
+    assert {"mul-comm", "sum-elim", "one-mul", "scan-prefix-lo", "scan-band"} <= names
+    assert not names & {"int-lin-term", "scan-lo-ge", "nonneg-const", "lattice-access"}
+    assert names <= expression_rules(None)

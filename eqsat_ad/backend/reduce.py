@@ -89,14 +89,28 @@ class Reductions(Gathers):
         as running sums of ``e`` read at ``lo`` / ``hi``: O(n) instead of an n x n mask.
 
         Prefix and suffix sums are exact; a band is a difference of running sums, exact for
-        finite values only: its operand is checked (the strict code reruns the masked sum)."""
-        if len(inner) != 1 or self.strict:
+        finite values only: its operand is checked (the strict code reruns the masked sum).
+        The sum may hold more (the normal form flattens products of sums): summed indices only
+        the scanned factors carry and no condition mentions are summed out first
+        (``Σ_j [j <= i] Σ_k A[j, k]``); the other factors and conditions, a summed ``i`` among
+        them, are summed after the scan (``Σ_i w[i] Σ_j [j <= i] x[j]``, or a scan of a scan)."""
+        if not inner or self.strict:
             return None
-        (j,) = inner
-        found = scan_bounds(j, conds)
-        if found is None:
+        for j in inner:
+            split = _scan_split(j, inner, factors, conds)
+            if split is not None:
+                break
+        else:
             return None
-        i, lo_b, hi_b = found
+        (i, lo_b, hi_b), cj, with_j, private, rest, rest_conds = split
+        others = {a: ax for a, ax in inner.items() if a != j and a not in private}
+        if rest or rest_conds or others:  # the running sums first, then the rest of the sum
+            scanned = self.scan({j: inner[j], **private}, with_j, cj, g2)
+            if scanned is None:
+                return None
+            return self.reduce(None, others, [*rest, scanned], rest_conds,  # type: ignore[arg-type]
+                               g2)
+        others = private
         lo = [lo_b] if lo_b is not None else []
         hi = [hi_b] if hi_b is not None else []
         for f in factors:
@@ -104,6 +118,10 @@ class Reductions(Gathers):
                     else set(free_indices(f)))
             if i in free or j not in free and len(factors) == 1:
                 return None
+        if others:
+            rest = {a: ax for a, ax in g2.items() if a not in others}
+            factors = [self.reduce(None, others, factors, [], g2)]  # type: ignore[arg-type]
+            g2 = rest
         vals = [f if isinstance(f, Value) else self.term_value(f, g2) if isinstance(f, Term)
                 else self.ev(f, g2) for f in factors]
         if any(v.mask for v in vals):
@@ -428,3 +446,39 @@ def contraction_steps(
     return list(contraction_path(list(operands), tuple(out), dict(extents), sizes).steps)
 
 
+def _scan_split(j: str, inner: Mapping[str, Axis], factors: Sequence[Expr | Term | Value],
+                conds: Sequence[Cond]) -> tuple | None:
+    """How ``Σ_inner Π conds Π factors`` runs as a scan over ``j``: ``(scan bounds, the
+    conditions on j, the factors with j, the summed indices only they carry (summed first),
+    the other factors, the other conditions)``, or None when ``j`` is not a scan: its
+    conditions are not bounds in one other index ``i``, or its factors hold ``i`` or share a
+    summed index with the rest."""
+    cj = [c for c in conds if j in c.indices()]
+    found = scan_bounds(j, cj)
+    if found is None:
+        return None
+    i = found[0]
+    rest_conds = [c for c in conds if j not in c.indices()]
+    with_j: list[Expr | Term | Value] = []
+    rest: list[Expr | Term | Value] = []
+    free_j: set[str] = set()
+    free_rest: set[str] = set()
+    for f in factors:
+        free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                else set(free_indices(f)))
+        if j in free:
+            with_j.append(f)
+            free_j |= free
+        else:
+            rest.append(f)
+            free_rest |= free
+    if not with_j or i in free_j:
+        return None
+    in_conds = set().union(*(c.indices() for c in rest_conds)) if rest_conds else set()
+    shared = (free_j & set(inner)) - {j}
+    private = {a: inner[a] for a in shared if a not in free_rest and a not in in_conds}
+    if shared - set(private):
+        return None
+    if not rest and not rest_conds and i not in inner:
+        with_j = list(factors)  # the simple scan: every factor is the operand
+    return found, cj, with_j, private, rest, rest_conds

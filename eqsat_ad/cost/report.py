@@ -50,6 +50,9 @@ class SaturationStats:
     rule_counts: dict[str, int] = field(default_factory=dict)
     note: str = ""
     """Anything the user should know about the result (e.g. extraction failed: input kept)."""
+    path: tuple[str, ...] | None = None
+    """The rewrites on the path from the naive term to the extracted one (an instance of each
+    is in the extracted term, see :mod:`eqsat_ad.egraph.path`); None where unknown."""
 
     STOP_REASONS: ClassVar[tuple[str, ...]] = (
         "saturated", "iteration limit", "node limit", "time limit", "not run",
@@ -72,6 +75,11 @@ class SaturationStats:
             if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int):
                 raise EqsatError(f"rule_counts maps rule names to integers, got {k!r}: {v!r}")
         object.__setattr__(self, "rule_counts", counts)  # own copy: the report is a value
+        if self.path is not None:
+            path = tuple(self.path)
+            if not all(isinstance(r, str) for r in path):
+                raise EqsatError(f"path lists rule names, got {self.path!r}")
+            object.__setattr__(self, "path", path)
 
     @property
     def saturated(self) -> bool:
@@ -85,6 +93,7 @@ class SaturationStats:
             "seconds": float(self.seconds),
             "stop_reason": self.stop_reason,
             "rule_counts": dict(self.rule_counts),
+            "path": None if self.path is None else list(self.path),
             "note": self.note,
         }
 
@@ -208,6 +217,9 @@ class CostReport:
     structured: bool = False
     """The figures price diagonal / point-sparse outputs as stored points only."""
     eager: Poly = field(default_factory=Poly)
+    inputs: Any = field(default=None, compare=False, repr=False)
+    """The ``optimize`` call that made the report (an ``eqsat_ad.egraph.optimize.OptimizeCall``;
+    None for a report built directly), which :meth:`explain` replays."""
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
@@ -281,7 +293,9 @@ class CostReport:
 
     def why(self) -> list[str]:
         """Why the optimized plan is cheaper: the statements whose price changed (naive →
-        optimized), then the rewrites that fired (names; counts are in :meth:`to_dict`)."""
+        optimized), then the rewrites on the path from the naive term to the extracted one
+        (``stats.path``: names only, no bookkeeping rules; where the path is unknown, every rule
+        that fired). Rule counts are in :meth:`to_dict` only."""
         out: list[str] = []
         before = {r.name: r for r in self.naive.rows}
         after = {r.name: r for r in self.optimized.rows}
@@ -295,7 +309,8 @@ class CostReport:
         for name, b in before.items():
             if name not in after:
                 out.append(f"{name}: removed (read where it is used), was {b.big_o}")
-        fired = [k for k, _ in sorted(self.stats.rule_counts.items(), key=lambda kv: -kv[1])]
+        fired = list(self.stats.path) if self.stats.path is not None else [
+            k for k, _ in sorted(self.stats.rule_counts.items(), key=lambda kv: -kv[1])]
         if fired:
             out.append("rewrites: " + ", ".join(fired[:8]) + (", ..." if len(fired) > 8 else ""))
         return out
@@ -320,14 +335,10 @@ class CostReport:
         """The chain of rewrites behind this report, per statement (an eqsat_ad.why.Explanation;
         replays the optimization that made the report: only reports of ``ea.optimize`` and of
         compiled gradients know it)."""
-        from ..why import explain
-        from ..why.optimizing import context_of
-
-        ctx = context_of(self)
-        if ctx is None:
+        if self.inputs is None:
             raise EqsatError("this report does not know the optimization that made it; call "
                              "ea.explain(program) or ea.explain(compiled_gradient)")
-        return explain(*ctx)
+        return self.inputs.explain()
 
     def _repr_html_(self) -> str:
         from ..why.html import report_html

@@ -34,6 +34,7 @@ import numpy as np
 from ..ir.errors import EqsatError, EqsatValueError
 from ..ir.expr import (
     Access,
+    And,
     Binary,
     Bracket,
     Call,
@@ -133,6 +134,15 @@ def _node_expr(op: str, args: tuple, kid: Mapping[int, Expr], index: tuple, exte
                 return None
             binder = Sum if op == "Sum" else Max
             return binder((IndexVar(f"v{args[0]}", extent),), kid[args[2]])
+        if op == "Scan":  # the bracket sum it stands for (prelude.egg)
+            sum_ = _node_expr("Sum", (args[0], args[1], args[4]), kid, index, extents)
+            if sum_ is None:
+                return None
+            j = Affine.var(f"v{args[0]}")
+            bounds = Bracket(And((Cmp(">=", j, _affine(lin[args[2]])),
+                                  Cmp("<", j, _affine(lin[args[3]])))))
+            assert isinstance(sum_, Sum)
+            return Sum(sum_.indices, Binary("*", bounds, sum_.body))
     except KeyError:
         return None
     return None

@@ -95,6 +95,11 @@ def _lin(terms: dict[int, Fraction], const: Fraction) -> str:
     return out
 
 
+def _lin_list(v: int, c: int) -> str:
+    """The index list ``[v + c]``."""
+    return f"(ICons {_lin({v: Fraction(1)}, Fraction(c))} (INil))"
+
+
 class _Random:
     def __init__(self, rng: random.Random, extent_of: dict[int, str]) -> None:
         self.rng = rng
@@ -142,6 +147,12 @@ class _Random:
 
     def pred(self) -> str:
         r = self.rng
+        if self.focus is not None and r.random() < 0.3:
+            # a bound on the binder in terms of a generator, j >= g + c or j <= g + c: what the
+            # scan rules look for
+            k = Fraction(r.choice((1, -1)))
+            terms = {self.focus: k, GENS[0]: -k}
+            return f"({r.choice(('Ge', 'Gt'))} {_lin(terms, Fraction(r.choice((0, 1, -2))))})"
         if r.random() < 0.15:
             rank = r.choice((1, 2))
             return f'(Rel "R{rank}" {self.il(rank)})'
@@ -155,6 +166,9 @@ class _Random:
             parts = [f"(Br {self.pred()})", f"(Num {r.choice((1.0, -1.0, 2.0, 0.5))!r})",
                      '(Acc "S" (INil))']
             return r.choice((*parts, parts[2], f"(Mul {parts[0]} {parts[1]})"))
+        if depth == 2 and self.focus is not None and r.random() < 0.3:
+            # a summand of the binder alone (a running sum's operand)
+            return f'(Acc "T1" {_lin_list(self.focus, r.choice((0, 1, -1)))})'
         if depth == 2 and self.focus is not None and r.random() < 0.3:
             # a product reading a tensor at the binder: what strided elimination looks for
             read = f'(Acc "T1" {self.il(1)})'
@@ -196,7 +210,7 @@ class _Random:
         if sort == "Pred":
             return self.pred()
         if sort == "i64":
-            return str(r.choice(BINDERS if ctx == "Sum" else POOL))
+            return str(r.choice(BINDERS if ctx in ("Sum", "Scan") else POOL))
         if sort == "BigRat":
             return _rat(Fraction(r.choice((-2, -1, 0, 1, 2, 3))) / r.choice((1, 1, 2)))
         if sort == "f64":
@@ -238,8 +252,8 @@ def _instantiate(pat: SExp, sort: str, env: dict[str, str], gen: _Random, ctx: s
             env[args[0]] = name
         out = [_instantiate(args[0], "String", env, gen), il]
         return f"({head} {' '.join(out)})"
-    if head == "Sum":
-        j = _instantiate(args[0], "i64", env, gen, "Sum")
+    if head in ("Sum", "Scan"):
+        j = _instantiate(args[0], "i64", env, gen, head)
         if j.lstrip("-").isdigit():
             gen.focus = int(j)
             if _is_var(args[1]) and args[1] not in env:

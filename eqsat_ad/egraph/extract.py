@@ -89,6 +89,10 @@ class _Plan:
     outputs: list[tuple[int | None, Cost, set[str]]]
     choice: dict[int, int]
 
+    def walks(self) -> list[tuple[int, dict[int, int]]]:
+        """(root class, class -> chosen node) of every statement body and output it keeps."""
+        return [(self.bodies[y][0], self.bodies[y][1]) for y in self.needed] + [
+            (root, self.choice) for root, _, _ in self.outputs if root is not None]
 
 
 def node_children(op: str, args: tuple) -> tuple[int, ...]:
@@ -103,6 +107,8 @@ def node_children(op: str, args: tuple) -> tuple[int, ...]:
         return (args[1], args[2])
     if op in ("Sum", "Max"):
         return (args[2],)
+    if op == "Scan":
+        return (args[4],)
     return ()
 
 class Extractor:
@@ -159,6 +165,8 @@ class Extractor:
             return args[0] in self.pred
         if op in ("Sum", "Max"):
             return args[1] in self.lin
+        if op == "Scan":
+            return all(a in self.lin for a in args[1:4])
         return True
 
     def _children(self, k: int) -> tuple[int, ...]:
@@ -189,8 +197,10 @@ class Extractor:
                 f = self._leaf_free(k)
                 for x in ch:
                     f = f | self.free[x]
-                if op in ("Sum", "Max"):
+                if op in ("Sum", "Max", "Scan"):
                     f = f - {args[0]}
+                if op == "Scan":  # the bounds' indices
+                    f = f | {i for a in args[2:4] for i, _ in self.lin[a][0] if i >= 0}
                 old = self.free.get(c)
                 new = f if old is None else old & f
                 if new != old:
@@ -250,7 +260,20 @@ class Extractor:
         if op in ("Sum", "Max"):
             body = args[2]
             return self._space(self.free.get(body, frozenset()) | self.free[c])
+        if op == "Scan":
+            # running sums over the summand's own points, read at the bound(s) over the
+            # result's points (a band: two reads and their difference), as the plan runs it
+            run = self._space(self.free.get(args[4], frozenset()))
+            out = self._space(self.free[c])
+            reads = 3.0 if self._scan_bounds(args)[0] and self._scan_bounds(args)[1] else 1.0
+            return (run[0] + reads * out[0], run[1] + reads * out[1])
         return self._space(self.free[c])
+
+    def _scan_bounds(self, args: tuple) -> tuple[LinVal | None, LinVal | None]:
+        """The lower and upper bound of a Scan node, None where it is the trivial one (0, n)."""
+        lo, hi = self.lin[args[2]], self.lin[args[3]]
+        return (None if lo == ((), Fraction(0)) else lo,
+                None if hi == self.lin[args[1]] else hi)
 
     # --- choosing ----------------------------------------------------------------------------
     def _relax(
@@ -608,7 +631,7 @@ class _Decoder:
                     self.memo[c] = self.leaf(op, args)
                     out.append(self.memo[c])
                     continue
-                if op in ("Sum", "Max"):
+                if op in ("Sum", "Max", "Scan"):
                     self.name(args[0])
                 stack.append((c, True))
                 stack.extend((x, False) for x in reversed(kids))
@@ -667,5 +690,27 @@ class _Decoder:
             if isinstance(body, Max) and iv.name not in {x.name for x in body.indices}:
                 return Max((iv,) + body.indices, body.body)
             return Max((iv,), body)
+        if op == "Scan":
+            return self.scan(args, vals[0])
         raise ExtractionError(f"cannot decode {op}")
+
+    def scan(self, args: tuple, body: Expr) -> Expr:
+        """A Scan node as the bracket sum it equals, ``Sum[j: n]((j >= lo and j < hi) * e)``:
+        the form the plan lowers to its Scan kernel (running sums read at the bounds; see
+        plan/normal.py ``scan_bounds``). No IR node of its own: a scan has one semantics, the
+        bracket sum's, which the interpreter, AD and the printer already know."""
+        j = args[0]
+        iv = IndexVar(self.name(j), self.ex.enc.ids.extent[j])
+        lo, hi = self.ex._scan_bounds(args)  # noqa: SLF001 - the extractor's own reading
+        preds: list[Pred] = []
+        if lo is not None:
+            preds.append(Cmp(">=", Affine.var(iv.name), self.affine(lo)))
+        if hi is not None:
+            preds.append(Cmp("<", Affine.var(iv.name), self.affine(hi)))
+        if not preds:
+            return Sum((iv,), body)
+        pred = preds[0] if len(preds) == 1 else conj(preds[0], preds[1])
+        if isinstance(body, Binary) and body.op == "*" and isinstance(body.lhs, Bracket):
+            return Sum((iv,), Binary("*", Bracket(conj(pred, body.lhs.pred)), body.rhs))
+        return Sum((iv,), Binary("*", Bracket(pred), body))
 

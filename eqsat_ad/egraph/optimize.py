@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +67,30 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class OptimizeCall:
+    """The arguments of one ``optimize`` call: what ``explain()`` replays."""
+
+    program: Program
+    rules: Sequence[str | Path] | str | Path | None = None
+    limits: Limits | None = None
+    sizes: Mapping[str, int] | None = None
+    structured: bool = False
+
+    def explain(self):  # -> eqsat_ad.why.Explanation
+        """Replay this optimization's saturation (see :mod:`eqsat_ad.why`)."""
+        from ..why import explain
+
+        return explain(self.program, self.rules, self.limits, self.sizes, self.structured)
+
+
+@dataclass(frozen=True)
 class Optimized:
-    """The optimized program and the report that says why it is cheaper."""
+    """The optimized program, the report that says why it is cheaper, and the call that made
+    them (``inputs``, which ``explain()`` replays; its report carries the same)."""
 
     program: Program
     report: object  # eqsat_ad.cost.report.CostReport
+    inputs: OptimizeCall | None = field(default=None, compare=False, repr=False)
 
     def __iter__(self):
         return iter((self.program, self.report))
@@ -96,6 +115,16 @@ class Optimized:
         return explain(self)
 
 
+def _made_by(result: Optimized, call: OptimizeCall) -> Optimized:
+    """``result`` (and its report) remembering the call that made it."""
+    report = result.report
+    try:
+        report = replace(report, inputs=call)  # type: ignore[type-var]
+    except TypeError:  # a report without the field: it cannot replay itself
+        pass
+    return replace(result, report=report, inputs=call)
+
+
 def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tuple:
     """Asymptotic, then concrete, order of a priced program (a ProgramCost)."""
     big = {n: HUGE_SIZE for n in names}
@@ -103,45 +132,56 @@ def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tu
     return (cost.value(big), cost.value(concrete))
 
 
-def _cheapest_plan(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
-                   deadline: float | None = None,
-                   prepare: Callable[[Program], Program] | None = None) -> Program:
-    """The candidate whose plan is priced lowest (extraction's own cost ranks the e-graph's
-    programs; the plan, what the backend will run, decides between the best few). Ties keep
-    extraction's order; a candidate that cannot be priced is skipped, a repeated one is priced
-    once. Contraction orders are chosen at the sizes the cost report will use (its pricing of
-    the winner then finds them in the order cache). ``prepare`` (applied to each candidate
-    used) and the ranking stop at ``deadline`` (``time.process_time()``): the first candidate,
-    extraction's best, is then the answer."""
+def tidy(prog: Program) -> Program:
+    """An extracted program as the optimizer returns it: like terms merged, deep expressions
+    outlined, unit factors dropped, and bodies that earlier statements hold read instead of
+    recomputed (tree decoding, and reverse mode itself, recompute them)."""
+    return share_statement_bodies(drop_unit_factors(outline(merge_like_terms(prog))))
+
+
+def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
+           deadline: float | None = None) -> tuple[int, Program]:
+    """Of extraction's best few programs (its best first), the one whose plan is priced lowest
+    once tidied (:func:`tidy`): its position in ``candidates`` and its tidied form. Extraction's
+    own cost ranks the e-graph's programs; the plan, what the backend will run, decides between
+    the best few. Ties keep extraction's order; a candidate that cannot be priced is skipped, a
+    repeated one is priced once. Contraction orders are chosen at the sizes the cost report will
+    use (its pricing of the winner then finds them in the order cache). Tidying and ranking stop
+    at ``deadline`` (``time.process_time()``): extraction's best is then the answer.
+    ``optimize`` and the e-graph picture (:mod:`eqsat_ad.why.picture`) both choose with it."""
     from ..plan.price import member_count_names, program_cost
+
+    if not candidates:
+        raise EqsatValueError("finish needs at least one candidate program")
 
     def out_of_time() -> bool:
         return deadline is not None and time.process_time() > deadline
 
-    unique: list[Program] = []
+    tidied: list[Program] = []
     for k, cand in enumerate(candidates):
         if k and out_of_time():
             break
-        cand = prepare(cand) if prepare is not None else cand
-        if cand not in unique:
-            unique.append(cand)
-    if len(unique) == 1:
-        return unique[0]
+        tidied.append(tidy(cand))
+    firsts = [k for k, cand in enumerate(tidied) if cand not in tidied[:k]]
+    if len(firsts) == 1:
+        return 0, tidied[0]
     names = list(dict.fromkeys(
-        n for cand in unique for n in [*cand.size_names(), *member_count_names(cand, sizes)]
+        n for k in firsts for n in [*tidied[k].size_names(),
+                                    *member_count_names(tidied[k], sizes)]
     ))
     tie = _tie(names, sizes)
     best: tuple[tuple, int] | None = None
-    for k, cand in enumerate(unique):
+    for k in firsts:
         if out_of_time():
             break
         try:
-            key = _cost_key(program_cost(cand, tie), names, sizes)
+            key = _cost_key(program_cost(tidied[k], tie), names, sizes)
         except EqsatError:
             continue
         if best is None or key < best[0]:
             best = (key, k)
-    return unique[0] if best is None else unique[best[1]]
+    k = 0 if best is None else best[1]
+    return k, tidied[k]
 
 
 def _tie(names: Sequence[str], sizes: Mapping[str, int] | None) -> dict[str, int] | None:
@@ -169,11 +209,23 @@ def optimize(
     ``verbose``: print those reports to stderr (a terminal gets them after about a second
     anyway). ``cache``: look the result up in (and store it to) the on-disk cache of optimized
     programs (default: on unless ``EQSAT_AD_CACHE=0``; see :mod:`eqsat_ad.egraph.cache`).
-    """
-    from . import cache as disk
 
+    ``print(result)`` shows the program and the cost report; ``result.explain()`` (or
+    ``result.report.explain()``) the chain of rewrites behind it (the result and its report
+    carry this call's arguments, ``result.inputs``, which the explanation replays)."""
     if not isinstance(prog, Program):
         raise EqsatTypeError(f"optimize expects a Program, got {type(prog).__name__}")
+    result = _optimize_call(prog, rules, limits, sizes, structured, progress, verbose, cache)
+    return _made_by(result, OptimizeCall(prog, rules, limits, sizes, structured))
+
+
+def _optimize_call(
+    prog: Program, rules: Any, limits: Limits | None, sizes: Mapping[str, int] | None,
+    structured: bool, progress: Callable[[Progress], None] | None, verbose: bool,
+    cache: bool | None,
+) -> Optimized:
+    from . import cache as disk
+
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
         raise EqsatTypeError(f"limits must be eqsat_ad.Limits, got {type(limits).__name__}")
@@ -191,7 +243,7 @@ def optimize(
     if key is not None:
         hit = disk.load(key)
         if isinstance(hit, Optimized):
-            return hit
+            return replace(hit, inputs=None)
     result = _optimize(prog, files, limits, sizes, structured, reporter(progress, verbose))
     if key is not None:
         disk.store(key, result)
@@ -265,8 +317,10 @@ def _optimize(
     alternatives: tuple[Program, ...] = ()
     stop_reason = run.stop_reason
     note = ""
+    extractor: Extractor | None = None
     try:
-        extraction = Extractor(run.snapshot, enc, sizes, deadline).best_program()
+        extractor = Extractor(run.snapshot, enc, sizes, deadline)
+        extraction = extractor.best_program()
         result = extraction.program
         alternatives = extraction.alternatives
         if not extraction.complete:
@@ -290,14 +344,15 @@ def _optimize(
             fallback.append(share_statement_bodies(drop_unit_factors(prog)))
         return fallback[0]
 
-    def tidy(p: Program) -> Program:
-        return share_statement_bodies(drop_unit_factors(outline(merge_like_terms(p))))
-
-    if result is prog:
+    path: tuple[str, ...] = ()
+    if result is prog:  # the input kept, nothing extracted: only its shared reads are added
         result = shared_input()
     else:
-        result = _cheapest_plan([result, *alternatives], sizes,
-                                start + limits.seconds - run.seconds, tidy)
+        candidates = [result, *alternatives]
+        k, result = finish(candidates, sizes, start + limits.seconds - run.seconds)
+        assert extractor is not None
+        on_path = _rewrites_on_path(extractor, files, candidates[k], run.rule_counts)
+        path = tuple(dict.fromkeys([*pre_pass, *on_path]))
     stats = SaturationStats(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
@@ -309,6 +364,7 @@ def _optimize(
             {k: v for k, v in sorted(run.rule_counts.items()) if k in file_rules}, pre_pass
         ),
         note=note,
+        path=path,
     )
     if progress is not None:
         progress(Progress(
@@ -327,6 +383,26 @@ def _optimize(
             result = shared_input()
     except EqsatError:
         result = shared_input()  # a program the cost model cannot price is not returned
-    if fallback and result is fallback[0]:
-        report = CostReport.build(prog, result, sizes, stats, structured)
+    if fallback and result is fallback[0]:  # nothing of the e-graph's: no rewrite on the path
+        report = CostReport.build(prog, result, sizes, replace(stats, path=()), structured)
     return Optimized(result, report)
+
+
+def _rewrites_on_path(ex: Extractor, files: Sequence[RuleFile], chosen: Program,
+                      fired: Mapping[str, int]) -> list[str]:
+    """The rewrites of ``files`` that ``fired`` and have an instance in the extracted term of
+    ``chosen`` (one of the programs ``ex`` extracted; see :mod:`.path`)."""
+    from .extract import node_children
+    from .path import chosen_nodes, input_nodes, rewrites, rules_on_path
+
+    ex.deadline = float("inf")  # reading the result back is not part of the search
+    try:
+        found = ex.price({s.name for s in chosen.statements})
+    except ExtractionError:
+        return []
+    if found is None:
+        return []
+    snap = ex.snap
+    nodes = chosen_nodes(snap, found[1].walks(), node_children)
+    candidates = [r for r in rewrites(files) if fired.get(r[0], 0) > 0]
+    return rules_on_path(snap, nodes, input_nodes(snap, ex.enc.text), candidates)

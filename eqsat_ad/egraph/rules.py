@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..ir.errors import EqsatValueError
 
-SHIPPED = ("indicator", "arith", "sumprod", "reindex")
+SHIPPED = ("indicator", "arith", "sumprod", "reindex", "scan")
 DEFAULT_RULES = SHIPPED
 MATCH_LIMIT = 1500
 SIMPLIFY_MATCH_LIMIT = 3000

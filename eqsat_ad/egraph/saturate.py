@@ -44,6 +44,8 @@ class Snapshot:
     """(constructor, e-class of the node, arguments: e-class ids or literals)"""
     sort: dict[int, str] = field(default_factory=dict)
     lets: dict[str, int] = field(default_factory=dict)
+    subsumed: list[tuple[str, int, tuple]] = field(default_factory=list)
+    """nodes a rule subsumed (never extracted; kept as evidence of the rewrites, egraph/path.py)"""
 
     @property
     def n_nodes(self) -> int:
@@ -92,6 +94,20 @@ def take_snapshot(eg: bindings.EGraph) -> Snapshot:
                 for s, v in zip(fn.input_sorts, row.inputs, strict=True)
             )
             snap.nodes.append((name, cid(fn.output_sort, row.output), args))
+    # then the subsumed nodes (after the others: they leave the numbering of classes, and so
+    # extraction, as it was; a class only they have gets an id but no sort)
+    for name, fn in frozen.functions.items():
+        if fn.is_let_binding or name in ANALYSES or fn.output_sort not in CLASS_SORTS:
+            continue
+        for row in fn.rows:
+            if not row.subsumed:
+                continue
+            args = tuple(
+                cls.setdefault((s, v), len(cls)) if s in CLASS_SORTS else lit(s, v)
+                for s, v in zip(fn.input_sorts, row.inputs, strict=True)
+            )
+            out = cls.setdefault((fn.output_sort, row.output), len(cls))
+            snap.subsumed.append((name, out, args))
     return snap
 
 

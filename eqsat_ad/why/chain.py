@@ -65,7 +65,8 @@ class ChainLink:
 
 
 E_CONSTRUCTORS = frozenset(
-    {"Num", "Acc", "Br", "Add", "Mul", "Div", "Pow", "Call1", "Call2", "Sum", "Subst"})
+    {"Num", "Acc", "Br", "Add", "Mul", "Div", "Pow", "Call1", "Call2", "Sum", "Max", "Scan",
+     "Subst"})
 
 
 def expression_rules(rules: Any) -> frozenset[str]:
@@ -287,12 +288,9 @@ def explain(
     if isinstance(prog, Compiled):
         return explain_compiled(prog)
     if isinstance(prog, Optimized):
-        from .optimizing import context_of
-
-        ctx = context_of(prog)
-        if ctx is None:
+        if prog.inputs is None:
             raise EqsatTypeError("this Optimized was not made by ea.optimize; pass the program")
-        return explain(*ctx)
+        return prog.inputs.explain()
     if not isinstance(prog, Program):
         raise EqsatTypeError(
             f"explain takes a Program, a compiled gradient or an ea.optimize result, got "

@@ -73,8 +73,6 @@ def report_html(report: Any) -> str:
     table = "".join(f"<tr><th>{k}</th><td>{e}</td><td>{a}</td><td>{b}</td></tr>"
                     for k, e, a, b in rows)
     why = "".join(f"<li><code>{escape(w)}</code></li>" for w in d.get("why", ()))
-    fired = sorted(sat["rule_counts"].items(), key=lambda kv: (-kv[1], kv[0]))
-    rules = ", ".join(f"<code>{escape(k)}</code> ×{v}" for k, v in fired) or "none"
     return (
         f'<div class="eqsat"><style>{_CSS}</style>'
         f"<h3>Cost report</h3><p>sizes: {escape(sizes)}; prices of the plans the backend runs"
@@ -86,8 +84,7 @@ def report_html(report: Any) -> str:
         f"iterations, {sat['seconds']:.2f} s, stopped: {escape(sat['stop_reason'])}"
         + (f"; {escape(sat['note'])}" if sat.get("note") else "") + "</p>"
         + (f"<h4>why</h4><ul>{why}</ul>" if why else "")
-        + _statements("naive program", n) + _statements("optimized program", o)
-        + f"<p>rules fired: {rules}</p></div>"
+        + _statements("naive program", n) + _statements("optimized program", o) + "</div>"
     )
 
 

@@ -21,10 +21,10 @@ from typing import Any
 
 from ..egraph.encode import Encoded, encode_program
 from ..egraph.extract import Extraction, Extractor, decode_index_classes, node_children
-from ..egraph.optimize import Limits, _cheapest_plan
+from ..egraph.optimize import Limits, finish
+from ..egraph.path import chosen_nodes
 from ..egraph.rules import load_rules
 from ..egraph.saturate import Snapshot, saturate
-from ..egraph.share import drop_unit_factors, share_statement_bodies
 from ..ir.like_terms import merge_like_terms
 from ..ir.outline import outline
 from ..ir.program import Program
@@ -110,6 +110,8 @@ def _label(op: str, args: tuple, lin: dict, il: dict, pred: dict,
         return f"Σ {names.get(args[0], args[0])} < {lin_of(args[1])}"
     if op == "Max":
         return f"max {names.get(args[0], args[0])} < {lin_of(args[1])}"
+    if op == "Scan":  # running sums: the bracket sum over lo <= j < hi
+        return f"scan {lin_of(args[2])} <= {names.get(args[0], args[0])} < {lin_of(args[3])}"
     return op
 
 
@@ -148,33 +150,14 @@ def _choice(snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None, secon
         return roots, chosen
     if found is None:
         return roots, chosen
-    plan = found[1]
-    walks: list[tuple[int, dict[int, int]]] = [
-        (plan.bodies[y][0], plan.bodies[y][1]) for y in plan.needed
-    ] + [(root, plan.choice) for root, _, _ in plan.outputs if root is not None]
-    for root, choice in walks:
-        stack = [root]
-        seen: set[int] = set()
-        while stack:
-            c = stack.pop()
-            if c in seen or c not in choice:
-                continue
-            seen.add(c)
-            k = choice[c]
-            chosen.add(k)
-            op, _, args = snap.nodes[k]
-            stack.extend(node_children(op, args))
-    return roots, chosen
+    return roots, chosen_nodes(snap, found[1].walks(), node_children)
 
 
 def _statements_kept(best: Extraction, sizes: Mapping[str, int] | None) -> set[str]:
     """The statements of the program the optimizer keeps: of extraction's best few, the one
     whose plan is priced lowest once tidied as the optimizer tidies them."""
     candidates = [best.program, *best.alternatives]
-    tidied = [share_statement_bodies(drop_unit_factors(outline(merge_like_terms(p))))
-              for p in candidates]
-    winner = _cheapest_plan(tidied, sizes)
-    k = next(i for i, t in enumerate(tidied) if t is winner)
+    k, _ = finish(candidates, sizes)
     return {s.name for s in candidates[k].statements}
 
 

@@ -1,0 +1,255 @@
+"""Which rewrites lie on the path from the input term to the extracted one.
+
+egglog 14's bindings keep no proofs (see eqsat_ad/why/chain.py), so a rule's part in the result is
+read off the e-graph instead: a rewrite ``lhs -> rhs`` (a ``rewrite``, either side of a
+``birewrite``, or a ``rule`` that unions an expression matched by its query with a new one) is on
+the path when some e-node of the extracted term that the input did not hold (or that a rewrite
+moved into another input node's class, as ``abs(abs(x)) -> abs(x)`` does) matches ``rhs`` and
+the same e-class also matches ``lhs`` under the same variables: an instance of the rewrite whose
+result extraction chose (nodes a later rule subsumed count: that rewrite still happened). A
+rewrite whose right side is a bare variable (``1 * a -> a``) is on the path when the class of a
+chosen node holds its left side with that variable bound to the class itself, through a node
+extraction did not choose.
+
+This is the last rewrite at each node of the result, not the whole chain (``explain()`` replays
+the run for that). Guards are not re-checked and operations the prelude canonicalizes (``LAdd``,
+``Subst``, ...) match anything, so a listed rule is one whose instance the extracted term
+contains, not necessarily the only way to reach it; ``optimize`` considers only rules that
+fired. Analyses (free indices, bounds, lattices) never union expressions and are never listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from fractions import Fraction
+
+from .check_instances import SIGS, SExp, parse_sexps, rule_name
+from .rules import RuleFile
+from .saturate import Snapshot
+
+__all__ = ["Rewrite", "input_nodes", "rewrites", "rules_on_path"]
+
+CLASS_SORTS = frozenset({"E", "Lin", "IL", "Pred"})
+E_HEADS = frozenset(name for name, (sort, _) in SIGS.items() if sort == "E")
+# operations the prelude rewrites to canonical forms: in a pattern they match anything
+_OPERATIONS = frozenset({"Subst", "LVar", "LAdd", "LScale", "LSubst", "ILSubst", "PSubst"})
+_ANY = object()
+
+Rewrite = tuple[str, SExp, SExp]
+"""(rule name, left-hand pattern, right-hand pattern)"""
+Env = dict[str, object]
+
+
+def rewrites(files: Sequence[RuleFile]) -> list[Rewrite]:
+    """The expression rewrites of the rule files, as (name, lhs, rhs) patterns."""
+    out: list[Rewrite] = []
+    for f in files:
+        for cmd in parse_sexps(f.text):
+            if not isinstance(cmd, list) or not cmd:
+                continue
+            if cmd[0] in ("rewrite", "birewrite") and _is_e(cmd[1]):
+                out.append((rule_name(cmd), cmd[1], cmd[2]))
+                if cmd[0] == "birewrite":
+                    out.append((rule_name(cmd), cmd[2], cmd[1]))
+            elif cmd[0] == "rule":
+                bound = {q[1]: q[2] for q in cmd[1]
+                         if isinstance(q, list) and len(q) == 3 and q[0] == "=" and _is_e(q[2])}
+                for act in cmd[2]:
+                    if isinstance(act, list) and len(act) == 3 and act[0] == "union" and (
+                            act[1] in bound):
+                        out.append((rule_name(cmd), bound[act[1]], act[2]))
+    return out
+
+
+def _is_e(p: SExp) -> bool:
+    return isinstance(p, list) and bool(p) and p[0] in E_HEADS
+
+
+def _literal(tok: SExp) -> object:
+    """A literal of a pattern as the snapshot stores it, or _ANY (a computed value)."""
+    if isinstance(tok, list):
+        if (len(tok) == 3 and tok[0] == "bigrat" and all(
+                isinstance(b, list) and len(b) == 2 and b[0] == "bigint" for b in tok[1:])):
+            return Fraction(int(tok[1][1]), int(tok[2][1]))
+        return _ANY
+    if tok.startswith('"'):
+        return tok[1:-1]
+    try:
+        return int(tok)
+    except ValueError:
+        pass
+    try:
+        return float(tok)
+    except ValueError:
+        return None  # a variable
+
+
+class _Matcher:
+    """E-matching over a snapshot's nodes, the subsumed ones included (a rewrite whose result
+    a later rule subsumed, such as ``1 * a`` after ``[n > i]`` became 1, still happened):
+    node ``k`` is ``snap.nodes[k]``, or ``snap.subsumed[k - len(snap.nodes)]``."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.all = list(snap.nodes) + list(getattr(snap, "subsumed", ()))
+        self.nodes_of: dict[int, list[int]] = {}
+        for k, (_, c, _) in enumerate(self.all):
+            self.nodes_of.setdefault(c, []).append(k)
+
+    def at_class(self, pat: SExp, c: int, env: Env) -> Iterator[Env]:
+        """Extensions of ``env`` under which class ``c`` matches ``pat``."""
+        if isinstance(pat, str):
+            lit = _literal(pat)
+            if lit is not None:
+                return  # a literal in a class position cannot match
+            if pat in env:
+                if env[pat] == c:
+                    yield env
+                return
+            yield {**env, pat: c}
+            return
+        head = pat[0]
+        if head in _OPERATIONS or head not in SIGS:
+            yield env
+            return
+        for k in self.nodes_of.get(c, ()):
+            yield from self.at_node(pat, k, env)
+
+    def at_node(self, pat: list, k: int, env: Env) -> Iterator[Env]:
+        """Extensions of ``env`` under which e-node ``k`` matches ``pat`` (head included)."""
+        op, _, args = self.all[k]
+        if op != pat[0] or len(pat) - 1 != len(args):
+            return
+        sorts = SIGS[op][1]
+        envs = [env]
+        for sub, arg, sort in zip(pat[1:], args, sorts, strict=True):
+            nxt: list[Env] = []
+            for e in envs:
+                nxt.extend(self._arg(sub, arg, sort, e))
+            envs = nxt
+            if not envs:
+                return
+        yield from envs
+
+    def _arg(self, sub: SExp, arg: object, sort: str, env: Env) -> Iterator[Env]:
+        if sort in CLASS_SORTS:
+            yield from self.at_class(sub, int(arg), env)  # type: ignore[call-overload]
+            return
+        lit = _literal(sub)
+        if lit is _ANY:
+            yield env
+        elif lit is not None:
+            if lit == arg:
+                yield env
+        elif isinstance(sub, str):
+            if sub in env:
+                if env[sub] == arg:
+                    yield env
+            else:
+                yield {**env, sub: arg}
+
+
+def input_nodes(snap: Snapshot, encoded_text: str) -> set[int]:
+    """The e-nodes of the snapshot that the encoded input itself wrote (its ``let`` terms and
+    the inlining ``union``s), found by hash-consing its ground terms."""
+    index = {(op, args): k for k, (op, _, args) in enumerate(snap.nodes)}
+    found: set[int] = set()
+
+    def resolve(term: SExp) -> int | None:
+        """The class of a ground term (its nodes collected), None if it is not there."""
+        if not isinstance(term, list) or term[0] not in SIGS:
+            return None
+        sorts = SIGS[term[0]][1]
+        args: list[object] = []
+        for sub, sort in zip(term[1:], sorts, strict=True):
+            if sort in CLASS_SORTS:
+                c = resolve(sub)
+                if c is None:
+                    return None
+                args.append(c)
+            else:
+                lit = _literal(sub)
+                if lit is None or lit is _ANY:
+                    return None
+                args.append(lit)
+        k = index.get((term[0], tuple(args)))
+        if k is None:
+            return None
+        found.add(k)
+        return snap.nodes[k][1]
+
+    for cmd in parse_sexps(encoded_text):
+        if isinstance(cmd, list) and cmd and cmd[0] == "let":
+            resolve(cmd[2])
+        elif isinstance(cmd, list) and cmd and cmd[0] == "union":
+            resolve(cmd[1])
+            resolve(cmd[2])
+    return found
+
+
+def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
+                  rules: Sequence[Rewrite]) -> list[str]:
+    """The names of ``rules`` that made a node of the extracted term (the ``chosen`` e-nodes
+    that are not ``inputs``, or input nodes a rewrite moved into another input node's class):
+    the rule's right side matches the node and its left side the node's class under the same
+    variables. In the order of ``rules``.
+
+    Only the last rewrite at each node is seen: earlier steps (``[j >= 0]`` became 1 before
+    ``1 * e`` became ``e``) left no node in the result. Tracing the left side's nodes back in
+    turn does not help: without creation times every class leads everywhere through
+    commutativity, and every rule that fired would be listed (``explain()`` replays the run
+    for the whole chain)."""
+    m = _Matcher(snap)
+    chosen = set(chosen)
+    by_head: dict[str, list[Rewrite]] = {}
+    bare: list[Rewrite] = []
+    for r in rules:
+        if isinstance(r[2], list) and r[2] and r[2][0] in SIGS:
+            by_head.setdefault(r[2][0], []).append(r)
+        elif isinstance(r[2], str) and _literal(r[2]) is None:
+            bare.append(r)
+    on: set[str] = set()
+    # results: chosen nodes the input did not hold, and input nodes chosen in a class that also
+    # holds another input node (a rewrite to a subterm: abs(abs(x)) -> abs(x) merged them)
+    input_classes: dict[int, int] = {}
+    for k in inputs:
+        c = m.all[k][1]
+        input_classes[c] = input_classes.get(c, 0) + 1
+    results = chosen - inputs | {k for k in chosen & inputs if input_classes[m.all[k][1]] > 1}
+    for k in sorted(results):
+        op, c, _ = m.all[k]
+        for name, lhs, rhs in by_head.get(op, ()):
+            if name not in on and any(
+                    next(m.at_class(lhs, c, env), None) is not None
+                    for env in m.at_node(rhs, k, {})):
+                on.add(name)
+    # a rewrite to a bare variable (1 * a -> a): the class of a chosen node holds its left side
+    # with the variable bound to the class itself, through a node extraction did not choose
+    for c in sorted({m.all[k][1] for k in chosen}):
+        for name, lhs, var in bare:
+            if name in on or not isinstance(lhs, list):
+                continue
+            if any(next(m.at_node(lhs, n, {var: c}), None) is not None
+                   for n in m.nodes_of.get(c, ()) if n not in chosen):
+                on.add(name)
+    names = list(dict.fromkeys(r[0] for r in rules))
+    return [n for n in names if n in on]
+
+
+def chosen_nodes(snap: Snapshot, walks: Iterable[tuple[int, Mapping[int, int]]],
+                 children) -> set[int]:
+    """The e-nodes of extracted terms: each walk is a root class and the class -> node choice;
+    ``children(op, args)`` gives a node's child classes."""
+    out: set[int] = set()
+    for root, choice in walks:
+        stack = [root]
+        seen: set[int] = set()
+        while stack:
+            c = stack.pop()
+            if c in seen or c not in choice:
+                continue
+            seen.add(c)
+            k = choice[c]
+            out.add(k)
+            op, _, args = snap.nodes[k]
+            stack.extend(children(op, args))
+    return out
