@@ -274,9 +274,15 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
     per_round = sum(probes[n] for n in fast)
     rounds = int(min(max_repeats, max(3, budget / per_round if per_round > 0 else max_repeats)))
     times: dict[str, list[float]] = {n: [] for n in fast}
-    for r in range(rounds):  # interleaved, order rotated: the machine's drift hits all alike
-        for n in fast[r % len(fast):] + fast[:r % len(fast)] if fast else []:
-            times[n].append(_once(variants[n]))
+    order = np.random.default_rng(0)
+    for _ in range(rounds):
+        # Interleaved, in a fresh random order each round: the machine's drift hits all alike,
+        # and no variant always follows the same one (a rotation keeps the cyclic order, so
+        # one variant always ran right after the NumPy function freed its large arrays, whose
+        # allocator state it then paid for: the identical code of the naive and optimized
+        # gradients of "chain" once timed 1.4x apart).
+        for k in order.permutation(len(fast)):
+            times[fast[k]].append(_once(variants[fast[k]]))
     emit("times", {n: float(np.median(times[n])) if times[n] else probes[n] for n in probes})
     emit("times_min", {n: float(np.min(times[n])) if times[n] else probes[n] for n in probes})
     emit("rounds", rounds)
