@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import re
 import sys
 import time
 import tracemalloc
@@ -25,7 +26,7 @@ from sweep_programs import SweepProgram
 
 import eqsat_ad as ea
 
-__all__ = ["einsum_optimal_cost", "measure", "report_prices"]
+__all__ = ["einsum_optimal_cost", "measure", "report_prices", "same_code"]
 
 SINGLE_CALL_S = 10.0
 """A variant whose first timed call takes longer is timed once only (and not traced)."""
@@ -188,6 +189,25 @@ def check(sp: SweepProgram, naive: Any, opt: Any) -> dict[str, Any]:
     return {"ok": ok, "worst": worst, "worst_err": errors[worst]}
 
 
+def _canonical(source: str) -> list[str]:
+    """The generated source without comments and docstring, each einsum spec's letters renamed
+    in order of appearance: two gradients that run the same calls compare equal."""
+
+    def spec(m: re.Match[str]) -> str:
+        seen: dict[str, str] = {}
+        return "'" + "".join(seen.setdefault(c, chr(97 + len(seen))) if c.isalpha() else c
+                             for c in m.group(1)) + "'"
+
+    return [re.sub(r"'([a-zA-Z,>\-]+)'", spec, line) for line in source.splitlines()
+            if not line.strip().startswith(("#", '"""'))]
+
+
+def same_code(naive: str, optimized: str) -> bool:
+    """Whether the naive and optimized gradients run the same code (then any measured
+    difference between them is the machine's, not the optimizer's)."""
+    return _canonical(naive) == _canonical(optimized)
+
+
 def _once(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -238,6 +258,10 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
         except Exception as e:  # noqa: BLE001 - every failure is recorded, none stops the sweep
             emit(f"error:{name}", "small sizes: " + _short(e))
     if len(built) == 2:
+        try:
+            emit("same_code", same_code(built["naive"].source, built["opt"].source))
+        except Exception as e:  # noqa: BLE001
+            emit("error:same_code", _short(e))
         try:
             emit("check", check(sp, built["naive"], built["opt"]))
         except Exception as e:  # noqa: BLE001
