@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import re
 import sys
 import time
 import tracemalloc
@@ -25,7 +26,7 @@ from sweep_programs import SweepProgram
 
 import eqsat_ad as ea
 
-__all__ = ["einsum_optimal_cost", "measure", "report_prices"]
+__all__ = ["einsum_optimal_cost", "measure", "report_prices", "same_code"]
 
 SINGLE_CALL_S = 10.0
 """A variant whose first timed call takes longer is timed once only (and not traced)."""
@@ -188,6 +189,25 @@ def check(sp: SweepProgram, naive: Any, opt: Any) -> dict[str, Any]:
     return {"ok": ok, "worst": worst, "worst_err": errors[worst]}
 
 
+def _canonical(source: str) -> list[str]:
+    """The generated source without comments and docstring, each einsum spec's letters renamed
+    in order of appearance: two gradients that run the same calls compare equal."""
+
+    def spec(m: re.Match[str]) -> str:
+        seen: dict[str, str] = {}
+        return "'" + "".join(seen.setdefault(c, chr(97 + len(seen))) if c.isalpha() else c
+                             for c in m.group(1)) + "'"
+
+    return [re.sub(r"'([a-zA-Z,>\-]+)'", spec, line) for line in source.splitlines()
+            if not line.strip().startswith(("#", '"""'))]
+
+
+def same_code(naive: str, optimized: str) -> bool:
+    """Whether the naive and optimized gradients run the same code (then any measured
+    difference between them is the machine's, not the optimizer's)."""
+    return _canonical(naive) == _canonical(optimized)
+
+
 def _once(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -239,6 +259,10 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
             emit(f"error:{name}", "small sizes: " + _short(e))
     if len(built) == 2:
         try:
+            emit("same_code", same_code(built["naive"].source, built["opt"].source))
+        except Exception as e:  # noqa: BLE001
+            emit("error:same_code", _short(e))
+        try:
             emit("check", check(sp, built["naive"], built["opt"]))
         except Exception as e:  # noqa: BLE001
             emit("check", {"ok": False, "worst": "error", "worst_err": None, "error": _short(e)})
@@ -274,9 +298,15 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
     per_round = sum(probes[n] for n in fast)
     rounds = int(min(max_repeats, max(3, budget / per_round if per_round > 0 else max_repeats)))
     times: dict[str, list[float]] = {n: [] for n in fast}
-    for r in range(rounds):  # interleaved, order rotated: the machine's drift hits all alike
-        for n in fast[r % len(fast):] + fast[:r % len(fast)] if fast else []:
-            times[n].append(_once(variants[n]))
+    order = np.random.default_rng(0)
+    for _ in range(rounds):
+        # Interleaved, in a fresh random order each round: the machine's drift hits all alike,
+        # and no variant always follows the same one (a rotation keeps the cyclic order, so
+        # one variant always ran right after the NumPy function freed its large arrays, whose
+        # allocator state it then paid for: the identical code of the naive and optimized
+        # gradients of "chain" once timed 1.4x apart).
+        for k in order.permutation(len(fast)):
+            times[fast[k]].append(_once(variants[fast[k]]))
     emit("times", {n: float(np.median(times[n])) if times[n] else probes[n] for n in probes})
     emit("times_min", {n: float(np.min(times[n])) if times[n] else probes[n] for n in probes})
     emit("rounds", rounds)

@@ -311,6 +311,22 @@ def test_attention_gradient_allocates_no_t_by_t_by_d_array(optimized):
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("optimized", [True, False])
+def test_attention_gradient_scales_the_small_operands_and_shares_its_t_by_t_product(optimized):
+    # Counted, not timed: five T x T arrays (the scores, their exp, Σ_d W V / Z, E_bar and
+    # E ∘ E_bar, shared by Q_bar and K_bar); the 0.125 and the 1 / Z[t] of the contractions
+    # scale a T x D operand, never a T x T one, and every T x T array is contiguous.
+    sizes = {"T": 512, "D": 64}
+    g = ea.grad(ea.parse(ATTENTION), wrt=("Q", "K", "V"), optimize=optimized, sizes=sizes)
+    plan = program_cost(g.program, sizes).plan
+    tt = Poly.symbol("T") * Poly.symbol("T")
+    squares = [k for k in plan.allocations() if k.alloc == tt]
+    assert len(squares) == 5, [str(k) for k in squares]
+    assert not [k for k in plan.kernels if k.kind == "elementwise" and k.space == tt
+                and k.detail in ("scale", "transposed read")], str(plan)
+    assert "E.T /" not in g.source and ".T * " not in g.source
+
+
 def test_an_empty_range_is_priced_as_no_points_never_negative():
     """``(i < 0) * (i > N - 1)`` leaves no i: the slice it writes has no points (hypothesis once
     priced it ``-2*N``: the length of the range ``[N:0]``)."""

@@ -117,3 +117,14 @@ def test_einsum_optimal_cost_prices_each_contraction():
     # 1·50·1, writing 1·1), then A with it (50·1·1, writing a scalar), never over 50·50.
     three = sweep_measure.einsum_optimal_cost([(50, 1), (1, 50), (50, 1)])["cost"]
     assert three == (50 + 1) + (50 + 1)
+
+
+def test_same_code_ignores_comments_and_einsum_letters_only():
+    naive = ("def g(A, x):\n    # y = ...\n    _t1 = np.einsum('bc->b', A)\n"
+             "    return _t1 @ x\n")
+    renamed = ("def g(A, x):\n    # y[i: N] = ...\n    _t1 = np.einsum('cb->c', A)\n"
+               "    return _t1 @ x\n")
+    other = ("def g(A, x):\n    _t1 = np.einsum('bc->c', A)\n    return _t1 @ x\n")
+    assert sweep_measure.same_code(naive, renamed)
+    assert not sweep_measure.same_code(naive, other)  # a column sum, not a row sum
+    assert not sweep_measure.same_code(naive, naive.replace("@ x", "@ x.T"))

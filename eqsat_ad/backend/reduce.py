@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..ir.expr import Access, Expr, free_indices
+from ..ir.expr import Access, Expr, children, free_indices
 from ..ir.index import Affine, Dim
 from ..plan.kernels import (
     Contract,
@@ -76,7 +76,19 @@ class Reductions(Gathers):
             else:
                 # fast code: a non-finite factor raises NonFinite and the strict code reruns
                 outer = [self.checked(v) if v.risky else v for v in outer]
-                vals.append(self.reduce(t, inner_axes, inner_f, inner_conds, g2))
+                # A factor over a subset of one contraction operand's axes is one more operand
+                # of the contraction: its order multiplies it into the smallest partner
+                # (Σ_i W[t, i] V[s, i] / Z[t] scales W (T x D), not the T x T result).
+                joins = [v for v in outer if len(inner_f) >= 2 and not v.mask and any(
+                    set(v.axes) <= (f.free() if isinstance(f, Term) else set(free_indices(f)))
+                    for f in inner_f)] if not inner_conds else []
+                outer = [v for v in outer if not any(v is w for w in joins)]
+                coef = t.coef
+                if len(inner_f) >= 2 and not inner_conds and coef != 1 and math.isfinite(coef):
+                    # (so is the coefficient: a 0-d operand, Σ_d 0.125 Q K scales Q)
+                    joins.append(Value(_num(coef), (), prec=_ATOM if coef > 0 else _UNARY))
+                    t = replace(t, coef=1.0)
+                vals.append(self.reduce(t, inner_axes, [*inner_f, *joins], inner_conds, g2))
         vals += outer
         out = self.product(t.coef, vals, grid)
         masks = [self.cond_mask(c, grid) for c in outer_conds]
@@ -201,8 +213,10 @@ class Reductions(Gathers):
             return scanned
         # Parameters read directly by a contraction may be checked by their result (deferred).
         vals = [f if isinstance(f, Value) else self.term_value(f, g2) if isinstance(f, Term)
-                else self.access(f.name, f.indices, g2, defer=True) if isinstance(f, Access)
-                and self.kinds.get(f.name) != "relation" else self.ev(f, g2) for f in factors]
+                else self.access(f.name, f.indices, _in_layout(f, g2), defer=True)
+                if isinstance(f, Access)
+                and self.kinds.get(f.name) != "relation" else self.ev(f, _in_layout(f, g2))
+                for f in factors]
         masks = [self.cond_mask(c, g2, in_sum=True) for c in conds]
         vals = [self.to_num(v) if not v.mask else v for v in vals]
         if not self.strict:
@@ -311,6 +325,11 @@ class Reductions(Gathers):
             rest = [o for k, o in enumerate(ops) if k not in step]
             keep = set(out_axes).union(*(o.axes for o in rest))
             here = self.order(g2, *(o.axes for o in picked))
+            if set(here) <= keep:
+                # a step that sums nothing (an elementwise or outer product) runs along the
+                # layout of its largest operand: contiguous reads, no transposed pass
+                big = max(picked, key=lambda o: len(o.axes))
+                here = (*big.axes, *(a for a in here if a not in big.axes))
             ops = [*rest, self.contract(picked, tuple(a for a in here if a in keep), letters, g2)]
         return ops[0]
 
@@ -428,6 +447,23 @@ class Reductions(Gathers):
         return ["einsum_path", *contraction_steps(operands, out, extents, self.sizes)]
 
     # --- statements ----------------------------------------------------------------------------
+
+
+def _in_layout(e: Expr, grid: dict[str, Axis]) -> dict[str, Axis]:
+    """``grid`` with the axes of ``e``'s first array read that spans two or more first, in that
+    array's order: an elementwise operand of a contraction is computed along the layout of what
+    it reads (contiguous passes; ``E[k, i] * G[k, i]`` is the same temporary whichever of k, i
+    is summed), and the contraction takes it transposed at no cost."""
+    stack = [e]
+    while stack:
+        f = stack.pop(0)
+        if isinstance(f, Access):
+            names = [a.free_indices() for a in f.indices]
+            axes = [next(iter(n)) for n in names if len(n) == 1]
+            if len(axes) >= 2 and len(set(axes)) == len(axes) and all(a in grid for a in axes):
+                return {**{a: grid[a] for a in axes}, **grid}
+        stack.extend(children(f))
+    return grid
 
 
 # ================================================================================================

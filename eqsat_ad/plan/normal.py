@@ -516,12 +516,16 @@ def fold(t: Term, axes: dict[str, Axis], names: Sequence[str]) -> Term:
 
 def divisions_out_of_sums(factors: list[Expr | Term], summed: set[str]
                            ) -> list[Expr | Term]:
-    """``a / b`` with ``b`` free of the summed indices as ``a`` and ``b ** -1``: the division
-    leaves the sum (``Σ_s V[s, d] / Z[t]`` is ``(Σ_s V[s, d]) / Z[t]``, no T x T x D array)."""
+    """``a / b`` inside a sum over ``a``'s indices as the factors ``a`` and ``b ** -1``.
+
+    With ``b`` free of the summed indices the division leaves the sum (``Σ_s V[s, d] / Z[t]``
+    is ``(Σ_s V[s, d]) / Z[t]``, no T x T x D array); otherwise ``b ** -1`` is one more operand
+    of the contraction, which the contraction order multiplies into its smallest partner
+    (``Σ_t W[t, d] · E[t, s] / Z[t]`` scales W (T x D), not E (T x T))."""
     out: list[Expr | Term] = []
     for f in factors:
         if (isinstance(f, Binary) and f.op == "/" and not isinstance(f.rhs, Const)
-                and free_indices(f.lhs) & summed and not free_indices(f.rhs) & summed):
+                and free_indices(f.lhs) & summed):
             out += [f.lhs, Pow(f.rhs, -1.0)]
         else:
             out.append(f)
