@@ -82,3 +82,14 @@ def test_a_sum_of_negative_zeros_is_positive_zero(source: str, inputs: dict) -> 
     assert _value(source, **inputs) == np.inf
     shapes = {k: () if np.ndim(v) == 0 else ("N",) for k, v in inputs.items()}
     _agree(source, shapes, {"N": 2}, inputs)
+
+
+def test_a_constant_data_comparison_stays_a_condition() -> None:
+    """``ge(1.0, 1.0) * ge(1.0, 1.0)`` (a comparison of constants, after inlining) was wrapped in
+    ``_dt(...)`` like a number, so ``&`` of two of them raised TypeError; it is a NumPy bool."""
+    src = "def f(A: [3]):\n    t0 = ge(1.0, 1.0)\n    return t0 * t0 + gt(1.0, 2.0) * A[0]\n"
+    a = np.ones(3, dtype=np.float32)
+    for optimize in (False, True):
+        got = ea.compile(ea.parse(src), optimize=optimize)(a)
+        assert got == 1.0 and np.asarray(got).dtype == np.float32
+    _agree(src, {"A": (3,)}, {}, {"A": np.array([np.inf, 1.0, 1.0])})

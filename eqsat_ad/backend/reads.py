@@ -282,8 +282,8 @@ class Reads(Emitter):
             head = f"_fn_{fn}"
             self.extras[head] = f.numpy
         code = f"{head}({codes})"
-        if not target:  # np.tanh(0.5) is a float64 scalar: keep float32 programs in float32
-            code = f"_dt({code})"
+        if not target and not f.strong:  # np.tanh(0.5) is a float64 scalar: keep float32
+            code = f"_dt({code})"  # programs in float32 (a comparison stays a NumPy bool)
         ks, size = self.pass_over(Elementwise, target, grid, fn, *vals)
         if f.strong:
             # a data comparison is a condition (boolean array): a product applies it with
