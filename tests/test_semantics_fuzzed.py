@@ -93,3 +93,15 @@ def test_a_constant_data_comparison_stays_a_condition() -> None:
         got = ea.compile(ea.parse(src), optimize=optimize)(a)
         assert got == 1.0 and np.asarray(got).dtype == np.float32
     _agree(src, {"A": (3,)}, {}, {"A": np.array([np.inf, 1.0, 1.0])})
+
+
+def test_generated_code_keeps_the_association_of_a_product_with_a_quotient() -> None:
+    """``x * (1 / b)`` was emitted as ``x * 1 / b``, which Python evaluates as ``(x * 1) / b``:
+    at b = 5e-324, 1 / b overflows to inf and the interpreter's 0 * inf is nan, the generated
+    code's 0 / 5e-324 is 0 (and 2 * inf against 2 / 5e-324, inf against a finite number)."""
+    src = "def f(x: [N], b: [N]):\n    y[i: N] = x[i] * (1 / b[i])\n    return y\n"
+    x, b = np.array([0.0, 2.0, 1.0]), np.array([5e-324, 5e-324, 4.0])
+    want = evaluate(ea.parse(src), x=x, b=b)
+    np.testing.assert_array_equal(want, [np.nan, np.inf, 0.25])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.compile(ea.parse(src), optimize=optimize)(x, b), want)
