@@ -105,3 +105,15 @@ def test_generated_code_keeps_the_association_of_a_product_with_a_quotient() -> 
     np.testing.assert_array_equal(want, [np.nan, np.inf, 0.25])
     for optimize in (False, True):
         np.testing.assert_array_equal(ea.compile(ea.parse(src), optimize=optimize)(x, b), want)
+
+
+def test_the_interpreter_applies_a_bracket_to_a_product_that_overflows() -> None:
+    """The reference interpreter contracts finite factors with einsum; a product of finite
+    factors can still overflow (1000 * 3 * (1e154)^2 = inf), and einsum multiplied it by the
+    bracket's 0.0: nan where the bracket is false. The careful path keeps the strong zero."""
+    src = ("def f(x: [3], w: [2]):\n"
+           "    y[i: 3] = Sum[i1: 2]((i == i1 + 1) * w[i1] * (3 * x[i1 + 1] ** 2))\n"
+           "    return y\n")
+    x, w = np.array([-0.7, 1e154, -1e-300]), np.array([1000.0, 1000.0])
+    np.testing.assert_array_equal(evaluate(ea.parse(src), x=x, w=w), [0.0, np.inf, 0.0])
+    _agree(src, {"x": (3,), "w": (2,)}, {}, {"x": x, "w": w})
