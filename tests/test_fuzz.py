@@ -315,15 +315,13 @@ KNOWN_REPRODUCERS = {
         "AD/semantics: sqrt(x) * 0 is 0 under strong zero but its interpreted gradient is nan "
         "(sqrt'(x < 0) * 0); finite differences give 0",
     "gradient_index_grad_026.py":
-        "backend: the gradient of max((N > 1) * x[0] * (x[1] + 0.5), 1.0) at x = inf is nan "
-        "compiled (both variants), 0 interpreted (strong zero not applied alike)",
+        "backend: max((N > 1) * x[0] * (x[1] + 0.5), 1.0) at x = [inf, -inf]: the strict code "
+        "distributed x[0] over x[1] + 0.5 (-inf + inf = nan), the interpreter gives 1",
     "gradient_numpy_grad_006.py":
         "backend: gradient of A @ np.diag(B) @ A[0] on huge inputs: nan interpreted, 0 compiled",
     "gradient_numpy_grad_021.py":
-        "optimizer: gradient of np.min at a tie (x / x): 1 optimized, 0 interpreted",
-    "gradient_numpy_grad_optimize_false_024.py":
-        "backend: gradient of y . (cos(2) @ y[:-1]) with tiny inputs: optimize=False gives "
-        "-0.416 where the interpreter gives 4.2e-301",
+        "backend: the gradient of np.min at a tie (x / x) with a 1e154 trace: t * (1 / a) "
+        "was emitted as t * 1 / a, a different rounding of a cancelling sum (-7e137 vs 0)",
     "internal_index_compile_018.py":
         "backend: a constant (-1.5) ** 0.5 is computed with Python floats (a complex number, "
         "TypeError); the interpreter gives nan",
@@ -342,18 +340,22 @@ KNOWN_REPRODUCERS = {
         "optimizer: np.where(x < 1, x, einsum(...)) where the other branch overflows: optimized "
         "gives nan (0 * inf), the interpreter the selected value",
     "nan_pattern_numpy_compile_optimize_false_007.py":
-        "backend: (B.T ** 3)[:, 0] * np.sum(B.T, axis=1) on huge inputs: inf interpreted, nan "
-        "compiled (optimize=False too)",
+        "optimizer (statement inlining, open in docs/semantics.md): the gradient of "
+        "(B.T ** 3)[:, 0] * np.sum(B.T, axis=1) on huge inputs: the interpreter multiplies the "
+        "adjoint's stored 0.0 by inf (nan), the optimized code inlines its bracket (inf)",
 }
 
 
-# fixed since the run (semantics and plan branches): plain regression tests now
+# fixed since the run (semantics, plan and sem branches): plain regression tests now
 FIXED_REPRODUCERS = frozenset({
     "fd_numpy_gradient_interpreter_014.py",
+    "gradient_index_grad_026.py",
     "gradient_numpy_grad_006.py",
+    "gradient_numpy_grad_021.py",
     "internal_index_compile_018.py",
     "internal_index_grad_012.py",
     "internal_numpy_compile_optimize_false_013.py",
+    "nan_pattern_index_compile_004.py",
     "nan_pattern_index_compile_023.py",
     "nan_pattern_numpy_compile_002.py",
 })

@@ -288,7 +288,9 @@ class Emitter:
                 ks += self.kernel(Elementwise, v.size, ZERO, "transposed read")
         level = _ADD if op in "+-" else _MUL
         left = self.align(a, target, level)
-        right = self.align(b, target, level + (0.5 if op in "-/" else 0))
+        # (a right operand of the same precedence keeps its parentheses: a * (1 / b) is not
+        # (a * 1) / b in IEEE arithmetic, 1 / 5e-324 overflows; the interpreter's order)
+        right = self.align(b, target, level + 0.5)
         if op == "/" and not target:
             # two Python numbers: 1 / 0 would raise ZeroDivisionError, NumPy's gives inf
             return Value(f"np.divide({self.align(a, target, False)}, "

@@ -34,6 +34,7 @@ from ..plan.normal import (
     Term,
     _conds,
     _denominator,
+    _without_brackets,
     expand,
 )
 from ..plan.poly import ONE, ZERO, Poly
@@ -232,17 +233,36 @@ class Reads(Emitter):
                 kc = _num(k) if k >= 0 else f"({_num(k)})"
                 ks, size = self.pass_over(Elementwise, v.axes, grid, "**", v)
                 if not v.axes:  # a Python number: 0 ** -1 raises, (-1) ** 0.5 is complex
-                    return Value(f"np.power({v.code}, {kc}, dtype=_dt)", (), risky=risky,
-                                 kernels=ks, size=size)
-                return Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW, kernels=ks,
-                             size=size)
+                    p = Value(f"np.power({v.code}, {kc}, dtype=_dt)", (), risky=risky,
+                              kernels=ks, size=size)
+                else:
+                    p = Value(f"{v.paren()} ** {kc}", v.axes, risky=risky, prec=_POW,
+                              kernels=ks, size=size)
+                return self.guarded(base, p, grid) if k > 0 else p
             case Binary("/", lhs, rhs):
+                if not expand(lhs, self.names):  # a strong zero divided by anything is one
+                    return Value("0", ())
+                if _strong_factors(lhs):  # (the guard applies the brackets to the quotient)
+                    q = self.binop("/", self.ev(_without_brackets(lhs), grid),
+                                   self.ev(rhs, grid), grid)
+                    return self.guarded(lhs, q, grid)
                 return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
             case Call(fn, args):
                 return self.call(e, fn, args, grid)
             case Max():
                 return self.max_reduce(e, grid)
         return self.combine(expand(e, self.names), grid)
+
+    def guarded(self, e: Expr, v: Value, grid: dict[str, Axis]) -> Value:
+        """``v`` (a quotient ``e / d`` or a positive power ``e ** k``) set to 0 where a bracket
+        or data comparison that is a factor of ``e`` is false: there ``e`` is a strong zero,
+        and so is ``v``, whatever ``d`` is (``[p] * a / nan`` is 0 where p is false)."""
+        guards = _strong_factors(e)
+        if not guards:
+            return v
+        m = self.conj([self.ev(g, grid) for g in guards], grid)
+        assert m is not None
+        return replace(self.where(m, v, grid), risky=v.risky)
 
     def call(self, e: Call, fn: str, args: tuple[Expr, ...], grid: dict[str, Axis]) -> Value:
         f = lookup(fn)
@@ -262,8 +282,8 @@ class Reads(Emitter):
             head = f"_fn_{fn}"
             self.extras[head] = f.numpy
         code = f"{head}({codes})"
-        if not target:  # np.tanh(0.5) is a float64 scalar: keep float32 programs in float32
-            code = f"_dt({code})"
+        if not target and not f.strong:  # np.tanh(0.5) is a float64 scalar: keep float32
+            code = f"_dt({code})"  # programs in float32 (a comparison stays a NumPy bool)
         ks, size = self.pass_over(Elementwise, target, grid, fn, *vals)
         if f.strong:
             # a data comparison is a condition (boolean array): a product applies it with
@@ -310,3 +330,23 @@ class Reads(Emitter):
         return Value("0", ()) if out is None else out
 
     # --- terms ---------------------------------------------------------------------------------
+
+
+def _strong_factors(e: Expr) -> list[Expr]:
+    """The brackets and data comparisons that are factors of ``e``: where one is false, ``e``
+    is a strong zero (docs/semantics.md)."""
+    match e:
+        case Bracket():
+            return [e]
+        case Call(fn, (arg,)) if fn == "stop_gradient":
+            return _strong_factors(arg)
+        case Call(fn, _):
+            f = lookup(fn)
+            return [e] if f is not None and f.strong else []
+        case Binary("*", lhs, rhs):
+            return _strong_factors(lhs) + _strong_factors(rhs)
+        case Binary("/", lhs, _) | Neg(lhs):
+            return _strong_factors(lhs)
+        case Pow(base, k) if k > 0:
+            return _strong_factors(base)
+    return []

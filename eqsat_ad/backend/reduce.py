@@ -30,6 +30,7 @@ from ..plan.order import contraction_path
 from ..plan.poly import ZERO
 from .gathers import Gathers
 from .values import (
+    _ADD,
     _ATOM,
     _LETTERS,
     _MUL,
@@ -91,6 +92,10 @@ class Reductions(Gathers):
                 vals.append(self.reduce(t, inner_axes, [*inner_f, *joins], inner_conds, g2))
         vals += outer
         out = self.product(t.coef, vals, grid)
+        if j and outer:
+            # w * Σ_j f is -0.0 for w < 0 where Σ_j f is 0, but a sum starts at +0.0 (as
+            # np.sum): Σ_j w f is +0.0 there (then 1 / it is +inf, not -inf)
+            out = replace(out, code=f"{out.paren(_ADD)} + 0.0", prec=_ADD)
         masks = [self.cond_mask(c, grid) for c in outer_conds]
         m = self.conj(masks, grid)
         return out if m is None else self.where(m, out, grid)
@@ -299,7 +304,9 @@ class Reductions(Gathers):
         ks, size = self.pass_over(Elementwise, v.axes, grid, "scale", v)
         if v.risky:  # an empty range has no term: 0 even times inf (a strong zero)
             return Value(f"_rt.smul({mult}, {v.code})", v.axes, risky=True, kernels=ks, size=size)
-        return Value(f"{mult} * {v.paren(_MUL)}", v.axes, prec=_MUL, kernels=ks, size=size)
+        # (+ 0.0: a sum starts at +0.0, so n copies of -0.0 sum to +0.0 as in np.sum)
+        return Value(f"{mult} * {v.paren(_MUL)} + 0.0", v.axes, prec=_ADD, kernels=ks,
+                     size=size)
 
     def _shape_code(self, axes: Sequence[Axis]) -> str:
         codes = [self.count_code(a) for a in axes]

@@ -49,7 +49,7 @@ def smul(a: object, b: object) -> object:
     r = np.multiply(a, b)
     if np.isnan(r).any():
         r = np.where((np.asarray(a) == 0) | (np.asarray(b) == 0), 0, r)
-    return r
+    return r + 0.0  # a sum starts at +0.0: copies of -0.0 sum to +0.0, as in np.sum
 
 
 def _t_range(start: int, step: int, count: int, n: int) -> tuple[int, int]:

@@ -523,17 +523,22 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
     union = _union(*(v.axes for v in vals))
     out_axes = tuple(a for a in union if a not in bound)
     summed = [a for a in union if a in bound]
+    data = None
     if len(vals) > 1 and len(union) < len(_LETTERS) and all(
         np.isfinite(v.data).all() for v in vals
     ):
         # With finite factors the product needs no care: contract with einsum instead of
-        # materializing the product over every index (same value, far less memory). A point of
-        # the result is a strong zero where every term is one: no term has only non-strong
-        # factors, which one more contraction of the non-strong indicators counts.
+        # materializing the product over every index (same value, far less memory), unless a
+        # product overflowed (then a strong zero may meet inf in it: the careful path).
         letter = {a: _LETTERS[k] for k, a in enumerate(union)}
         spec = ",".join("".join(letter[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letter[a] for a in out_axes)
         data = np.einsum(spec, *(v.data for v in vals), optimize=len(vals) > 2)
+        if not np.isfinite(data).all():
+            data = None
+    if data is not None:
+        # A point of the result is a strong zero where every term is one: no term has only
+        # non-strong factors, which one more contraction of the non-strong indicators counts.
         strong = None
         if any(v.strong is not None for v in vals):
             live = [(~v.strong).astype(float) if v.strong is not None else np.ones(

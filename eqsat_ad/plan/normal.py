@@ -29,6 +29,7 @@ from ..ir.expr import (
     And,
     Binary,
     Bracket,
+    Call,
     Cmp,
     Const,
     Expr,
@@ -40,6 +41,7 @@ from ..ir.expr import (
     free_indices,
     substitute,
 )
+from ..ir.functions import lookup
 from ..ir.index import Affine, Dim, IndexVar
 
 # ================================================================================================
@@ -323,6 +325,12 @@ def _cheap(terms: list[Term]) -> bool:
     )
 
 
+def _scaling(terms: list[Term]) -> bool:
+    """One term of a constant and brackets only: distributing it over a sum is exact (up to
+    rounding) whatever values the sum holds."""
+    return len(terms) == 1 and not terms[0].factors and not terms[0].sums
+
+
 def _merge(a: Term, b: Term) -> Term:
     """The product of two terms, without moving data factors into a sum."""
     if not a.sums and not b.sums:
@@ -338,9 +346,25 @@ def _merge(a: Term, b: Term) -> Term:
     return Term(a.coef * b.coef, [], [replace(a, coef=1.0), replace(b, coef=1.0)], [])
 
 
+def _comparisons(terms: list[Term]) -> list[Expr]:
+    """The data comparisons (``gt(x, y)``, ...) among the factors of a single term: like
+    brackets, each makes the term a strong zero where it is false."""
+    if len(terms) != 1:
+        return []
+    return [f for f in terms[0].factors if _is_comparison(f)]
+
+
+def _is_comparison(e: Expr | Term) -> bool:
+    if not isinstance(e, Call):
+        return False
+    f = lookup(e.fn)
+    return f is not None and f.strong
+
+
 def _without_brackets(e: Expr) -> Expr:
-    """The product tree ``e`` with its bracket factors left out (1 if nothing is left)."""
-    if isinstance(e, Bracket):
+    """The product tree ``e`` with its bracket and data-comparison factors left out (1 if
+    nothing is left)."""
+    if isinstance(e, Bracket) or _is_comparison(e):
         return Const(1.0)
     if isinstance(e, Binary) and e.op == "*":
         a, b = _without_brackets(e.lhs), _without_brackets(e.rhs)
@@ -366,10 +390,14 @@ def expand(e: Expr, names: _Names) -> list[Term]:
         case Binary("/", lhs, Const(v)) if v != 0 and math.isfinite(v):
             return [replace(t, coef=t.coef / v) for t in expand(lhs, names)]
         case Binary("/", lhs, rhs):
-            # ([p] e) / d = [p] (e / d): a strong zero divided by anything is one
+            # ([p] e) / d = [p] (e / d): a strong zero divided by anything is one (a bracket
+            # or data comparison guards the quotient, 0 / nan included)
             terms = expand(lhs, names)
-            if len(terms) == 1 and terms[0].conds and not terms[0].sums:
-                return [Term(1.0, [], [Binary("/", _without_brackets(lhs), rhs)],
+            if not terms:
+                return []
+            guards = _comparisons(terms)
+            if len(terms) == 1 and (terms[0].conds or guards) and not terms[0].sums:
+                return [Term(1.0, [], [*guards, Binary("/", _without_brackets(lhs), rhs)],
                              terms[0].conds)]
         case Binary("*", lhs, rhs):
             left, right = expand(lhs, names), expand(rhs, names)
@@ -383,10 +411,14 @@ def expand(e: Expr, names: _Names) -> list[Term]:
                 return [_merge(left[0], right[0])]
             # Distribute only to bring brackets to the top of terms (where they become writes
             # into parts of the output); otherwise a product of sums stays one factor.
+            # Under inf/nan (the strict lowering, names.flatten off) only a multiplier of
+            # brackets and a constant distributes: a (b + c) = a b + a c fails for a = inf
+            # with b + c finite (or for b = -inf, c finite), as IEEE products do.
             if (
                 len(left) * len(right) <= 16
                 and (_cheap(left) or _cheap(right))
                 and any(t.conds for t in left + right)
+                and (names.flatten or _scaling(left) or _scaling(right))
             ):
                 return [_merge(a, b) for a in left for b in right]
             lt = left[0] if len(left) == 1 else Term(1.0, [], [lhs], [])
@@ -398,8 +430,12 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             # ([p] e) ** k = [p] e ** k: the bracket still guards the term (a strong zero to a
             # positive power is one), instead of being computed as 0.0 ** k inside the power
             terms = expand(base, names)
-            if len(terms) == 1 and terms[0].conds and not terms[0].sums:
-                return [Term(1.0, [], [Pow(_without_brackets(base), k)], terms[0].conds)]
+            if not terms:
+                return []
+            guards = _comparisons(terms)
+            if len(terms) == 1 and (terms[0].conds or guards) and not terms[0].sums:
+                return [Term(1.0, [], [*guards, Pow(_without_brackets(base), k)],
+                             terms[0].conds)]
         case Sum(ivs, body):
             mapping: dict[str, Affine] = {}
             new: list[IndexVar] = []

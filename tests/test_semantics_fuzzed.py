@@ -1,0 +1,119 @@
+"""Defect classes the fuzzer found in the compiled code's handling of docs/semantics.md (strong
+zeros, IEEE products, the sign of zero), one focused regression test per class: the
+interpreter's value is stated, and every stage (unoptimized and optimized code, values and
+gradients) is checked against it by the fuzzer's own comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.fuzz import Case, check_case
+from eqsat_ad.fuzz.report import DEFECTS
+from eqsat_ad.ir.interpreter import evaluate
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def _agree(source: str, shapes: dict, sizes: dict, inputs: dict, generator: str = "index"
+           ) -> None:
+    """Interpreter, optimize=False and optimized code agree (values, nan/inf patterns, and the
+    gradients of a scalar program)."""
+    case = Case(generator, source, shapes, sizes)
+    findings = check_case(case, {"nonfinite": inputs}, fd=False)["nonfinite"]
+    assert [f for f in findings if f.outcome in DEFECTS] == []
+
+
+def _value(source: str, **inputs) -> float:
+    return evaluate(ea.parse(source), **inputs)
+
+
+def test_the_strict_code_keeps_a_data_factor_out_of_a_sum_of_terms() -> None:
+    """``[p] a (b + c)`` was distributed into ``[p] a b + [p] a c`` (to bring the bracket to the
+    top of each term) also for inf/nan inputs: inf * 0.25 is inf, inf * -0.25 + inf * 0.5
+    nan. A bracket alone still distributes."""
+    src = "def f(x: [N]):\n    return (N > 1) * x[0] * (x[1] + 0.5)\n"
+    x = np.array([np.inf, -0.25])
+    assert _value(src, x=x) == np.inf
+    _agree(src, {"x": ("N",)}, {"N": 2}, {"x": x})
+    _agree("def f(x: [N]):\n    return max((N > 1) * x[0] * (x[1] + 0.5), 1.0)\n",
+           {"x": ("N",)}, {"N": 2}, {"x": np.array([np.inf, -np.inf])})
+    for optimize in (False, True):  # finite inputs: the fast code (distributed) is exact
+        assert ea.compile(ea.parse(src), optimize=optimize)(np.array([2.0, -0.25])) == 0.5
+
+
+@pytest.mark.parametrize("source, want", [
+    # a bracket: the quotient is a strong zero where it is false, whatever the divisor
+    ("def f(x: [N], a: []):\n    return a * (0 == N) / (1 + x[0] ** 2)\n", 0.0),
+    # a data comparison is a bracket on data
+    ("def f(x: [N], a: []):\n    return gt(x[1], 5) * a / x[0]\n", 0.0),
+    # ... also as a factor of a product that meets inf
+    ("def f(x: [N], a: []):\n    return a * (gt(x[1], 5) * x[1] / x[0])\n", 0.0),
+    # the literal 0 is a strong zero: 0 / 0 is 0
+    ("def f(x: [N], a: []):\n    return 0 * (N == 2) / (x[1] - x[1]) + a * (0 / x[0])\n", 0.0),
+])
+def test_a_strong_zero_divided_by_anything_is_a_strong_zero(source: str, want: float) -> None:
+    inputs = {"x": np.array([np.nan, 1.0]), "a": np.inf}
+    assert _value(source, **inputs) == want
+    _agree(source, {"x": ("N",), "a": ()}, {"N": 2}, inputs)
+
+
+def test_the_gradient_of_a_min_is_guarded_by_its_tie_comparison() -> None:
+    """The gradient of ``min`` passes the adjoint through ``eq(x, min) / count``: where the
+    comparison is false the product with an infinite adjoint is 0, not nan."""
+    src = ("def f(B: [N, N], C: [N, N]):\n    t[i: N] = -Max[j: N](-B[j, i])\n"
+           "    return Sum[i: N](Sum[j: N](t[j] * C[i, j]))\n")
+    b = np.array([[1.7, 2.0, 1.8], [-0.9, 1.2, 0.3], [-1e-300, 0.3, -1.4]])
+    c = np.array([[1.6, 1.4, 0.5], [1.2, 1.6, -np.inf], [-1.9, 1.2, 1.5]])
+    g = evaluate(ea.api.gradient_program(ea.parse(src), ("B",), as_tuple=True), B=b, C=c)[0]
+    np.testing.assert_array_equal(g[:, 2], [0.0, 0.0, -np.inf])
+    _agree(src, {"B": ("N", "N"), "C": ("N", "N")}, {"N": 3}, {"B": b, "C": c})
+
+
+@pytest.mark.parametrize("source, inputs", [
+    ("def f(w: []):\n    return Sum[j: 1](w) ** (-1)\n", {"w": -0.0}),
+    ("def f(w: [], x: [N]):\n    return Sum[j: N](w * x[j]) ** (-1)\n",
+     {"w": -1.0, "x": np.array([0.0, 0.0])}),
+])
+def test_a_sum_of_negative_zeros_is_positive_zero(source: str, inputs: dict) -> None:
+    """A sum starts at +0.0 (as np.sum): Σ_j w with w = -0.0 is +0.0, so its reciprocal is
+    +inf; the compiled code computed ``1 * w`` (and ``w * Σ_j x[j]``), -0.0."""
+    assert _value(source, **inputs) == np.inf
+    shapes = {k: () if np.ndim(v) == 0 else ("N",) for k, v in inputs.items()}
+    _agree(source, shapes, {"N": 2}, inputs)
+
+
+def test_a_constant_data_comparison_stays_a_condition() -> None:
+    """``ge(1.0, 1.0) * ge(1.0, 1.0)`` (a comparison of constants, after inlining) was wrapped in
+    ``_dt(...)`` like a number, so ``&`` of two of them raised TypeError; it is a NumPy bool."""
+    src = "def f(A: [3]):\n    t0 = ge(1.0, 1.0)\n    return t0 * t0 + gt(1.0, 2.0) * A[0]\n"
+    a = np.ones(3, dtype=np.float32)
+    for optimize in (False, True):
+        got = ea.compile(ea.parse(src), optimize=optimize)(a)
+        assert got == 1.0 and np.asarray(got).dtype == np.float32
+    _agree(src, {"A": (3,)}, {}, {"A": np.array([np.inf, 1.0, 1.0])})
+
+
+def test_generated_code_keeps_the_association_of_a_product_with_a_quotient() -> None:
+    """``x * (1 / b)`` was emitted as ``x * 1 / b``, which Python evaluates as ``(x * 1) / b``:
+    at b = 5e-324, 1 / b overflows to inf and the interpreter's 0 * inf is nan, the generated
+    code's 0 / 5e-324 is 0 (and 2 * inf against 2 / 5e-324, inf against a finite number)."""
+    src = "def f(x: [N], b: [N]):\n    y[i: N] = x[i] * (1 / b[i])\n    return y\n"
+    x, b = np.array([0.0, 2.0, 1.0]), np.array([5e-324, 5e-324, 4.0])
+    want = evaluate(ea.parse(src), x=x, b=b)
+    np.testing.assert_array_equal(want, [np.nan, np.inf, 0.25])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.compile(ea.parse(src), optimize=optimize)(x, b), want)
+
+
+def test_the_interpreter_applies_a_bracket_to_a_product_that_overflows() -> None:
+    """The reference interpreter contracts finite factors with einsum; a product of finite
+    factors can still overflow (1000 * 3 * (1e154)^2 = inf), and einsum multiplied it by the
+    bracket's 0.0: nan where the bracket is false. The careful path keeps the strong zero."""
+    src = ("def f(x: [3], w: [2]):\n"
+           "    y[i: 3] = Sum[i1: 2]((i == i1 + 1) * w[i1] * (3 * x[i1 + 1] ** 2))\n"
+           "    return y\n")
+    x, w = np.array([-0.7, 1e154, -1e-300]), np.array([1000.0, 1000.0])
+    np.testing.assert_array_equal(evaluate(ea.parse(src), x=x, w=w), [0.0, np.inf, 0.0])
+    _agree(src, {"x": (3,), "w": (2,)}, {}, {"x": x, "w": w})
