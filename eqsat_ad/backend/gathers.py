@@ -87,6 +87,16 @@ class Gathers(Reads):
                 g3[k] = ax
         g3.update({a: inner[a] for a in others})
         relpy = self.py[rel.name]
+        if len(rvars) == 2 and len(kept) == 1 and others:
+            try:
+                first = self.sparse_first(list(factors), rvars, kept[0], others, inner,
+                                          rel.name, m, nnz, g2, g3)
+            except _NoGather:
+                first = None
+            if first is not None:
+                self.decide("relation-sum", f"sum over the members of {rel.name}", (m,),
+                            in_sum=True)
+                return first
         factors, done = self.contract_first(list(factors), rvars, others, inner, g2)
         others = [a for a in others if a not in done]
         if not others and len(rvars) == 2:
@@ -157,6 +167,49 @@ class Gathers(Reads):
                 yv = self.to_num(self.ev(y, g2))
                 return self.einsum([t, yv], [rvars[1]], g2)
         return None
+
+    def sparse_first(self, factors: list[Expr | Term | Value], rvars: list[str], kept: str,
+                     others: list[str], inner: dict[str, Axis], rel: str, m: str, nnz: Dim,
+                     g2: dict[str, Axis], g3: dict[str, Axis]) -> Value | None:
+        """``Σ_{s, l} [M[i, s]] · X[s, l] · Y[l, ..]`` as ``(S @ X) @ Y``: the sparse product
+        on the one factor that reads the summed relation index, then the dense contraction
+        over the other summed indices, when that sparse product is no wider than the one
+        after contracting first (:meth:`contract_first`: ``S @ (X @ Y)``). The dense work is
+        the same either way; on a tie the product of an existing array is preferred, since
+        another statement may compute it too (the GCN's ``Âᵀ Z̄`` in both gradients). None
+        when the factors are not of that shape."""
+        rset, oset = set(rvars), set(others)
+        s_var = next(v for v in rvars if v != kept)
+
+        def free(f: Expr | Term | Value) -> set[str]:
+            return (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+
+        reading = [f for f in factors if free(f) & rset]
+        narrow = [f for f in reading if free(f) <= rset and not isinstance(f, Value)]
+        wide = [f for f in reading if not (free(f) <= rset and not isinstance(f, Value))]
+        rest = [f for f in factors if not free(f) & rset]
+        if len(wide) != 1 or not rest or not isinstance(wide[0], Access):
+            return None
+        x = wide[0]
+        if free(x) & rset != {s_var} or not free(x) & oset or any(
+                not inner[a].is_full() for a in others):
+            return None
+        used = free(x).union(*(free(f) for f in rest))
+        if not oset <= used:
+            return None
+        w_sparse = self.numel(sorted(free(x) - {s_var}), g2)
+        w_contract = self.numel(sorted(used - oset - {s_var}), g2)
+        if w_sparse > w_contract:
+            return None
+        t = self.spmm_value(x, kept, narrow, rvars, rel, m, nnz, g2, g3)
+        if t is None:
+            return None
+        vals = [self.to_num(f if isinstance(f, Value) else self.term_value(f, g2)
+                            if isinstance(f, Term) else self.ev(f, g2)) for f in rest]
+        self.decide("sparse-first", f"{rel} @ {x.name} before the sum over "
+                    f"{', '.join(others)}", t.axes)
+        return self.einsum([t, *vals], list(others), g2)
 
     def spmm_value(self, wide: Expr | Term | Value, out: str, narrow: list[Expr | Term | Value],
                    rvars: list[str], rel: str, m: str, nnz: Dim, g2: dict[str, Axis],
@@ -260,7 +313,10 @@ class Gathers(Reads):
                 continue
             ivs = [IndexVar(a, inner[a].extent) for a in others if a in summed]
             done |= summed
-            v = self.to_num(self.term_value(Term(1.0, ivs, list(fs), []), g2))
+            # (the relation index first: the sparse product reads rows, never a transpose)
+            lead = [a for a in rvars if a in free]
+            g2o = {**{a: g2[a] for a in lead}, **{k: a for k, a in g2.items() if k not in lead}}
+            v = self.to_num(self.term_value(Term(1.0, ivs, list(fs), []), g2o))
             name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
             self.shapes[name] = tuple(g2[a].extent for a in v.axes)
             self.py[name] = name
