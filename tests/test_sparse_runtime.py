@@ -125,3 +125,111 @@ def test_sparse_lines_allocate_what_the_plan_lists(src: str) -> None:
     assert peaks
     for line, measured in peaks.items():
         assert measured <= 32 * by_line.get(line, 0) + 16384, (lines[line - 1], measured)
+
+
+TWO = {
+    "intersection": """
+def f(x: [N], M: rel[N, N], P: rel[N, N]):
+    return Sum[i: N, j: N](M[i, j] * P[i, j] * (x[i] - x[j]) ** 2)
+""",
+    "transposed": """
+def f(x: [N], M: rel[N, N], P: rel[N, N]):
+    return Sum[i: N, j: N](M[i, j] * P[j, i] * x[i] * exp(x[j]))
+""",
+    "chain": """
+def f(x: [N], M: rel[N, N], P: rel[N, N]):
+    return Sum[i: N, j: N, k: N](M[i, j] * P[j, k] * x[i] * sin(x[k]))
+""",
+    "chain-output": """
+def f(x: [N], M: rel[N, N], P: rel[N, N]):
+    y[i: N] = Sum[j: N, k: N](M[i, j] * P[j, k] * x[k] * x[j])
+    return Sum[i: N](y[i] ** 2)
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(TWO))
+@pytest.mark.parametrize("storage", ["sparse-sparse", "sparse-dense"])
+def test_two_relations_in_one_product_run_by_members(name: str, storage: str) -> None:
+    """Two relations in one product: the same indices (an intersection: the second is a mask
+    at the first's members) or a chain (the indices only one of them reads summed first by its
+    members); O(nnz) kernels, values as the interpreter's and the dense plan's."""
+    prog = ea.parse(TWO[name])
+    n, rng = 30, np.random.default_rng(7)
+    x = rng.standard_normal(n)
+    m, p = _relation(n, 0.15, 1), _relation(n, 0.3, 2)
+    if name != "chain":  # (the chain's M also meets P in its dense-relation form)
+        p = (p + m.T + m > 0).astype(float).tocsr()  # so that they share members
+    pa = p if storage == "sparse-sparse" else p.toarray() > 0
+    dense = (m.toarray() > 0, p.toarray() > 0)
+    want = ea.evaluate(prog, x, *dense)
+    assert ea.compile(prog)(x, m, pa) == pytest.approx(want, rel=1e-10, abs=1e-12)
+    g = ea.grad(prog, wrt="x")
+    np.testing.assert_allclose(g(x, m, pa), g(x, *dense), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(g(x, m, pa), ea.evaluate(ea.vjp(prog, wrt="x"), x, *dense, 1.0),
+                               rtol=1e-10, atol=1e-12)
+    if storage == "sparse-sparse":
+        low = lower_program(g.program, sparse={"M", "P"})
+        assert ".dense" not in low.source, low.source
+        big = 10**6
+        sizes = {"N": big, "nnz_M": 8 * big, "nnz_P": 8 * big}
+        assert all(k.space.degree() <= 1 and float(k.space.evaluate(sizes)) <= 64 * big
+                   for k in low.plan.kernels), [str(k) for k in low.plan.kernels]
+
+
+SHIFTED = {
+    "relation": """
+def f(x: [N], y: [N], M: rel[N, N]):
+    return Sum[i: N, j: N](M[i + 1, j] * x[i] * y[j] ** 2)
+""",
+    "reversed": """
+def f(x: [N], y: [N], M: rel[N, N]):
+    z[i: N] = Sum[j: N](M[N - 1 - i, j] * sin(y[j]) * x[i])
+    return Sum[i: N](z[i] ** 2)
+""",
+    "strided": """
+def f(x: [N], y: [N], M: rel[N, N]):
+    return Sum[i: N, j: N](M[2 * i, j] * exp(x[i]) * y[j])
+""",
+    "read": """
+def f(x: [N], y: [N], M: rel[N, N]):
+    return Sum[i: N, j: N](M[i, j] * x[i + 1] * y[j] * x[j - 2])
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(SHIFTED))
+def test_shifted_relation_indices_and_reads_run_by_members(name: str) -> None:
+    """``M[i + 1, j]``, ``M[N - 1 - i, j]``, ``M[2i, j]``: the members solved for the plain
+    indices (``M.shifted``, members outside the ranges dropped); ``x[i + 1]`` at the members:
+    a gather with reads outside ``x`` 0 (``M.gather_at``). Values as the interpreter's."""
+    prog = ea.parse(SHIFTED[name])
+    n, rng = 25, np.random.default_rng(8)
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    m = _relation(n, 0.2, 3)
+    dense = m.toarray() > 0
+    want = ea.evaluate(prog, x, y, dense)
+    assert ea.compile(prog)(x, y, m) == pytest.approx(want, rel=1e-10, abs=1e-12)
+    vjp = ea.vjp(prog, wrt=("x", "y"))
+    g = ea.grad(prog, wrt=("x", "y"))
+    for a, b in zip(g(x, y, m), ea.evaluate(vjp, x, y, dense, 1.0), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    low = lower_program(prog, sparse={"M"})
+    assert ".dense" not in low.source, low.source
+    assert ("M.shifted(" if name != "read" else "M.gather_at(") in low.source
+
+
+def test_shifted_members_and_reads_at_the_edges() -> None:
+    rel = relation_argument("M", sp.csr_array(DENSE.astype(float)), [7, 5])
+    s = rel.shifted(((1, 1), None), (7, 5))  # (i + 1, j) in M
+    want = np.zeros((7, 5), dtype=bool)
+    want[:6] = DENSE[1:]
+    assert s.dense.tolist() == want.tolist()
+    s = rel.shifted(((-1, 6), (2, 0)), (7, 3))  # (6 - i, 2j) in M: reversed rows, even columns
+    want = DENSE[::-1][:, ::2]
+    assert s.dense.tolist() == want.tolist()
+    assert np.all(np.diff(np.ravel_multi_index(s.coords, s.shape)) > 0)  # row-major again
+    x = np.arange(5.0) + 1
+    got = rel.gather_at(x, ((1, 1, 2),))  # x[j + 2], 0 past the end
+    cols = rel.coords[1]
+    assert got.tolist() == [x[c + 2] if c + 2 < 5 else 0.0 for c in cols]

@@ -56,10 +56,24 @@ class Gathers(Reads):
             factors = [f for _, f in lifted]
         rels = [c for c in conds if c.kind == "rel" and c.rel is not None
                 and c.rel.name in self.sparse]
-        if len(rels) != 1 or len(conds) != 1:
+        if not rels:
             return None
-        rel = rels[0].rel
+        if len(conds) == 2 and all(c.kind == "rel" and c.rel is not None for c in conds):
+            chained = self.relation_chain(inner, list(factors), list(conds), g2)
+            if chained is not None:
+                return chained
+        # (the sparse relation with the fewest members runs the sum, when the sizes say)
+        base = min(rels, key=lambda c: self.sizes.get(f"nnz_{c.rel.name}", 0)  # type: ignore
+                   if c.rel is not None else 0)
+        rel = base.rel
         assert rel is not None
+        extra = [c for c in conds if c is not base]
+        if any(a.as_var() is None for a in rel.indices):  # M[i + 1, j]: its shifted members
+            rel = self.shifted_relation(rel, g2)
+            if rel is None:
+                return None
+        if any(not _reads_only(c, rel) for c in extra):
+            return None
         vars_ = [a.as_var() for a in rel.indices]
         shape = self.shapes[rel.name]
         if any(v is None for v in vars_) or len(set(vars_)) != len(vars_):
@@ -78,7 +92,8 @@ class Gathers(Reads):
                 return None
         others = [a for a in inner if a not in rvars]
         m = self.names.fresh(f"m_{rel.name}")
-        nnz = size(f"nnz_{rel.name}")
+        # (a shifted relation has at most the members of the relation it is read from)
+        nnz = size(f"nnz_{self.derived_from.get(rel.name, rel.name)}")
         g3: dict[str, Axis] = {}
         for k, ax in g2.items():
             if k == rvars[0]:
@@ -87,7 +102,9 @@ class Gathers(Reads):
                 g3[k] = ax
         g3.update({a: inner[a] for a in others})
         relpy = self.py[rel.name]
-        if len(rvars) == 2 and len(kept) == 1 and others:
+        if extra:  # relations over the same indices: masks at the members (an intersection)
+            factors = [*factors, *(self.member_mask(c, rel.name, rvars, m, nnz) for c in extra)]
+        elif len(rvars) == 2 and len(kept) == 1 and others:
             try:
                 first = self.sparse_first(list(factors), rvars, kept[0], others, inner,
                                           rel.name, m, nnz, g2, g3)
@@ -99,7 +116,7 @@ class Gathers(Reads):
                 return first
         factors, done = self.contract_first(list(factors), rvars, others, inner, g2)
         others = [a for a in others if a not in done]
-        if not others and len(rvars) == 2:
+        if not others and len(rvars) == 2 and not extra:
             try:
                 fused = self.sparse_product(factors, rvars, kept, inner, rel.name, m, nnz,
                                             g2, g3)
@@ -122,7 +139,7 @@ class Gathers(Reads):
         present = [a for a in others if a in used]
         if m not in used:  # no factor reads a relation index: a count per segment
             nn = Poly.of_dim(nnz)
-            vals.append(Value(f"np.ones({self.py[f'nnz_{rel.name}']}, dtype=_dt)", (m,),
+            vals.append(Value(f"np.ones({relpy}.nnz, dtype=_dt)", (m,),
                               kernels=self.kernel(RelationGather, nn, nn, "ones"), size=nn))
         if not kept and len(vals) > 1 and not any(v.mask for v in vals):
             # a total sum of a product: a contraction over the members (BLAS where it fits)
@@ -167,6 +184,112 @@ class Gathers(Reads):
                 yv = self.to_num(self.ev(y, g2))
                 return self.einsum([t, yv], [rvars[1]], g2)
         return None
+
+    @property
+    def derived_from(self) -> dict[str, str]:
+        """Relations computed from a sparse argument (shifted reads) -> that argument."""
+        if not hasattr(self, "_derived"):
+            self._derived: dict[str, str] = {}
+        return self._derived
+
+    def shifted_relation(self, rel: Rel, g2: dict[str, Axis]) -> Rel | None:
+        """``M[a·i + b, ...]`` (integer ``a``) as a relation over the plain indices: the
+        members ``(c - b) / a`` of ``M`` that are integers inside the indices' ranges
+        (``M.shifted``, one O(nnz) pass), or None when an index is not of that form."""
+        specs: list[str] = []
+        new: list[Affine] = []
+        for a in rel.indices:
+            if len(a.index) != 1:
+                return None
+            ((v, c),) = a.index
+            off = Affine(sizes=a.sizes, const=a.const)
+            if (c.denominator != 1 or v not in g2 or not g2[v].is_full()
+                    or off.const.denominator != 1
+                    or any(k.denominator != 1 for _, k in off.sizes)):
+                return None
+            specs.append("None" if c == 1 and off == Affine() else
+                         f"({c.numerator}, {self.aff_code(off)})")
+            new.append(Affine.var(v))
+        if len({str(a) for a in new}) != len(new):
+            return None
+        dims = [g2[str(a.as_var())].extent for a in new]
+        shape = ", ".join(self.dim_code(d) for d in dims)
+        base = self.derived_from.get(rel.name, rel.name)
+        n = Poly.of_dim(size(f"nnz_{base}"))
+        code = f"{self.py[rel.name]}.shifted(({', '.join(specs)},), ({shape},))"
+        name = self.temp(code, kernels=self.kernel(RelationGather, n, n,
+                                                   f"shifted members of {rel.name}"))
+        self.decide("shifted-relation", f"{rel} by its members", ())
+        self.py[name] = name
+        self.shapes[name] = tuple(dims)
+        self.kinds[name] = "relation"
+        self.sparse = self.sparse | {name}
+        self.derived_from[name] = base
+        return Rel(name, tuple(new))
+
+    def member_mask(self, cond: Cond, base: str, rvars: list[str], m: str, nnz: Dim) -> Value:
+        """Relation ``cond`` (over indices of the relation ``base``) as a boolean array over the
+        members of ``base``: its membership looked up at their coordinates."""
+        assert cond.rel is not None
+        which = tuple(rvars.index(str(a.as_var())) for a in cond.rel.indices)
+        n = Poly.of_dim(nnz)
+        ks = self.kernel(RelationGather, n, n, f"{cond.rel.name} at the members of {base}")
+        self.decide("relation-intersection", f"{cond.rel.name} at the members of {base}", (m,),
+                    in_sum=True)
+        code = f"{self.py[base]}.member_of({self.py[cond.rel.name]}, {which})"
+        return Value(self.temp(code, kernels=ks), (m,), mask=True, size=n)
+
+    def relation_chain(self, inner: dict[str, Axis], factors: list[Expr | Term | Value],
+                       conds: list[Cond], g2: dict[str, Axis]) -> Value | None:
+        """``Σ_{j,k} [M[i, j]] [P[j, k]] f(j) g(k)`` as ``Σ_j [M[i, j]] f(j) (Σ_k [P[j, k]]
+        g(k))[j]``: the indices only one relation reads are summed first, by its members, and
+        the result is read at the other's members (two segment sums, not N² or N³ masks).
+        None when neither relation has summed indices of its own."""
+        def free(f: Expr | Term | Value) -> set[str]:
+            return (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+
+        for first, second in (conds, conds[::-1]):
+            assert first.rel is not None and second.rel is not None
+            if first.rel.name not in self.sparse:
+                continue
+            own = [a.as_var() for a in first.rel.indices]
+            theirs = {str(a.as_var()) for a in second.rel.indices if a.as_var() is not None}
+            private = [v for v in own if v is not None and v in inner and v not in theirs]
+            if not private or len(private) == len(inner) or any(
+                    v is None for v in own) or any(a.as_var() is None
+                                                   for a in second.rel.indices):
+                continue
+            sub_f = [f for f in factors if free(f) & set(private)]
+            rest = [f for f in factors if not free(f) & set(private)]
+            sub = self.member_sum({p: inner[p] for p in private}, sub_f, [first], g2)
+            if sub is None:
+                continue
+            v = self.to_num(sub)
+            name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
+            self.shapes[name] = tuple(g2[a].extent for a in v.axes)
+            self.py[name] = name
+            if v.risky:
+                self.risky_vars.add(name)
+            self.decide("relation-chain", f"{name}[{', '.join(v.axes)}] = sum over "
+                        f"{', '.join(private)} by the members of {first.rel.name}", v.axes)
+            acc = Access(name, tuple(Affine.var(a) for a in v.axes))
+            outer = {a: ax for a, ax in inner.items() if a not in private}
+            return self.reduce(  # type: ignore[attr-defined]
+                Term(1.0, [], [], []), outer, [*rest, acc], [second], g2)
+        return None
+
+    def read_spec(self, a: Affine, rvars: list[str]) -> str:
+        """``(k, c, b)`` code for an index ``c · v + b`` with ``v`` the relation's k-th index
+        (integer ``c``), read at the members by :meth:`SparseRelation.gather_at`."""
+        if len(a.index) != 1 or a.index[0][0] not in rvars:
+            raise _NoGather
+        ((v, c),) = a.index
+        off = Affine(sizes=a.sizes, const=a.const)
+        if c.denominator != 1 or off.const.denominator != 1 or any(
+                k.denominator != 1 for _, k in off.sizes):
+            raise _NoGather  # a fractional read x[i / 2]
+        return f"({rvars.index(v)}, {c.numerator}, {self.aff_code(off)})"
 
     def sparse_first(self, factors: list[Expr | Term | Value], rvars: list[str], kept: str,
                      others: list[str], inner: dict[str, Axis], rel: str, m: str, nnz: Dim,
@@ -334,7 +457,8 @@ class Gathers(Reads):
                 uses = [a.free_indices() & set(rvars) for a in idx]
                 if not any(uses):
                     return e
-                which: list[int | None] = []
+                which: list[int | str | None] = []
+                shifted = False
                 keep: list[Affine] = []
                 dims: list[Dim] = []
                 for a, u, d in zip(idx, uses, self.shapes[name], strict=True):
@@ -344,8 +468,10 @@ class Gathers(Reads):
                         dims.append(d)
                         continue
                     v = a.as_var()
-                    if v is None:
-                        raise _NoGather  # a shifted read x[i + 1] at the members
+                    if v is None:  # a shifted read x[i + 1] at the members
+                        shifted = True
+                        which.append(self.read_spec(a, rvars))
+                        continue
                     which.append(rvars.index(v))
                 if self.kinds.get(name) == "relation":
                     raise _NoGather
@@ -354,7 +480,9 @@ class Gathers(Reads):
                 n = Poly.of_dim(nnz)
                 for d in dims:
                     n = n * Poly.of_dim(d)
-                code = f"{relpy}.gather({self.py[name]}, {tuple(which)})"
+                code = (f"{relpy}.gather({self.py[name]}, {tuple(which)})" if not shifted else
+                        f"{relpy}.gather_at({self.py[name]}, "
+                        f"({''.join(f'{w}, ' for w in which)}))")
                 g = self.temp(code, kernels=self.kernel(RelationGather, n, n, f"gather {name}"))
                 self.shapes[g] = (nnz, *dims)
                 self.py[g] = g
@@ -380,6 +508,15 @@ class Gathers(Reads):
                     raise _NoGather
                 return e
         raise _NoGather
+
+
+def _reads_only(cond: Cond, rel: Rel) -> bool:
+    """Whether ``cond`` is a relation whose indices are plain indices of ``rel``."""
+    if cond.kind != "rel" or cond.rel is None:
+        return False
+    own = {a.as_var() for a in rel.indices}
+    vars_ = [a.as_var() for a in cond.rel.indices]
+    return all(v is not None and v in own for v in vars_) and len(set(vars_)) == len(vars_)
 
 
 def _lift(e: Expr, sparse: frozenset[str]) -> tuple[list[Rel], Expr]:

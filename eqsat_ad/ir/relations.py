@@ -219,6 +219,76 @@ class SparseRelation:
         return np.asarray(out, dtype=np.result_type(x, out)).reshape(
             (self.shape[k_out], *moved.shape[1:]))
 
+    def shifted(self, specs: Sequence[tuple[int, int] | None], shape: Sequence[int]
+                ) -> SparseRelation:
+        """The relation ``{v : (a_0 v_0 + b_0, a_1 v_1 + b_1, ...) in self}`` over ``shape``
+        (``specs[k] = (a_k, b_k)``, None for ``(1, 0)``): the members whose solved ``v`` is an
+        integer inside ``shape``, in row-major order. One O(nnz) pass (plus a sort when some
+        ``a_k`` is negative)."""
+        keep: np.ndarray | None = None
+        vs: list[np.ndarray] = []
+        for k, spec in enumerate(specs):
+            c = self.coord(k)
+            v = c
+            if spec is not None:
+                a, b = spec
+                v = (c - b) // a
+                if abs(a) != 1:
+                    keep = (c - b) % a == 0 if keep is None else keep & ((c - b) % a == 0)
+            inside = (v >= 0) & (v < shape[k])
+            keep = inside if keep is None else keep & inside
+            vs.append(v)
+        if keep is not None and not keep.all():
+            vs = [v[keep] for v in vs]
+        if any(spec is not None and spec[0] < 0 for spec in specs) and vs and vs[0].size:
+            order = np.argsort(np.ravel_multi_index(vs, tuple(shape)), kind="stable")
+            vs = [v[order] for v in vs]
+        return SparseRelation(shape, vs)
+
+    def gather_at(self, x: np.ndarray, which: Sequence[tuple[int, int, int] | int | None]
+                  ) -> np.ndarray:
+        """``x`` read at the members like :meth:`gather`, where ``which[d]`` may also be
+        ``(k, a, b)``: axis ``d`` read at ``a · coords[k] + b`` (a shifted read ``x[i + 1]``);
+        a read outside ``x`` is 0, as in the index language."""
+        key: list[Any] = []
+        inside: np.ndarray | None = None
+        for d, w in enumerate(which):
+            if w is None:
+                key.append(slice(None))
+                continue
+            k, a, b = (w, 1, 0) if isinstance(w, int) else w
+            pos = self.coord(k) if (a, b) == (1, 0) else a * self.coord(k) + b
+            if (a, b) != (1, 0):
+                ok = (pos >= 0) & (pos < x.shape[d])
+                inside = ok if inside is None else inside & ok
+                pos = np.where(ok, pos, 0) if x.shape[d] else pos
+            key.append(pos)
+        if inside is not None and not x.size:
+            shape = [self.nnz] + [n for n, w in zip(x.shape, which, strict=True) if w is None]
+            return np.zeros(shape, dtype=x.dtype)
+        out = x[tuple(key)]
+        picked = [d for d, w in enumerate(which) if w is not None]
+        if picked and picked == list(range(picked[0], picked[-1] + 1)) and picked[0] != 0:
+            out = np.moveaxis(out, picked[0], 0)
+        if inside is not None and not inside.all():
+            out = np.where(inside.reshape((-1,) + (1,) * (out.ndim - 1)), out, 0)
+        return out
+
+    def member_of(self, other: Any, which: Sequence[int]) -> np.ndarray:
+        """Whether each member of this relation, read at its dimensions ``which``, is a member
+        of ``other`` (a :class:`SparseRelation` or a dense boolean array): a boolean array over
+        the members (the intersection's mask; O(nnz log nnz) for a sparse ``other``)."""
+        keys = [self.coord(k) for k in which]
+        if not isinstance(other, SparseRelation):
+            return np.asarray(other, dtype=bool)[tuple(keys)]
+        if other.nnz == 0 or self.nnz == 0:
+            return np.zeros(self.nnz, dtype=bool)
+        # Row-major linear positions: ``other``'s members are sorted by them.
+        theirs = np.ravel_multi_index(other.coords, other.shape)
+        mine = np.ravel_multi_index(keys, other.shape)
+        pos = np.minimum(np.searchsorted(theirs, mine), other.nnz - 1)
+        return theirs[pos] == mine
+
     def gather(self, x: np.ndarray, which: Sequence[int | None]) -> np.ndarray:
         """``x`` read at the members: ``which[d]`` is the relation dimension whose coordinate
         indexes axis ``d`` of ``x`` (None keeps the axis); the member axis comes first."""
