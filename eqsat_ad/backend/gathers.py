@@ -68,7 +68,8 @@ class Gathers(Reads):
         rel = base.rel
         assert rel is not None
         extra = [c for c in conds if c is not base]
-        if any(a.as_var() is None for a in rel.indices):  # M[i + 1, j]: its shifted members
+        if any(a.as_var() is None or a.as_var() in g2 and not g2[str(a.as_var())].is_full()
+               for a in rel.indices):  # M[i + 1, j], or i in 1 .. N-1: its shifted members
             rel = self.shifted_relation(rel, g2)
             if rel is None:
                 return None
@@ -80,7 +81,7 @@ class Gathers(Reads):
             return None
         rvars: list[str] = [v for v in vars_ if v is not None]
         for v, d in zip(rvars, shape, strict=True):
-            if not g2[v].is_full() or g2[v].extent != d:
+            if not g2[v].is_full() and rel.name not in self.derived_from or g2[v].extent != d:
                 return None
         kept = [v for v in rvars if v not in inner]
         if len(kept) > 1 or len(kept) == len(rvars):
@@ -192,28 +193,42 @@ class Gathers(Reads):
             self._derived: dict[str, str] = {}
         return self._derived
 
+    @property
+    def member_lo(self) -> dict[str, dict[int, Affine]]:
+        """Derived relations (by code name) -> the lower bound of each partial dimension."""
+        if not hasattr(self, "_member_lo"):
+            self._member_lo: dict[str, dict[int, Affine]] = {}
+        return self._member_lo
+
     def shifted_relation(self, rel: Rel, g2: dict[str, Axis]) -> Rel | None:
         """``M[a·i + b, ...]`` (integer ``a``) as a relation over the plain indices: the
         members ``(c - b) / a`` of ``M`` that are integers inside the indices' ranges
         (``M.shifted``, one O(nnz) pass), or None when an index is not of that form."""
         specs: list[str] = []
         new: list[Affine] = []
+        counts: list[str] = []
         for a in rel.indices:
             if len(a.index) != 1:
                 return None
             ((v, c),) = a.index
             off = Affine(sizes=a.sizes, const=a.const)
-            if (c.denominator != 1 or v not in g2 or not g2[v].is_full()
-                    or off.const.denominator != 1
-                    or any(k.denominator != 1 for _, k in off.sizes)):
+            if c.denominator != 1 or v not in g2:
+                return None
+            ax = g2[v]
+            if not ax.is_full():  # i in lo .. hi-1: position p = i - lo, c·i + b = c·p + c·lo + b
+                if len(ax.lo) != 1 or len(ax.hi) != 1:
+                    return None
+                off = off + ax.lo[0].scale(c)
+            if off.const.denominator != 1 or any(k.denominator != 1 for _, k in off.sizes):
                 return None
             specs.append("None" if c == 1 and off == Affine() else
                          f"({c.numerator}, {self.aff_code(off)})")
             new.append(Affine.var(v))
+            counts.append(self.count_code(ax))
         if len({str(a) for a in new}) != len(new):
             return None
         dims = [g2[str(a.as_var())].extent for a in new]
-        shape = ", ".join(self.dim_code(d) for d in dims)
+        shape = ", ".join(counts)
         base = self.derived_from.get(rel.name, rel.name)
         n = Poly.of_dim(size(f"nnz_{base}"))
         code = f"{self.py[rel.name]}.shifted(({', '.join(specs)},), ({shape},))"
@@ -225,6 +240,10 @@ class Gathers(Reads):
         self.kinds[name] = "relation"
         self.sparse = self.sparse | {name}
         self.derived_from[name] = base
+        # (positions on a partial axis are counted from its lower bound: reads add it back)
+        self.member_lo[self.py[name]] = {
+            k: g2[str(a.as_var())].lo[0] for k, a in enumerate(new)
+            if not g2[str(a.as_var())].is_full()}
         return Rel(name, tuple(new))
 
     def member_mask(self, cond: Cond, base: str, rvars: list[str], m: str, nnz: Dim) -> Value:
@@ -279,13 +298,16 @@ class Gathers(Reads):
                 Term(1.0, [], [], []), outer, [*rest, acc], [second], g2)
         return None
 
-    def read_spec(self, a: Affine, rvars: list[str]) -> str:
+    def read_spec(self, a: Affine, rvars: list[str], lo: dict[int, Affine]) -> str:
         """``(k, c, b)`` code for an index ``c · v + b`` with ``v`` the relation's k-th index
-        (integer ``c``), read at the members by :meth:`SparseRelation.gather_at`."""
+        (integer ``c``; ``lo[k]`` added to a coordinate counted from it), read at the members
+        by :meth:`SparseRelation.gather_at`."""
         if len(a.index) != 1 or a.index[0][0] not in rvars:
             raise _NoGather
         ((v, c),) = a.index
         off = Affine(sizes=a.sizes, const=a.const)
+        if rvars.index(v) in lo:
+            off = off + lo[rvars.index(v)].scale(c)
         if c.denominator != 1 or off.const.denominator != 1 or any(
                 k.denominator != 1 for _, k in off.sizes):
             raise _NoGather  # a fractional read x[i / 2]
@@ -468,9 +490,10 @@ class Gathers(Reads):
                         dims.append(d)
                         continue
                     v = a.as_var()
-                    if v is None:  # a shifted read x[i + 1] at the members
+                    lo = self.member_lo.get(relpy, {})
+                    if v is None or rvars.index(v) in lo:  # x[i + 1], or i counted from lo
                         shifted = True
-                        which.append(self.read_spec(a, rvars))
+                        which.append(self.read_spec(a, rvars, lo))
                         continue
                     which.append(rvars.index(v))
                 if self.kinds.get(name) == "relation":
