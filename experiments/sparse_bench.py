@@ -8,8 +8,10 @@ scaling run N = 10³ .. 10⁶ at 8 edges per node (log-log slope). Peak memory b
 
 One pinned core, one BLAS thread, float64, medians of repeats timed in alternation (eqsat_ad
 and the hand-written gradient take turns), so ratios are measured under the same load.
-Peers: JAX (``jax.ops.segment_sum``) and PyTorch (``index_add_``) are timed only when
-importable in this interpreter (the script installs nothing).
+Peer: JAX (CPU, float64, one thread), ``jax.jit(jax.grad(loss))`` of the same losses written
+the JAX way: gathers ``x[src]`` (whose adjoint is a scatter-add) and ``jax.ops.segment_sum``
+for the GCN's aggregation; timed when importable (the script installs nothing). PyTorch
+(``index_add_``) is timed the same way when importable; it is not installed here.
 
     taskset -c 0 .venv/bin/python experiments/sparse_bench.py --out experiments/results
     .venv/bin/python experiments/sparse_bench.py --quick      # a smoke run
@@ -21,6 +23,8 @@ import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
@@ -114,17 +118,84 @@ def peers_available() -> dict[str, bool]:
     return {m: importlib.util.find_spec(m) is not None for m in ("jax", "torch")}
 
 
-def bench_laplacian(n: int, per_node: int, repeats: int) -> dict[str, Any]:
+def jax_module() -> Any:
+    """JAX in float64, or None when it is not importable."""
+    if importlib.util.find_spec("jax") is None:
+        return None
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def jax_lap(r: np.ndarray, c: np.ndarray) -> Callable[[np.ndarray], Any] | None:
+    """JAX's gradient of Σ_e (x[r[e]] - x[c[e]])² (edge list; its adjoint is a scatter-add)."""
+    jax = jax_module()
+    if jax is None:
+        return None
+    jnp = jax.numpy
+    rj, cj = jnp.asarray(r), jnp.asarray(c)
+    grad = jax.jit(jax.grad(lambda x: jnp.sum((x[rj] - x[cj]) ** 2)))
+    return lambda x: grad(x).block_until_ready()
+
+
+def jax_gcn(r: np.ndarray, c: np.ndarray, n: int) -> Callable[..., Any] | None:
+    """JAX's gradient of Σ tanh(Â H W) with Â H by ``jax.ops.segment_sum`` (rows sorted)."""
+    jax = jax_module()
+    if jax is None:
+        return None
+    jnp = jax.numpy
+    rj, cj = jnp.asarray(r), jnp.asarray(c)
+
+    def loss(h: Any, w: Any) -> Any:
+        ah = jax.ops.segment_sum(h[cj], rj, num_segments=n, indices_are_sorted=True)
+        return jnp.sum(jnp.tanh(ah @ w))
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    return lambda h, w: jax.block_until_ready(grad(h, w))
+
+
+def torch_lap(r: np.ndarray, c: np.ndarray) -> Callable[[np.ndarray], Any] | None:
+    """PyTorch's gradient of the same loss (``index_add_`` in its backward), if importable."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    torch.set_num_threads(1)
+    rt, ct = torch.from_numpy(r), torch.from_numpy(c)
+
+    def grad(x: np.ndarray) -> Any:
+        xt = torch.from_numpy(x).requires_grad_()
+        ((xt[rt] - xt[ct]) ** 2).sum().backward()
+        return xt.grad
+
+    return grad
+
+
+def bench_laplacian(n: int, per_node: int, repeats: int, peers: bool = True
+                    ) -> dict[str, Any]:
     m, r, c = graph(n, per_node)
     x = np.random.default_rng(1).standard_normal(n)
     g = ea.grad(LAP, wrt="x", sizes={"N": n, "nnz_M": m.nnz})
     rel = ea.SparseRelation.of(m)
     np.testing.assert_allclose(g(x, m), hand_lap(x, r, c), rtol=1e-9, atol=1e-9)
-    t_hand, t_csr, t_rel = paired(lambda: hand_lap(x, r, c), lambda: g(x, m),
-                                  lambda: g(x, rel), repeats=repeats)
+    fns: list[Callable[[], Any]] = [lambda: hand_lap(x, r, c), lambda: g(x, m),
+                                    lambda: g(x, rel)]
+    names = ["hand", "eqsat_csr", "eqsat_rel"]
+    for name, peer in (("jax", jax_lap(r, c) if peers else None),
+                       ("torch", torch_lap(r, c) if peers else None)):
+        if peer is not None:
+            np.testing.assert_allclose(np.asarray(peer(x)), hand_lap(x, r, c), rtol=1e-9,
+                                       atol=1e-9)
+            fns.append(lambda peer=peer: peer(x))
+            names.append(name)
+    times = dict(zip(names, paired(*fns, repeats=repeats), strict=True))
+    t_hand, t_csr, t_rel = times["hand"], times["eqsat_csr"], times["eqsat_rel"]
     return {
         "N": n, "nnz": int(m.nnz), "hand_s": t_hand, "eqsat_csr_s": t_csr, "eqsat_rel_s": t_rel,
         "ratio_csr": t_csr / t_hand, "ratio_rel": t_rel / t_hand,
+        **{f"{k}_s": times[k] for k in ("jax", "torch") if k in times},
+        **{f"ratio_{k}": times[k] / t_hand for k in ("jax", "torch") if k in times},
         "peak_hand_MB": peak(lambda: hand_lap(x, r, c)) / 2**20,
         "peak_eqsat_MB": peak(lambda: g(x, m)) / 2**20,
         "source": g.source,
@@ -136,8 +207,13 @@ def bench_edges(n: int, per_node: int, repeats: int) -> dict[str, Any]:
     x = np.random.default_rng(2).standard_normal(n)
     g = ea.grad(energy)
     np.testing.assert_allclose(g(x, r, c), hand_lap(x, r, c), rtol=1e-9, atol=1e-9)
-    t_hand, t_eq = paired(lambda: hand_lap(x, r, c), lambda: g(x, r, c), repeats=repeats)
+    fns: list[Callable[[], Any]] = [lambda: hand_lap(x, r, c), lambda: g(x, r, c)]
+    peer = jax_lap(r, c)
+    if peer is not None:
+        fns.append(lambda: peer(x))
+    t_hand, t_eq, *t_jax = paired(*fns, repeats=repeats)
     return {"N": n, "E": len(r), "hand_s": t_hand, "eqsat_s": t_eq, "ratio": t_eq / t_hand,
+            **({"jax_s": t_jax[0], "ratio_jax": t_jax[0] / t_hand} if t_jax else {}),
             "peak_hand_MB": peak(lambda: hand_lap(x, r, c)) / 2**20,
             "peak_eqsat_MB": peak(lambda: g(x, r, c)) / 2**20, "source": g.source}
 
@@ -157,9 +233,18 @@ def bench_gcn(n: int, per_node: int, feat: int, repeats: int) -> dict[str, Any]:
 
     for mine, ref in zip(g(h, w, a), hand(), strict=True):
         np.testing.assert_allclose(mine, ref, rtol=1e-8, atol=1e-8)
-    t_hand, t_eq = paired(hand, lambda: g(h, w, a), repeats=repeats)
+    fns: list[Callable[[], Any]] = [hand, lambda: g(h, w, a)]
+    coo = a.tocoo()
+    peer = jax_gcn(coo.row.astype(np.int64), coo.col.astype(np.int64), n)
+    if peer is not None:
+        for mine, ref in zip(peer(h, w), hand(), strict=True):
+            np.testing.assert_allclose(np.asarray(mine), ref, rtol=1e-8, atol=1e-8)
+        fns.append(lambda: peer(h, w))
+    t_hand, t_eq, *t_jax = paired(*fns, repeats=repeats)
     return {"N": n, "nnz": int(a.nnz), "features": feat, "hand_s": t_hand, "eqsat_s": t_eq,
-            "ratio": t_eq / t_hand, "peak_hand_MB": peak(hand) / 2**20,
+            "ratio": t_eq / t_hand,
+            **({"jax_s": t_jax[0], "ratio_jax": t_jax[0] / t_hand} if t_jax else {}),
+            "peak_hand_MB": peak(hand) / 2**20,
             "peak_eqsat_MB": peak(lambda: g(h, w, a)) / 2**20, "source": g.source}
 
 
@@ -205,7 +290,7 @@ def bench_attention(n: int, per_node: int, d: int, repeats: int) -> dict[str, An
 def scaling(sizes: list[int], per_node: int, repeats: int) -> list[dict[str, Any]]:
     out = []
     for n in sizes:
-        row = bench_laplacian(n, per_node, repeats)
+        row = bench_laplacian(n, per_node, repeats, peers=False)
         row.pop("source")
         out.append(row)
         print(f"  scaling N={n}: eqsat {row['eqsat_csr_s']:.4f}s hand {row['hand_s']:.4f}s")

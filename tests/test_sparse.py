@@ -280,10 +280,36 @@ def test_sparse_plans_allocate_o_n_plus_nnz(src: str) -> None:
 def test_gcn_runs_sparse_products_without_member_by_feature_arrays() -> None:
     g = ea.grad(ea.parse(GCN), wrt=("H", "W")).program
     low = lower_program(g, sparse={"A"})
-    assert low.source.count("A.spmm(") == 3 and "A.gather(" not in low.source
+    # Z = (Â H) W, H_bar = (Âᵀ Z_bar) Wᵀ, W_bar = Hᵀ (Âᵀ Z_bar): the gradients share Âᵀ Z_bar
+    assert low.source.count("A.spmm(") == 2 and "A.gather(" not in low.source
+    assert low.source.count("A.spmm(None, Z_bar, 0, 1, 0)") == 1
+    # no operand of a sparse product is a transposed (copied) array
+    assert ".T, " not in low.source and "A.spmm(None, _t1, 1" not in low.source
     n = 10**5
     sizes = {"N": n, "nnz_A": 10 * n, "F": 64, "G": 64}
     assert max(float(k.alloc.evaluate(sizes)) for k in low.plan.kernels) <= n * 64
+
+
+def test_the_narrower_sparse_product_runs_first() -> None:
+    """``Σ_k Â[k, i] Σ_l Z̄[k, l] W[j, l]``: the sparse product on the narrower operand (F
+    columns after ``Z̄ Wᵀ`` when F < G, else Z̄ itself); the plan prices what runs."""
+    g = ea.grad(ea.parse(GCN), wrt=("H", "W")).program
+    rng = np.random.default_rng(5)
+    a = _relation(30, 0.1, 2)
+    for f_, g_ in ((2, 9), (9, 2)):
+        sizes = {"N": 30, "F": f_, "G": g_, "nnz_A": a.nnz}
+        low = lower_program(g, sizes, sparse={"A"})
+        h_bar = next(line for line in low.source.splitlines() if line.startswith("    H_bar"))
+        spmm_widths = sorted(int(k.space.evaluate(sizes)) // a.nnz for k in low.plan.kernels
+                             if k.kind == "segment-sum")
+        # Z: Â H or Â (H W), min(F, G) columns; W_bar: Âᵀ Z̄, G columns
+        if f_ < g_:  # H_bar = Âᵀ (Z̄ Wᵀ): F columns
+            assert "A.spmm(" in h_bar and spmm_widths == [f_, f_, g_]
+        else:  # H_bar = (Âᵀ Z̄) Wᵀ, sharing Âᵀ Z̄ with W_bar
+            assert "A.spmm(" not in h_bar and spmm_widths == [g_, g_]
+        h, w = rng.standard_normal((30, f_)), rng.standard_normal((f_, g_))
+        _close(ea.grad(ea.parse(GCN), wrt=("H", "W"))(h, w, a),
+               ea.grad(ea.parse(GCN), wrt=("H", "W"))(h, w, a.toarray() > 0))
 
 
 def test_edge_list_plan_is_linear() -> None:

@@ -56,17 +56,32 @@ class Gathers(Reads):
             factors = [f for _, f in lifted]
         rels = [c for c in conds if c.kind == "rel" and c.rel is not None
                 and c.rel.name in self.sparse]
-        if len(rels) != 1 or len(conds) != 1:
+        if not rels:
             return None
-        rel = rels[0].rel
+        if len(conds) == 2 and all(c.kind == "rel" and c.rel is not None for c in conds):
+            chained = self.relation_chain(inner, list(factors), list(conds), g2)
+            if chained is not None:
+                return chained
+        # (the sparse relation with the fewest members runs the sum, when the sizes say)
+        base = min(rels, key=lambda c: self.sizes.get(f"nnz_{c.rel.name}", 0)  # type: ignore
+                   if c.rel is not None else 0)
+        rel = base.rel
         assert rel is not None
+        extra = [c for c in conds if c is not base]
+        if any(a.as_var() is None or a.as_var() in g2 and not g2[str(a.as_var())].is_full()
+               for a in rel.indices):  # M[i + 1, j], or i in 1 .. N-1: its shifted members
+            rel = self.shifted_relation(rel, g2)
+            if rel is None:
+                return None
+        if any(not _reads_only(c, rel) for c in extra):
+            return None
         vars_ = [a.as_var() for a in rel.indices]
         shape = self.shapes[rel.name]
         if any(v is None for v in vars_) or len(set(vars_)) != len(vars_):
             return None
         rvars: list[str] = [v for v in vars_ if v is not None]
         for v, d in zip(rvars, shape, strict=True):
-            if not g2[v].is_full() or g2[v].extent != d:
+            if not g2[v].is_full() and rel.name not in self.derived_from or g2[v].extent != d:
                 return None
         kept = [v for v in rvars if v not in inner]
         if len(kept) > 1 or len(kept) == len(rvars):
@@ -78,7 +93,8 @@ class Gathers(Reads):
                 return None
         others = [a for a in inner if a not in rvars]
         m = self.names.fresh(f"m_{rel.name}")
-        nnz = size(f"nnz_{rel.name}")
+        # (a shifted relation has at most the members of the relation it is read from)
+        nnz = size(f"nnz_{self.derived_from.get(rel.name, rel.name)}")
         g3: dict[str, Axis] = {}
         for k, ax in g2.items():
             if k == rvars[0]:
@@ -87,9 +103,21 @@ class Gathers(Reads):
                 g3[k] = ax
         g3.update({a: inner[a] for a in others})
         relpy = self.py[rel.name]
+        if extra:  # relations over the same indices: masks at the members (an intersection)
+            factors = [*factors, *(self.member_mask(c, rel.name, rvars, m, nnz) for c in extra)]
+        elif len(rvars) == 2 and len(kept) == 1 and others:
+            try:
+                first = self.sparse_first(list(factors), rvars, kept[0], others, inner,
+                                          rel.name, m, nnz, g2, g3)
+            except _NoGather:
+                first = None
+            if first is not None:
+                self.decide("relation-sum", f"sum over the members of {rel.name}", (m,),
+                            in_sum=True)
+                return first
         factors, done = self.contract_first(list(factors), rvars, others, inner, g2)
         others = [a for a in others if a not in done]
-        if not others and len(rvars) == 2:
+        if not others and len(rvars) == 2 and not extra:
             try:
                 fused = self.sparse_product(factors, rvars, kept, inner, rel.name, m, nnz,
                                             g2, g3)
@@ -112,7 +140,7 @@ class Gathers(Reads):
         present = [a for a in others if a in used]
         if m not in used:  # no factor reads a relation index: a count per segment
             nn = Poly.of_dim(nnz)
-            vals.append(Value(f"np.ones({self.py[f'nnz_{rel.name}']}, dtype=_dt)", (m,),
+            vals.append(Value(f"np.ones({relpy}.nnz, dtype=_dt)", (m,),
                               kernels=self.kernel(RelationGather, nn, nn, "ones"), size=nn))
         if not kept and len(vals) > 1 and not any(v.mask for v in vals):
             # a total sum of a product: a contraction over the members (BLAS where it fits)
@@ -157,6 +185,176 @@ class Gathers(Reads):
                 yv = self.to_num(self.ev(y, g2))
                 return self.einsum([t, yv], [rvars[1]], g2)
         return None
+
+    @property
+    def derived_from(self) -> dict[str, str]:
+        """Relations computed from a sparse argument (shifted reads) -> that argument."""
+        if not hasattr(self, "_derived"):
+            self._derived: dict[str, str] = {}
+        return self._derived
+
+    @property
+    def member_lo(self) -> dict[str, dict[int, Affine]]:
+        """Derived relations (by code name) -> the lower bound of each partial dimension."""
+        if not hasattr(self, "_member_lo"):
+            self._member_lo: dict[str, dict[int, Affine]] = {}
+        return self._member_lo
+
+    def shifted_relation(self, rel: Rel, g2: dict[str, Axis]) -> Rel | None:
+        """``M[a·i + b, ...]`` (integer ``a``) as a relation over the plain indices: the
+        members ``(c - b) / a`` of ``M`` that are integers inside the indices' ranges
+        (``M.shifted``, one O(nnz) pass), or None when an index is not of that form."""
+        specs: list[str] = []
+        new: list[Affine] = []
+        counts: list[str] = []
+        for a in rel.indices:
+            if len(a.index) != 1:
+                return None
+            ((v, c),) = a.index
+            off = Affine(sizes=a.sizes, const=a.const)
+            if c.denominator != 1 or v not in g2:
+                return None
+            ax = g2[v]
+            if not ax.is_full():  # i in lo .. hi-1: position p = i - lo, c·i + b = c·p + c·lo + b
+                if len(ax.lo) != 1 or len(ax.hi) != 1:
+                    return None
+                off = off + ax.lo[0].scale(c)
+            if off.const.denominator != 1 or any(k.denominator != 1 for _, k in off.sizes):
+                return None
+            specs.append("None" if c == 1 and off == Affine() else
+                         f"({c.numerator}, {self.aff_code(off)})")
+            new.append(Affine.var(v))
+            counts.append(self.count_code(ax))
+        if len({str(a) for a in new}) != len(new):
+            return None
+        dims = [g2[str(a.as_var())].extent for a in new]
+        shape = ", ".join(counts)
+        base = self.derived_from.get(rel.name, rel.name)
+        n = Poly.of_dim(size(f"nnz_{base}"))
+        code = f"{self.py[rel.name]}.shifted(({', '.join(specs)},), ({shape},))"
+        name = self.temp(code, kernels=self.kernel(RelationGather, n, n,
+                                                   f"shifted members of {rel.name}"))
+        self.decide("shifted-relation", f"{rel} by its members", ())
+        self.py[name] = name
+        self.shapes[name] = tuple(dims)
+        self.kinds[name] = "relation"
+        self.sparse = self.sparse | {name}
+        self.derived_from[name] = base
+        # (positions on a partial axis are counted from its lower bound: reads add it back)
+        self.member_lo[self.py[name]] = {
+            k: g2[str(a.as_var())].lo[0] for k, a in enumerate(new)
+            if not g2[str(a.as_var())].is_full()}
+        return Rel(name, tuple(new))
+
+    def member_mask(self, cond: Cond, base: str, rvars: list[str], m: str, nnz: Dim) -> Value:
+        """Relation ``cond`` (over indices of the relation ``base``) as a boolean array over the
+        members of ``base``: its membership looked up at their coordinates."""
+        assert cond.rel is not None
+        which = tuple(rvars.index(str(a.as_var())) for a in cond.rel.indices)
+        n = Poly.of_dim(nnz)
+        ks = self.kernel(RelationGather, n, n, f"{cond.rel.name} at the members of {base}")
+        self.decide("relation-intersection", f"{cond.rel.name} at the members of {base}", (m,),
+                    in_sum=True)
+        code = f"{self.py[base]}.member_of({self.py[cond.rel.name]}, {which})"
+        return Value(self.temp(code, kernels=ks), (m,), mask=True, size=n)
+
+    def relation_chain(self, inner: dict[str, Axis], factors: list[Expr | Term | Value],
+                       conds: list[Cond], g2: dict[str, Axis]) -> Value | None:
+        """``Σ_{j,k} [M[i, j]] [P[j, k]] f(j) g(k)`` as ``Σ_j [M[i, j]] f(j) (Σ_k [P[j, k]]
+        g(k))[j]``: the indices only one relation reads are summed first, by its members, and
+        the result is read at the other's members (two segment sums, not N² or N³ masks).
+        None when neither relation has summed indices of its own."""
+        def free(f: Expr | Term | Value) -> set[str]:
+            return (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+
+        for first, second in (conds, conds[::-1]):
+            assert first.rel is not None and second.rel is not None
+            if first.rel.name not in self.sparse:
+                continue
+            own = [a.as_var() for a in first.rel.indices]
+            theirs = {str(a.as_var()) for a in second.rel.indices if a.as_var() is not None}
+            private = [v for v in own if v is not None and v in inner and v not in theirs]
+            if not private or len(private) == len(inner) or any(
+                    v is None for v in own) or any(a.as_var() is None
+                                                   for a in second.rel.indices):
+                continue
+            sub_f = [f for f in factors if free(f) & set(private)]
+            rest = [f for f in factors if not free(f) & set(private)]
+            sub = self.member_sum({p: inner[p] for p in private}, sub_f, [first], g2)
+            if sub is None:
+                continue
+            v = self.to_num(sub)
+            name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
+            self.shapes[name] = tuple(g2[a].extent for a in v.axes)
+            self.py[name] = name
+            if v.risky:
+                self.risky_vars.add(name)
+            self.decide("relation-chain", f"{name}[{', '.join(v.axes)}] = sum over "
+                        f"{', '.join(private)} by the members of {first.rel.name}", v.axes)
+            acc = Access(name, tuple(Affine.var(a) for a in v.axes))
+            outer = {a: ax for a, ax in inner.items() if a not in private}
+            return self.reduce(  # type: ignore[attr-defined]
+                Term(1.0, [], [], []), outer, [*rest, acc], [second], g2)
+        return None
+
+    def read_spec(self, a: Affine, rvars: list[str], lo: dict[int, Affine]) -> str:
+        """``(k, c, b)`` code for an index ``c · v + b`` with ``v`` the relation's k-th index
+        (integer ``c``; ``lo[k]`` added to a coordinate counted from it), read at the members
+        by :meth:`SparseRelation.gather_at`."""
+        if len(a.index) != 1 or a.index[0][0] not in rvars:
+            raise _NoGather
+        ((v, c),) = a.index
+        off = Affine(sizes=a.sizes, const=a.const)
+        if rvars.index(v) in lo:
+            off = off + lo[rvars.index(v)].scale(c)
+        if c.denominator != 1 or off.const.denominator != 1 or any(
+                k.denominator != 1 for _, k in off.sizes):
+            raise _NoGather  # a fractional read x[i / 2]
+        return f"({rvars.index(v)}, {c.numerator}, {self.aff_code(off)})"
+
+    def sparse_first(self, factors: list[Expr | Term | Value], rvars: list[str], kept: str,
+                     others: list[str], inner: dict[str, Axis], rel: str, m: str, nnz: Dim,
+                     g2: dict[str, Axis], g3: dict[str, Axis]) -> Value | None:
+        """``Σ_{s, l} [M[i, s]] · X[s, l] · Y[l, ..]`` as ``(S @ X) @ Y``: the sparse product
+        on the one factor that reads the summed relation index, then the dense contraction
+        over the other summed indices, when that sparse product is no wider than the one
+        after contracting first (:meth:`contract_first`: ``S @ (X @ Y)``). The dense work is
+        the same either way; on a tie the product of an existing array is preferred, since
+        another statement may compute it too (the GCN's ``Âᵀ Z̄`` in both gradients). None
+        when the factors are not of that shape."""
+        rset, oset = set(rvars), set(others)
+        s_var = next(v for v in rvars if v != kept)
+
+        def free(f: Expr | Term | Value) -> set[str]:
+            return (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                    else set(free_indices(f)))
+
+        reading = [f for f in factors if free(f) & rset]
+        narrow = [f for f in reading if free(f) <= rset and not isinstance(f, Value)]
+        wide = [f for f in reading if not (free(f) <= rset and not isinstance(f, Value))]
+        rest = [f for f in factors if not free(f) & rset]
+        if len(wide) != 1 or not rest or not isinstance(wide[0], Access):
+            return None
+        x = wide[0]
+        if free(x) & rset != {s_var} or not free(x) & oset or any(
+                not inner[a].is_full() for a in others):
+            return None
+        used = free(x).union(*(free(f) for f in rest))
+        if not oset <= used:
+            return None
+        w_sparse = self.numel(sorted(free(x) - {s_var}), g2)
+        w_contract = self.numel(sorted(used - oset - {s_var}), g2)
+        if w_sparse > w_contract:
+            return None
+        t = self.spmm_value(x, kept, narrow, rvars, rel, m, nnz, g2, g3)
+        if t is None:
+            return None
+        vals = [self.to_num(f if isinstance(f, Value) else self.term_value(f, g2)
+                            if isinstance(f, Term) else self.ev(f, g2)) for f in rest]
+        self.decide("sparse-first", f"{rel} @ {x.name} before the sum over "
+                    f"{', '.join(others)}", t.axes)
+        return self.einsum([t, *vals], list(others), g2)
 
     def spmm_value(self, wide: Expr | Term | Value, out: str, narrow: list[Expr | Term | Value],
                    rvars: list[str], rel: str, m: str, nnz: Dim, g2: dict[str, Axis],
@@ -260,7 +458,10 @@ class Gathers(Reads):
                 continue
             ivs = [IndexVar(a, inner[a].extent) for a in others if a in summed]
             done |= summed
-            v = self.to_num(self.term_value(Term(1.0, ivs, list(fs), []), g2))
+            # (the relation index first: the sparse product reads rows, never a transpose)
+            lead = [a for a in rvars if a in free]
+            g2o = {**{a: g2[a] for a in lead}, **{k: a for k, a in g2.items() if k not in lead}}
+            v = self.to_num(self.term_value(Term(1.0, ivs, list(fs), []), g2o))
             name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
             self.shapes[name] = tuple(g2[a].extent for a in v.axes)
             self.py[name] = name
@@ -278,7 +479,8 @@ class Gathers(Reads):
                 uses = [a.free_indices() & set(rvars) for a in idx]
                 if not any(uses):
                     return e
-                which: list[int | None] = []
+                which: list[int | str | None] = []
+                shifted = False
                 keep: list[Affine] = []
                 dims: list[Dim] = []
                 for a, u, d in zip(idx, uses, self.shapes[name], strict=True):
@@ -288,8 +490,11 @@ class Gathers(Reads):
                         dims.append(d)
                         continue
                     v = a.as_var()
-                    if v is None:
-                        raise _NoGather  # a shifted read x[i + 1] at the members
+                    lo = self.member_lo.get(relpy, {})
+                    if v is None or rvars.index(v) in lo:  # x[i + 1], or i counted from lo
+                        shifted = True
+                        which.append(self.read_spec(a, rvars, lo))
+                        continue
                     which.append(rvars.index(v))
                 if self.kinds.get(name) == "relation":
                     raise _NoGather
@@ -298,7 +503,9 @@ class Gathers(Reads):
                 n = Poly.of_dim(nnz)
                 for d in dims:
                     n = n * Poly.of_dim(d)
-                code = f"{relpy}.gather({self.py[name]}, {tuple(which)})"
+                code = (f"{relpy}.gather({self.py[name]}, {tuple(which)})" if not shifted else
+                        f"{relpy}.gather_at({self.py[name]}, "
+                        f"({''.join(f'{w}, ' for w in which)}))")
                 g = self.temp(code, kernels=self.kernel(RelationGather, n, n, f"gather {name}"))
                 self.shapes[g] = (nnz, *dims)
                 self.py[g] = g
@@ -324,6 +531,15 @@ class Gathers(Reads):
                     raise _NoGather
                 return e
         raise _NoGather
+
+
+def _reads_only(cond: Cond, rel: Rel) -> bool:
+    """Whether ``cond`` is a relation whose indices are plain indices of ``rel``."""
+    if cond.kind != "rel" or cond.rel is None:
+        return False
+    own = {a.as_var() for a in rel.indices}
+    vars_ = [a.as_var() for a in cond.rel.indices]
+    return all(v is not None and v in own for v in vars_) and len(set(vars_)) == len(vars_)
 
 
 def _lift(e: Expr, sparse: frozenset[str]) -> tuple[list[Rel], Expr]:

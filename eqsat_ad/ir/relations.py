@@ -51,22 +51,34 @@ def is_index_array(value: Any, rank: int) -> bool:
 
 
 class SparseRelation:
-    """The members of a relation: ``coords[k][m]`` is the k-th index of the m-th member."""
+    """The members of a relation: ``coords[k][m]`` is the k-th index of the m-th member.
 
-    __slots__ = ("_dense", "_incidence", "_matrices", "coords", "identity", "nnz", "shape")
+    A relation read from a CSR matrix also keeps its row offsets (``indptr``): a gather along
+    the rows is then ``np.repeat`` and a segment sum into them ``np.add.reduceat``, both
+    sequential passes, and the row coordinates are built only if something else reads them."""
+
+    __slots__ = ("_coords", "_dense", "_empty_rows", "_incidence", "_matrices", "identity",
+                 "indptr", "nnz", "shape")
     dtype = np.dtype(bool)
 
-    def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray],
-                 identity: frozenset[int] | None = None, matrix: Any = None) -> None:
+    def __init__(self, shape: Sequence[int], coords: Sequence[np.ndarray | None],
+                 identity: frozenset[int] | None = None, matrix: Any = None,
+                 indptr: np.ndarray | None = None) -> None:
         self.shape = tuple(int(n) for n in shape)
-        self.coords = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in coords)
-        self.nnz = int(self.coords[0].shape[0]) if self.coords else 0
+        self._coords = [None if c is None else np.ascontiguousarray(c, dtype=np.int64)
+                        for c in coords]
+        self.indptr = indptr
+        if indptr is not None:
+            self.nnz = int(indptr[-1])
+        else:
+            self.nnz = int(self._coords[0].shape[0]) if self._coords else 0  # type: ignore
         self._dense: np.ndarray | None = None
+        self._empty_rows: np.ndarray | None = None
         self._incidence: dict[int, Any] = {}
         # Unweighted SciPy matrices by (k_out, k_in): the caller's CSR/CSC itself when it was one
         self._matrices: dict[tuple[int, int], Any] = {}
-        if matrix is not None:
-            self._matrices = {(0, 1): matrix, (1, 0): matrix.T}
+        if matrix is not None:  # (its transpose, a CSC view, made when a product needs it)
+            self._matrices = {(0, 1): matrix}
         # Dimensions whose coordinates are 0, 1, ..., n-1 (an index array's rows): a gather or
         # segment sum along them is the identity.
         self.identity = identity if identity is not None else frozenset(
@@ -74,6 +86,20 @@ class SparseRelation:
             if self.nnz == self.shape[k] and (self.nnz == 0 or (
                 c[0] == 0 and c[-1] == self.nnz - 1 and bool(np.all(np.diff(c) == 1))))
         )
+
+    @property
+    def coords(self) -> tuple[np.ndarray, ...]:
+        """One int64 array per dimension (the rows of a CSR relation built on first use)."""
+        if self._coords and self._coords[0] is None:
+            assert self.indptr is not None
+            self._coords[0] = np.repeat(np.arange(self.shape[0], dtype=np.int64),
+                                        np.diff(self.indptr))
+        return tuple(self._coords)  # type: ignore[arg-type]
+
+    def coord(self, k: int) -> np.ndarray:
+        """The coordinates of dimension ``k`` (without building the others)."""
+        c = self._coords[k]
+        return c if c is not None else self.coords[k]
 
     @staticmethod
     def of(value: Any, n: int | None = None, name: str = "relation") -> SparseRelation:
@@ -106,8 +132,10 @@ class SparseRelation:
         n = self.shape[k]
         if k in self.identity:
             return values
+        if k == 0 and self.indptr is not None:
+            return self._row_sum(values, axis)
         if values.ndim == 1:
-            out = np.bincount(self.coords[k], weights=values, minlength=n)
+            out = np.bincount(self.coord(k), weights=values, minlength=n)
             return out.astype(values.dtype, copy=False)
         moved = np.moveaxis(values, axis, 0)
         inc = self._incidence.get(k)
@@ -115,12 +143,33 @@ class SparseRelation:
             import scipy.sparse as sp
 
             ones = np.ones(self.nnz)
-            inc = sp.csr_array((ones, (self.coords[k], np.arange(self.nnz))),
+            inc = sp.csr_array((ones, (self.coord(k), np.arange(self.nnz))),
                                shape=(n, self.nnz))
             self._incidence[k] = inc
         flat = np.ascontiguousarray(moved).reshape(self.nnz, -1)
         out = np.asarray(inc @ flat, dtype=values.dtype).reshape((n, *moved.shape[1:]))
         return np.moveaxis(out, 0, axis)
+
+    def _row_sum(self, values: np.ndarray, axis: int) -> np.ndarray:
+        """The segment sum into the rows of a CSR relation: members are sorted by row, so
+        ``np.add.reduceat`` at the row offsets (a sequential pass); empty rows are 0."""
+        assert self.indptr is not None
+        n = self.shape[0]
+        if self.nnz == 0:
+            shape = list(values.shape)
+            shape[axis] = n
+            return np.zeros(shape, dtype=values.dtype)
+        if self._empty_rows is None:
+            self._empty_rows = np.flatnonzero(self.indptr[1:] == self.indptr[:-1])
+        # (reduceat reads one value at an empty row's offset, and an offset may not be nnz)
+        starts = self.indptr[:-1] if not self._empty_rows.size else np.minimum(
+            self.indptr[:-1], self.nnz - 1)
+        out = np.add.reduceat(values, starts, axis=axis)
+        if self._empty_rows.size:
+            index: list[Any] = [slice(None)] * values.ndim
+            index[axis] = self._empty_rows
+            out[tuple(index)] = 0
+        return out
 
     def matrix(self, weights: np.ndarray | float | None, k_out: int, k_in: int) -> Any:
         """The SciPy CSR matrix ``S[c_out, c_in] = Σ weights`` over the members (1 each when
@@ -129,14 +178,22 @@ class SparseRelation:
 
         if weights is None:
             hit = self._matrices.get((k_out, k_in))
+            if hit is None and (k_in, k_out) in self._matrices:
+                hit = self._matrices[(k_in, k_out)].T
+                self._matrices[(k_out, k_in)] = hit
             if hit is None:
-                hit = sp.csr_array((np.ones(self.nnz), (self.coords[k_out], self.coords[k_in])),
+                hit = sp.csr_array((np.ones(self.nnz), (self.coord(k_out), self.coord(k_in))),
                                    shape=(self.shape[k_out], self.shape[k_in]))
                 self._matrices[(k_out, k_in)] = hit
             return hit
-        w = np.ones(self.nnz) if weights is None else np.broadcast_to(
+        w = np.broadcast_to(
             np.asarray(weights, dtype=np.result_type(weights, np.float32)), (self.nnz,))
-        return sp.csr_array((w, (self.coords[k_out], self.coords[k_in])),
+        csr = self._matrices.get((0, 1))
+        if csr is not None and (k_out, k_in) == (0, 1) and getattr(csr, "format", "") == "csr":
+            # the members are the CSR's own entries, in its order: no sort
+            return sp.csr_array((np.ascontiguousarray(w), csr.indices, csr.indptr),
+                                shape=csr.shape)
+        return sp.csr_array((w, (self.coord(k_out), self.coord(k_in))),
                             shape=(self.shape[k_out], self.shape[k_in]))
 
     def spmm(self, weights: np.ndarray | float | None, x: np.ndarray, axis: int, k_out: int,
@@ -149,12 +206,12 @@ class SparseRelation:
         flat = moved.reshape(moved.shape[0], -1)
         w = None if weights is None else np.asarray(weights)
         if k_out in self.identity:  # one member per output row (an index array): a gather
-            out = flat[self.coords[k_in]]
+            out = flat[self.coord(k_in)]
             if w is not None:
                 out = out * (w[:, None] if w.ndim else w)
         elif k_in in self.identity and flat.shape[1] <= 8:  # a scatter-add of a few columns
             vals = flat if w is None else flat * (w[:, None] if w.ndim else w)
-            out = np.stack([np.bincount(self.coords[k_out], weights=vals[:, c],
+            out = np.stack([np.bincount(self.coord(k_out), weights=vals[:, c],
                                         minlength=self.shape[k_out])
                             for c in range(flat.shape[1])], axis=1)
         else:
@@ -162,13 +219,87 @@ class SparseRelation:
         return np.asarray(out, dtype=np.result_type(x, out)).reshape(
             (self.shape[k_out], *moved.shape[1:]))
 
+    def shifted(self, specs: Sequence[tuple[int, int] | None], shape: Sequence[int]
+                ) -> SparseRelation:
+        """The relation ``{v : (a_0 v_0 + b_0, a_1 v_1 + b_1, ...) in self}`` over ``shape``
+        (``specs[k] = (a_k, b_k)``, None for ``(1, 0)``): the members whose solved ``v`` is an
+        integer inside ``shape``, in row-major order. One O(nnz) pass (plus a sort when some
+        ``a_k`` is negative)."""
+        keep: np.ndarray | None = None
+        vs: list[np.ndarray] = []
+        for k, spec in enumerate(specs):
+            c = self.coord(k)
+            v = c
+            if spec is not None:
+                a, b = spec
+                v = (c - b) // a
+                if abs(a) != 1:
+                    keep = (c - b) % a == 0 if keep is None else keep & ((c - b) % a == 0)
+            inside = (v >= 0) & (v < shape[k])
+            keep = inside if keep is None else keep & inside
+            vs.append(v)
+        if keep is not None and not keep.all():
+            vs = [v[keep] for v in vs]
+        if any(spec is not None and spec[0] < 0 for spec in specs) and vs and vs[0].size:
+            order = np.argsort(np.ravel_multi_index(vs, tuple(shape)), kind="stable")
+            vs = [v[order] for v in vs]
+        return SparseRelation(shape, vs)
+
+    def gather_at(self, x: np.ndarray, which: Sequence[tuple[int, int, int] | int | None]
+                  ) -> np.ndarray:
+        """``x`` read at the members like :meth:`gather`, where ``which[d]`` may also be
+        ``(k, a, b)``: axis ``d`` read at ``a · coords[k] + b`` (a shifted read ``x[i + 1]``);
+        a read outside ``x`` is 0, as in the index language."""
+        key: list[Any] = []
+        inside: np.ndarray | None = None
+        for d, w in enumerate(which):
+            if w is None:
+                key.append(slice(None))
+                continue
+            k, a, b = (w, 1, 0) if isinstance(w, int) else w
+            pos = self.coord(k) if (a, b) == (1, 0) else a * self.coord(k) + b
+            if (a, b) != (1, 0):
+                ok = (pos >= 0) & (pos < x.shape[d])
+                inside = ok if inside is None else inside & ok
+                pos = np.where(ok, pos, 0) if x.shape[d] else pos
+            key.append(pos)
+        if inside is not None and not x.size:
+            shape = [self.nnz] + [n for n, w in zip(x.shape, which, strict=True) if w is None]
+            return np.zeros(shape, dtype=x.dtype)
+        out = x[tuple(key)]
+        picked = [d for d, w in enumerate(which) if w is not None]
+        if picked and picked == list(range(picked[0], picked[-1] + 1)) and picked[0] != 0:
+            out = np.moveaxis(out, picked[0], 0)
+        if inside is not None and not inside.all():
+            out = np.where(inside.reshape((-1,) + (1,) * (out.ndim - 1)), out, 0)
+        return out
+
+    def member_of(self, other: Any, which: Sequence[int]) -> np.ndarray:
+        """Whether each member of this relation, read at its dimensions ``which``, is a member
+        of ``other`` (a :class:`SparseRelation` or a dense boolean array): a boolean array over
+        the members (the intersection's mask; O(nnz log nnz) for a sparse ``other``)."""
+        keys = [self.coord(k) for k in which]
+        if not isinstance(other, SparseRelation):
+            return np.asarray(other, dtype=bool)[tuple(keys)]
+        if other.nnz == 0 or self.nnz == 0:
+            return np.zeros(self.nnz, dtype=bool)
+        # Row-major linear positions: ``other``'s members are sorted by them.
+        theirs = np.ravel_multi_index(other.coords, other.shape)
+        mine = np.ravel_multi_index(keys, other.shape)
+        pos = np.minimum(np.searchsorted(theirs, mine), other.nnz - 1)
+        return theirs[pos] == mine
+
     def gather(self, x: np.ndarray, which: Sequence[int | None]) -> np.ndarray:
         """``x`` read at the members: ``which[d]`` is the relation dimension whose coordinate
         indexes axis ``d`` of ``x`` (None keeps the axis); the member axis comes first."""
         picked = [d for d, w in enumerate(which) if w is not None]
         if len(picked) == 1 and picked[0] == 0 and which[0] in self.identity:
             return x
-        key = tuple(self.coords[w] if w is not None else slice(None) for w in which)
+        if len(picked) == 1 and which[picked[0]] == 0 and self.indptr is not None:
+            # CSR rows: each row's value repeated once per member (a sequential pass)
+            out = np.repeat(x, np.diff(self.indptr), axis=picked[0])
+            return out if picked[0] == 0 else np.moveaxis(out, picked[0], 0)
+        key = tuple(self.coord(w) if w is not None else slice(None) for w in which)
         out = x[key]
         # NumPy puts the advanced-index axis first unless the indexed axes are adjacent.
         if picked and picked == list(range(picked[0], picked[-1] + 1)) and picked[0] != 0:
@@ -224,11 +355,13 @@ def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> Spa
         if (fmt in ("csr", "csc") and value.has_canonical_format and data is not None
                 and (data.dtype == bool or bool(np.all(data == 1)))):
             # sorted, no duplicates, every stored value 1: the members in O(nnz)
-            n_major = int(value.shape[0 if fmt == "csr" else 1])
-            major = np.repeat(np.arange(n_major, dtype=np.int64), np.diff(value.indptr))
             minor = np.asarray(value.indices, dtype=np.int64)
-            rows, cols = (major, minor) if fmt == "csr" else (minor, major)
-            return SparseRelation(value.shape, (rows, cols), identity=frozenset(),
+            if fmt == "csr":  # the rows stay offsets until something reads them
+                return SparseRelation(value.shape, (None, minor), identity=frozenset(),
+                                      matrix=value, indptr=np.asarray(value.indptr))
+            major = np.repeat(np.arange(int(value.shape[1]), dtype=np.int64),
+                              np.diff(value.indptr))
+            return SparseRelation(value.shape, (minor, major), identity=frozenset(),
                                   matrix=value)
         coo = value.tocoo()
         data = np.asarray(coo.data)
@@ -261,7 +394,8 @@ def relation_argument(name: str, value: Any, shape: Sequence[int | None]) -> Spa
             f"{what}: the range of index array {name!r} (its last dimension) is not bound by "
             "another argument"
         )
-    if idx.size:
+    # One pass: a negative value read as unsigned is at least 2**63, so it is out of range too.
+    if idx.size and int(idx.view(idx.dtype.str.replace("i", "u")).max()) >= n:
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= n:
             bad = lo if lo < 0 else hi

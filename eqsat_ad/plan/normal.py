@@ -399,6 +399,14 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             if len(terms) == 1 and (terms[0].conds or guards) and not terms[0].sums:
                 return [Term(1.0, [], [*guards, Binary("/", _without_brackets(lhs), rhs)],
                              terms[0].conds)]
+            # (Σ_J [p] e) / d = Σ_J [p] (e · d⁻¹), d free of J: where no term survives the
+            # guard the sum is a strong zero and so is its quotient (docs/semantics.md), so an
+            # empty masked sum over d = 0 is 0, not 0 / 0 (the lowering takes d⁻¹ out of the sum
+            # again where it is finite)
+            if (len(terms) == 1 and terms[0].sums and terms[0].conds
+                    and not free_indices(rhs) & {iv.name for iv in terms[0].sums}):
+                t = terms[0]
+                return [Term(t.coef, t.sums, [*t.factors, Pow(rhs, -1.0)], t.conds)]
         case Binary("*", lhs, rhs):
             left, right = expand(lhs, names), expand(rhs, names)
             if not left or not right:
