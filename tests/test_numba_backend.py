@@ -9,6 +9,7 @@ Numba too.)
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -28,39 +29,8 @@ numba = pytest.importorskip("numba")
 from eqsat_ad.backend.fused import NumbaProgram, cache_dir, compile_numba  # noqa: E402
 from eqsat_ad.backend.fused.schedule import loop_price  # noqa: E402
 
-STENCILS = {
-    "blur": ("""
-def blur(x: [H, W], w: [H, W]):
-    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0
-    return Sum[i: H, j: W](w[i, j] * b[i, j])
-""", "x", {"H": 9, "W": 7}),
-    "tv": ("""
-def tv(u: [H, W]):
-    dx[i: H, j: W] = u[i + 1, j] - u[i, j]
-    dy[i: H, j: W] = u[i, j + 1] - u[i, j]
-    return Sum[i: H, j: W]((i < H - 1 and j < W - 1) * sqrt(dx[i, j] ** 2 + dy[i, j] ** 2 + 0.0001))
-""", "u", {"H": 8, "W": 6}),
-    "nbody": ("""
-def nbody(x: [N, 3], m: [N]):
-    d2[i: N, j: N] = Sum[k: 3]((x[i, k] - x[j, k]) ** 2) + 0.01
-    return Sum[i: N, j: N](m[i] * m[j] / sqrt(d2[i, j]))
-""", "x", {"N": 11}),
-    "conv1d": ("""
-def conv(x: [N], w: [K], y: [N]):
-    c[i: N] = Sum[k: K](w[k] * x[i + k])
-    return Sum[i: N]((c[i] - y[i]) ** 2)
-""", "w", {"N": 30, "K": 4}),
-    "prefix": ("""
-def prefix(x: [N], w: [N]):
-    c[i: N] = Sum[j: N]((j <= i) * x[j])
-    return Sum[i: N](w[i] * c[i] * c[i])
-""", "x", {"N": 17}),
-    "moving": ("""
-def moving(x: [N], w: [N], k: [K]):
-    c[i: N] = Sum[j: N]((i - K < j and j <= i) * x[j])
-    return Sum[i: N](w[i] * c[i] * c[i])
-""", "x", {"N": 19, "K": 4}),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+STENCILS = importlib.import_module("fused_programs").PROGRAMS  # shared with the experiment
 
 
 @pytest.fixture(autouse=True)
@@ -101,9 +71,10 @@ def test_worked_example_gradients_equal_the_interpreter(ex) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("name", sorted(STENCILS))
-def test_stencil_gradients_equal_the_interpreter(name: str, dtype: type) -> None:
-    src, wrt, sizes = STENCILS[name]
+@pytest.mark.parametrize(("name", "wrt"), [(n, p.wrt) for n, p in sorted(STENCILS.items())]
+                         + [("conv1d", "w")])
+def test_stencil_gradients_equal_the_interpreter(name: str, wrt: str, dtype: type) -> None:
+    src, _, sizes = STENCILS[name]
     prog = ea.parse(src)
     g = ea.grad(prog, wrt, backend="numba")
     args = _inputs(g.program, sizes, dtype)
@@ -217,7 +188,7 @@ def test_source_is_readable_and_compile_time_recorded() -> None:
 def test_a_second_process_loads_from_the_disk_cache(tmp_path: Path) -> None:
     script = (
         "import numpy as np, eqsat_ad as ea\n"
-        f"g = ea.grad(ea.parse({STENCILS['conv1d'][0]!r}), 'w', backend='numba')\n"
+        f"g = ea.grad(ea.parse({STENCILS['conv1d'].source!r}), 'w', backend='numba')\n"
         "g(np.ones(30), np.ones(4), np.ones(30))\n"
         "print(g.compile_seconds['d'])\n"
     )
