@@ -28,9 +28,11 @@ import numpy as np
 
 from ...ir.errors import ProgramError
 from ...ir.expr import Access, Expr, accessed_names
+from ...ir.index import Affine, dim_str
 from ...ir.program import Param, Program, Statement
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
-from .loops import HELPERS, Index, LoopWriter, Unsupported
+from .interior import Index
+from .loops import HELPERS, LoopWriter, Unsupported
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 
@@ -112,28 +114,74 @@ class NumbaProgram:
     def _kernel(self, group: list[Statement], fused: dict[str, Statement]
                 ) -> tuple[str, list[str]]:
         """One kernel for statements over the same points (siblings share one loop nest and
-        their fused producers' values), and the arrays it reads."""
+        their fused producers' values), and the arrays it reads. The innermost output loop is
+        partitioned (:mod:`.interior`) when its interior drops a guard."""
         first = group[0]
+        ivs = first.indices
+        scans = statement_scans(first.body, ivs[-1].name) if ivs and len(group) == 1 else {}
         w = self._writer(fused)
         w.depth = 1
-        for iv in first.indices:
+        split = bool(ivs) and not scans  # a running sum carries across the loop: one range
+        for iv in ivs[:-1] if split else ivs:
             w.emit(f"for {iv.name} in range({iv.extent}):")
             w.open()
-        if first.indices and len(group) == 1:  # running sums along the innermost index
-            w.scans = statement_scans(first.body, first.indices[-1].name)
-            w.scan_outer, w.scan_line = first.indices[-1].name, len(w.lines) - 1
-            w.scan_blocks = len(first.indices)
+        if scans:  # running sums along the innermost index
+            w.scans = scans
+            w.scan_outer, w.scan_line = ivs[-1].name, len(w.lines) - 1
+            w.scan_blocks = len(ivs)
+        if not split:
+            return self._finish_kernel(group, fused, w, self._bodies(group, fused, w, None))
+        last = ivs[-1]
+        inside = self._writer(fused)
+        inside.depth, inside.counter, inside.interior = w.depth + 1, w.counter, last.name
+        inside.blocks = [*w.blocks, -1]
+        reads = self._bodies(group, fused, inside, last.name)
+        if not inside.lows:  # nothing to drop: one loop with every guard
+            w.emit(f"for {last.name} in range({last.extent}):")
+            w.open()
+            return self._finish_kernel(group, fused, w, self._bodies(group, fused, w, None))
+        edge = self._writer(fused)
+        edge.depth, edge.counter = w.depth + 1, inside.counter
+        edge.blocks = [*w.blocks, -1]
+        self._bodies(group, fused, edge, None)
+        lo, hi, v = "_lo", "_hi", last.name
+        w.emit(f"for {v} in range({lo}):  # the edge: every guard")
+        w.lines += edge.lines
+        w.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
+        w.lines += inside.lines
+        w.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
+        w.lines += edge.lines
+        lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
+        highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in inside.highs)])
+        w.lines[0:0] = [f"    {lo} = max({', '.join(lows)})",
+                        f"    {hi} = max({lo}, min({', '.join(highs)}))"]
+        return self._finish_kernel(group, fused, w, reads)
+
+    @staticmethod
+    def _size_code(a: Affine) -> str:
+        return LoopWriter({}, {}, frozenset()).affine(a, {})[0]
+
+    def _bodies(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
+                interior: str | None) -> list[str]:
+        """The statements' values at one point, written by ``w``; the arrays they read."""
+        first = group[0]
         target = ", ".join(iv.name for iv in first.indices) or "0"
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
-            env = {a.name: Index(b.name, b.extent)
+            env = {a.name: Index(b.name, b.extent,
+                                 exact=Affine.var(b.name) if b.name == interior else None)
                    for a, b in zip(s.indices, first.indices, strict=True)}
             v, _ = w.expr(s.body, env)
             w.emit(f"{out}[{target}] = {v}")
             reads += [r for r in self._reads(s, fused) if r not in reads]
+        return reads
+
+    def _finish_kernel(self, group: list[Statement], fused: dict[str, Statement],
+                       w: LoopWriter, reads: list[str]) -> tuple[str, list[str]]:
+        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         args = ", ".join([*outs, *reads, *self._sizes])
-        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{first.name}({args}):"]
+        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{group[0].name}({args}):"]
         return "\n".join(head + w.lines), reads
 
     def _groups(self, fused: dict[str, Statement]) -> list[list[Statement]]:
