@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ...ir.errors import ProgramError
+from ...ir.errors import ProgramError, ShapeError
 from ...ir.expr import Access, Expr, accessed_names
-from ...ir.index import Affine, dim_str
+from ...ir.index import Affine, dim_str, dim_value
 from ...ir.program import Param, Program, Statement
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .interior import Index
@@ -231,8 +231,13 @@ class NumbaProgram:
         fused = {s.name: s for s in self._prog.statements if place[s.name] == "fused"}
         kernels: list[str] = []
         sizes = ", ".join(self._sizes)
-        params = ", ".join([*self.program.param_names, *self._sizes])
+        params = ", ".join([*self.program.param_names, *self._sizes, "_buf"])
         run = [f"def run({params}):"]
+        # _buf[k]: the caller's array for output k (out=), written in place by its loop nest
+        position: dict[str, int] = {}
+        for k, o in enumerate(self._prog.outputs):
+            assert isinstance(o, Access)
+            position.setdefault(o.name, k)
         for p in self.program.params:
             if not p.shape:
                 run.append(f"    {p.name} = {p.name}.reshape(1)")
@@ -250,7 +255,11 @@ class NumbaProgram:
                 kernels.append(code)
                 for t in group:
                     shape = ", ".join(str(d) for d in t.shape) or "1"
-                    run.append(f"    {t.name} = np.empty(({shape},), dtype=F)")
+                    new = f"np.empty(({shape},), dtype=F)"
+                    k = position.get(t.name)
+                    if k is not None and t.shape:
+                        new = f"_buf[{k}] if _buf[{k}] is not None else {new}"
+                    run.append(f"    {t.name} = {new}")
                 names = [t.name for t in group]
                 run.append(f"    _k_{s.name}({', '.join([*names, *reads, *self._sizes])})")
             else:
@@ -290,21 +299,65 @@ class NumbaProgram:
                 self._modules[key] = mod
         return mod
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        """Run the program. ``out``: an array (a tuple of arrays or None, one per output, for a
+        program returning a tuple) of the result's shape and float type to write into; it
+        is returned. (A parameter named ``out`` is an input, as written.)"""
+        if "out" in self.program.param_names and out is not None:
+            kwargs["out"], out = out, None
         arrays, sizes = self._numpy.bind(*args, **kwargs)
-        if 0 in sizes.values():
-            return self._numpy(*args, **kwargs)  # empty tensors: the interpreter's zeros
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
-        first = dt.char not in self.compile_seconds
-        start = time.perf_counter()
-        mod = self._module(dt)
-        with np.errstate(all="ignore"):
-            result = mod.run(*arrays, *(sizes[n] for n in self._sizes))
-        if first:  # loading the module and Numba's compilation (or cache load) at first call
-            self.compile_seconds[dt.char] = time.perf_counter() - start
+        bufs = self._buffers(out, sizes, dt, arrays)
+        if 0 in sizes.values():  # empty tensors: the interpreter's zeros
+            result = self._numpy(*args, **kwargs)
+        else:
+            first = dt.char not in self.compile_seconds
+            start = time.perf_counter()
+            mod = self._module(dt)
+            with np.errstate(all="ignore"):
+                result = mod.run(*arrays, *(sizes[n] for n in self._sizes), bufs)
+            if first:  # loading the module and Numba's compilation (or cache load) at 1st call
+                self.compile_seconds[dt.char] = time.perf_counter() - start
+        if any(b is not None for b in bufs):
+            several = self.program.returns_tuple
+            values = list(result) if several else [result]
+            for k, b in enumerate(bufs):
+                if b is not None and values[k] is not b:
+                    np.copyto(b, values[k])  # a NumPy-run or empty output
+                    values[k] = b
+            result = tuple(values) if several else values[0]
         return _finish(result, self.program)
+
+    def _buffers(self, out: Any, sizes: dict[str, int], dt: np.dtype,
+                 arrays: list[Any]) -> tuple[np.ndarray | None, ...]:
+        """The caller's output arrays, one per output (None: allocate), checked."""
+        n = len(self.program.outputs)
+        if out is None:
+            return (None,) * n
+        several = self.program.returns_tuple
+        given = tuple(out) if several and isinstance(out, tuple | list) else (out,)
+        where = f"out= of {self.program.name}"
+        if len(given) != n:
+            raise ShapeError(f"{where}: expected {n} array(s) (None where not wanted), "
+                             f"got {len(given)}")
+        for k, (b, o) in enumerate(zip(given, self._prog.outputs, strict=True)):
+            if b is None:
+                continue
+            assert isinstance(o, Access)
+            shape = tuple(dim_value(d, sizes) for d in self._shapes[o.name])
+            if not isinstance(b, np.ndarray) or not shape:
+                raise ShapeError(f"{where}: output {k} needs " + (
+                    f"a NumPy array of shape {shape}, got {type(b).__name__}" if shape
+                    else "no buffer (it is a scalar): pass None"))
+            if b.shape != shape or b.dtype != dt or not b.flags.writeable:
+                raise ShapeError(f"{where}: output {k} is {dt.name} of shape {shape}; got a "
+                                 f"{'read-only ' if not b.flags.writeable else ''}"
+                                 f"{b.dtype.name} array of shape {b.shape}")
+            if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
+                raise ShapeError(f"{where}: output {k} shares memory with an input")
+        return given
 
     def __repr__(self) -> str:
         return f"<NumbaProgram {self.program.name}({', '.join(self.program.param_names)})>"
