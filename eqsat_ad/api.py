@@ -784,7 +784,9 @@ def grad(
     ``backend="numba"`` runs the same optimized program as fused scalar loop nests compiled by
     Numba (optional: ``pip install 'eqsat-ad[numba]'``; contractions BLAS runs better stay NumPy
     calls); ``.source`` is then the generated module and ``.compile_seconds`` its first-call
-    compile (or cache load) time. NumPy (``backend="numpy"``) is the default.
+    compile (or cache load) time; its calls take ``out=``, an array of the result's shape and
+    type (a tuple of them, ``None`` where not wanted, for several outputs) written in place and
+    returned. NumPy (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):
