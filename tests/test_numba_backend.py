@@ -257,3 +257,31 @@ def test_out_buffers_are_checked() -> None:
     g_np = ea.grad(ea.parse(src), wrt)
     with pytest.raises(ea.ProgramError, match="out= .* needs backend='numba'"):
         g_np(**args, out=np.empty((9, 7)))
+
+
+def test_rolled_loops_are_a_clear_error() -> None:
+    def ema(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = 0.9 * s + x[i]
+        return s
+
+    g = ea.grad(ema, backend="numba")
+    with pytest.raises(ea.ProgramError, match=r"does not run rolled loops \(Fold\)"):
+        g(np.ones(50))
+
+
+@pytest.mark.parametrize("sizes", [{"N": 3, "K": 4}, {"N": 4, "K": 4}, {"N": 40, "K": 1},
+                                   {"N": 1, "K": 1}])
+def test_partitioned_loops_equal_the_interpreter_at_every_size(sizes: dict) -> None:
+    # conv1d's loops run an edge, an interior without guards and another edge; where the
+    # interior is empty (K > N) or everything (K = 1), the values are still the interpreter's.
+    prog = ea.parse(STENCILS["conv1d"].source)
+    for wrt in ("x", "w"):
+        g = ea.grad(prog, wrt, backend="numba")
+        assert "# the interior: no read leaves its array" in g.source
+        args = _inputs(g.program, sizes, np.float64, seed=5)
+        args["x"][0] = np.inf
+        with np.errstate(all="ignore"):
+            want = evaluate(g.program, **args)
+        _agree(g(**args), want, 1e-12)
