@@ -212,7 +212,10 @@ class LoopWriter:
                 continue  # a loop variable over exactly this axis
             b = bounds_of(a, env) if den == 1 and self.interior is not None else None
             if b is not None and self.holds_inside(b[0], b[1], d):
-                continue  # in range everywhere in the interior
+                # in range everywhere in the interior: unsigned, so Numba adds no wraparound
+                # branch for negative indices
+                codes[-1] = f"np.uintp({code})" if not code.isdigit() else code
+                continue
             nonneg = a.const >= 0 and all(c > 0 for _, c in a.index + a.sizes)
             atom = code if code.isidentifier() else f"({code})"
             conds.append(f"{atom} < {dim_str(d)}" if nonneg else f"0 <= {atom} < {dim_str(d)}")
