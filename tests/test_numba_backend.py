@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 from strategies import programs, random_inputs, sizes_strategy
 
 import eqsat_ad as ea
-from eqsat_ad.examples import WORKED_EXAMPLES
+from eqsat_ad.examples import WORKED_EXAMPLES, k_reads
 from eqsat_ad.ir.interpreter import evaluate
 
 numba = pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused import NumbaProgram, cache_dir, compile_numba  # noqa: E402
-from eqsat_ad.backend.fused.schedule import loop_price  # noqa: E402
+from eqsat_ad.backend.fused.schedule import LOOP_RATIO, loop_price  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 STENCILS = importlib.import_module("fused_programs").PROGRAMS  # shared with the experiment
@@ -171,6 +171,17 @@ def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
     assert gp.source.count("while ") == 2 and "range(N - 1, -1, -1)" in gp.source
     for s in gp.program.statements:
         assert loop_price(s).degree() == 1
+    # A contraction among elementwise factors (the MLP's tanh layer and its weight gradient):
+    # the plan runs a matrix product, BLAS; the bias gradient (a plain sum) loops.
+    mlp = next(e for e in WORKED_EXAMPLES if e.id == "mlp")
+    gl = ea.grad(mlp.program(), "W1", backend="numba")
+    why = gl.compiled.schedule.why
+    assert why["hid"] == why["W1_bar"] == "contraction (BLAS)"
+    # k point reads: a loop nest testing k brackets per point is dearer than the plan's k point
+    # writes by more than LOOP_RATIO: NumPy.
+    gk = ea.grad(k_reads(16).program(), "x", backend="numba")
+    assert gk.compiled.schedule.placement["x_bar"] == "numpy"
+    assert f"{LOOP_RATIO}x the NumPy plan" in gk.compiled.schedule.why["x_bar"]
     # ... a moving window's loop nest would be O(N^2): the NumPy plan's O(N) scan runs it.
     gm = ea.grad(ea.parse(STENCILS["moving"][0]), "x", backend="numba")
     assert set(gm.compiled.schedule.placement.values()) == {"numpy"}
