@@ -610,9 +610,13 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         post = self._post
+        buf = {"out": kwargs.pop("out")} if "out" in kwargs and self._out_is_buffer() else {}
+        if buf and self.backend != "numba":
+            raise ProgramError("out= (an array to write the result into) needs "
+                               "backend='numba'; the NumPy backend allocates its results")
         if self._fn is None:
             assert self._latest is not None
-            out = self._latest.compiled(*args, **kwargs)
+            out = self._latest.compiled(*args, **kwargs, **buf)
             return out if post is None else post(out)
         assert self._signature is not None
         if not kwargs and all(type(a) is np.ndarray for a in args):
@@ -620,11 +624,19 @@ class Compiled:
             if hit is not None:
                 stage, key, positions = hit
                 self._latest, self._latest_key = stage, key
-                out = stage.compiled(*[args[k] for k in positions])
+                out = stage.compiled(*[args[k] for k in positions], **buf)
                 return out if post is None else post(out)
         stage, call = self._prepare(args, kwargs)
-        out = stage.compiled(**call)
+        out = stage.compiled(**call, **buf)
         return out if post is None else post(out)
+
+    def _out_is_buffer(self) -> bool:
+        """``out=`` names the result's array unless the function has a parameter ``out``."""
+        if self._fn is None:
+            assert self._latest is not None
+            return "out" not in self._latest.compiled.program.param_names
+        assert self._signature is not None
+        return "out" not in self._signature.parameters
 
     def _prepare(self, args: tuple, kwargs: dict[str, Any]) -> tuple[_Stage, dict[str, Any]]:
         """The specialization for these arguments and the keyword arguments of its compiled
@@ -772,7 +784,9 @@ def grad(
     ``backend="numba"`` runs the same optimized program as fused scalar loop nests compiled by
     Numba (optional: ``pip install 'eqsat-ad[numba]'``; contractions BLAS runs better stay NumPy
     calls); ``.source`` is then the generated module and ``.compile_seconds`` its first-call
-    compile (or cache load) time. NumPy (``backend="numpy"``) is the default.
+    compile (or cache load) time; its calls take ``out=``, an array of the result's shape and
+    type (a tuple of them, ``None`` where not wanted, for several outputs) written in place and
+    returned. NumPy (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):

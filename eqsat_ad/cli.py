@@ -1,7 +1,7 @@
 """The command line: ``eqsat-ad`` (or ``python -m eqsat_ad``).
 
     eqsat-ad grad FILE.py [--function F] [--wrt A ...] [--sizes N=1000 ...] [--shape x=N,N]
-                          [--rules NAME|FILE.egg ...] [--json]
+                          [--rules NAME|FILE.egg ...] [--backend numpy|numba] [--json]
     eqsat-ad check-rules FILE.egg|NAME
     eqsat-ad explain FILE.py --html OUT.html [--svg OUT.svg]
     eqsat-ad fuzz ...            (when the eqsat_ad.fuzz package is installed)
@@ -141,7 +141,7 @@ def _compiled_gradient(args: argparse.Namespace) -> Any:
             "give each array argument's shape, e.g. --shape x=N --shape A=N,M"
         )
     g = grad(target, wrt=_wrt(args.wrt), sizes=_sizes(args.sizes), shapes=shapes,
-             optimize=not args.no_optimize, rules=args.rules)
+             optimize=not args.no_optimize, rules=args.rules, backend=args.backend)
     g.program  # noqa: B018 - compiles now (and raises now) for a Program or declared shapes
     return g
 
@@ -160,12 +160,14 @@ def _cmd_grad(args: argparse.Namespace) -> int:
             "program": print_program(g.program),
             "naive": print_program(g.naive),
             "source": g.source,
+            "backend": args.backend,
             "report": g.report.to_dict() if g.report is not None else None,
         }
         print(json.dumps(out, indent=2, default=str))
         return 0
     print("# optimized gradient program\n" + print_program(g.program))
-    print("\n# generated NumPy source\n" + g.source)
+    label = "Numba loop nests" if args.backend == "numba" else "NumPy source"
+    print(f"\n# generated {label}\n" + g.source)
     if g.report is not None:
         print("\n# cost report\n" + str(g.report))
     return 0
@@ -233,6 +235,9 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                         ".egg files (default: the four shipped sets)")
     p.add_argument("--no-optimize", action="store_true",
                    help="compile the naive adjoint (no equality saturation)")
+    p.add_argument("--backend", choices=("numpy", "numba"), default="numpy",
+                   help="numpy (default): NumPy calls; numba: fused loop nests compiled by Numba "
+                        "(needs the extra: pip install 'eqsat-ad[numba]')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -286,6 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except EqsatError as exc:
+        print(f"eqsat-ad {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:  # an optional dependency (--backend numba without Numba)
+        if "eqsat-ad[" not in str(exc):
+            raise
         print(f"eqsat-ad {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (eqsat-ad grad f.py | head): not an error

@@ -4,8 +4,9 @@ Workloads (experiments/README.md): k traces of A; a Python loop of scalar reads
 ``s += x[i] * x[i]`` (translated loop-free: one Σ); a loop-free sum of k scalar reads
 ``x[0]² + ... + x[k-1]²`` (E5: a point-sparse gradient); diag (E3); a strided gather (E9); a
 tanh MLP; the matrix chain Σ(A@B@C) with tall/flat shapes. Systems: hand-written NumPy, eqsat_ad
-(optimized gradient), autograd, JAX (eager and jit) and PyTorch eager, each only when importable
-(nothing is installed by this script). PyTorch runs in a subprocess under the side venv's Python
+(optimized gradient; NumPy backend, and backend="numba": fused loop nests), autograd, JAX
+(eager and jit) and PyTorch eager, each only when importable (nothing is installed by this
+script). PyTorch runs in a subprocess under the side venv's Python
 3.11 (``--torch-python``, default ``.venv-torch/bin/python`` when it exists; see torch_peer.py).
 Every process is pinned to one core.
 
@@ -84,7 +85,7 @@ class Workload:
     arrays: dict[str, np.ndarray]
     f: Callable[..., Any]  # f(xp, *arrays) -> scalar
     hand: Callable[..., Any]  # hand-written gradient w.r.t. the first array
-    eqsat: Callable[[], Callable[..., Any]]  # builds the eqsat_ad gradient (first array)
+    eqsat: Callable[[str], Callable[..., Any]]  # the eqsat_ad gradient (first array), by backend
     torch_key: str  # the workload's name in torch_peer.py
     loop: bool = False  # f is a Python loop (skip JAX jit, which unrolls it)
 
@@ -101,7 +102,7 @@ def _k_traces(quick: bool, k: int) -> Workload:
 
     return Workload(
         f"{k} traces of A, N={n}", {"A": a}, f, lambda A: k * np.eye(A.shape[0]),
-        lambda: ea.grad(k_traces(k).program(), wrt="A"), f"traces:{k}",
+        lambda backend: ea.grad(k_traces(k).program(), wrt="A", backend=backend), f"traces:{k}",
     )
 
 
@@ -115,8 +116,8 @@ def _scalar_reads(quick: bool) -> Workload:
             s = s + x[i] * x[i]
         return s
 
-    def build():
-        return ea.grad(loop_sum_of_squares, wrt="x")
+    def build(backend: str):
+        return ea.grad(loop_sum_of_squares, wrt="x", backend=backend)
 
     return Workload(f"Python loop s += x[i]*x[i], n={n}", {"x": x}, f, lambda x: 2 * x, build,
                     "loop_squares", loop=True)
@@ -139,7 +140,8 @@ def _point_reads(quick: bool) -> Workload:
         return g
 
     return Workload(f"k scalar reads x[0]² + … + x[k-1]², k={k}, N={n}", {"x": x}, f, hand,
-                    lambda: ea.grad(k_reads(k).program(), wrt="x"), f"point_reads:{k}")
+                    lambda backend: ea.grad(k_reads(k).program(), wrt="x", backend=backend),
+                    f"point_reads:{k}")
 
 
 def loop_sum_of_squares(x):
@@ -159,8 +161,8 @@ def _diag(quick: bool) -> Workload:
         return xp.sum(xp.diag(x) * B)
 
     return Workload(f"diag: Σ diag(x)∘B, N={n}", {"x": x, "B": b}, f,
-                    lambda x, B: np.diag(B).copy(), lambda: ea.grad(ex.program(), wrt="x"),
-                    "diag")
+                    lambda x, B: np.diag(B).copy(),
+                    lambda backend: ea.grad(ex.program(), wrt="x", backend=backend), "diag")
 
 
 def _gather(quick: bool) -> Workload:
@@ -179,7 +181,7 @@ def _gather(quick: bool) -> Workload:
         return g
 
     return Workload(f"strided gather y = x[::2], N={n}", {"x": x, "w": w}, f, hand,
-                    lambda: ea.grad(ex.program(), wrt="x"), "gather")
+                    lambda backend: ea.grad(ex.program(), wrt="x", backend=backend), "gather")
 
 
 def _mlp(quick: bool) -> Workload:
@@ -205,8 +207,8 @@ def _mlp(quick: bool) -> Workload:
         dh = (p * Y.sum(1, keepdims=True) - Y) @ W2
         return (dh * (1 - h**2)).T @ X
 
-    def build():
-        g = ea.grad(ex.program(), wrt="W1")
+    def build(backend: str):
+        g = ea.grad(ex.program(), wrt="W1", backend=backend)
         return lambda W1, X, b1, W2, b2, Y: g(X=X, W1=W1, b1=b1, W2=W2, b2=b2, Y=Y)
 
     return Workload(f"tanh MLP, B={b}, width {width}", arrays, f, hand, build, "mlp")
@@ -224,7 +226,7 @@ def _chain(quick: bool) -> Workload:
         return np.outer(np.ones(A.shape[0]), B @ C.sum(1))
 
     return Workload(f"Σ(A@B@C), A {n}×{r}, B {r}×{n}, C {n}×{r}", dict(inputs), f, hand,
-                    lambda: ea.grad(ex.program(), wrt="A"), "chain")
+                    lambda backend: ea.grad(ex.program(), wrt="A", backend=backend), "chain")
 
 
 WORKLOADS = (
@@ -250,8 +252,16 @@ def systems(w: Workload, quick: bool,
     measured in a subprocess) a (seconds | None, note) pair."""
     args = list(w.arrays.values())
     out: dict[str, Callable[[], Any] | str] = {"hand-written NumPy": lambda: w.hand(*args)}
-    g = w.eqsat()
+    g = w.eqsat("numpy")
     out["eqsat_ad"] = lambda: g(*args)
+    try:
+        g_nb = w.eqsat("numba")
+        g_nb(*args)  # compiles (or loads from Numba's cache) before timing
+        out["eqsat_ad (numba)"] = lambda: g_nb(*args)
+    except ImportError:
+        out["eqsat_ad (numba)"] = "not installed (pip install 'eqsat-ad[numba]')"
+    except ea.EqsatError as exc:
+        out["eqsat_ad (numba)"] = f"not supported: {str(exc).split(':')[0]}"[:90]
 
     ag = optional("autograd")
     if ag is not None and w.loop and len(args[0]) > (1000 if quick else 4000):

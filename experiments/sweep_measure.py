@@ -4,7 +4,8 @@ Every figure is printed as one JSON line ``{"key": ..., "value": ...}`` the mome
 so a child killed for time or memory still hands back what it measured before. Order: first-call
 latency, correctness at small sizes (naive, optimized and hand-written gradients against each
 other and against central differences), the report's prices at the benchmark sizes, one probe
-call of each variant, interleaved repeated calls (medians), peak memory, and for matrix chains
+call of each variant (hand, optimized, naive, the Numba backend's gradient where Numba is
+installed, the function), interleaved repeated calls (medians), peak memory, and for matrix chains
 the contraction cost of ``np.einsum_path(..., optimize="optimal")``.
 """
 
@@ -208,6 +209,14 @@ def same_code(naive: str, optimized: str) -> bool:
     return _canonical(naive) == _canonical(optimized)
 
 
+def check_against_hand(sp: SweepProgram, g: Any) -> dict[str, Any]:
+    """A gradient (the Numba backend's) against the hand-written one at small sizes."""
+    inputs = sp.inputs(sp.small, seed=1)
+    got, hand = _as_tuple(g(**inputs)), sp.hand(**inputs)
+    err = max(_rel_err(got[k], hand[name]) for k, name in enumerate(sp.wrt))
+    return {"ok": err < 1e-8, "worst_err": err}
+
+
 def _once(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -257,7 +266,18 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
             built[name] = g
         except Exception as e:  # noqa: BLE001 - every failure is recorded, none stops the sweep
             emit(f"error:{name}", "small sizes: " + _short(e))
-    if len(built) == 2:
+    try:  # the fused loop backend, where Numba is installed
+        t0 = time.perf_counter()
+        g = ea.grad(target, wrt=sp.wrt, backend="numba", **opts)
+        g(**small)
+        emit("latency_numba_s", time.perf_counter() - t0)
+        built["numba"] = g
+        emit("check_numba", check_against_hand(sp, g))
+    except ImportError:
+        emit("error:numba", "Numba is not installed")
+    except Exception as e:  # noqa: BLE001
+        emit("error:numba", "small sizes: " + _short(e))
+    if "naive" in built and "opt" in built:
         try:
             emit("same_code", same_code(built["naive"].source, built["opt"].source))
         except Exception as e:  # noqa: BLE001
@@ -276,6 +296,8 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
         variants["opt"] = lambda: built["opt"](**inputs)
     if "naive" in built:
         variants["naive"] = lambda: built["naive"](**inputs)
+    if "numba" in built:
+        variants["numba"] = lambda: built["numba"](**inputs)
     variants["f_hand"] = lambda: sp.f(**inputs)
     variants["f_opt"] = lambda: forward(**inputs)
     probes: dict[str, float] = {}

@@ -93,6 +93,9 @@ def _status(r: Row) -> str:
     elif not ck.get("ok"):
         parts.append(f"check FAILED ({ck.get('worst')}: {_g(ck.get('worst_err'))}"
                      + (f", {ck['error']}" if ck.get("error") else "") + ")")
+    cn = r.get("check_numba")
+    if cn is not None and not cn.get("ok"):
+        parts.append(f"numba check FAILED ({_g(cn.get('worst_err'))})")
     for k, v in r.get("errors", {}).items():
         parts.append(f"{k}: {v}")
     if r.get("fallback"):
@@ -116,8 +119,9 @@ def table(rows: list[Row]) -> str:
             "meas. × | "
             "pred/meas | opt/naive | opt/naive (min) | opt/hand | grad/f | opt ms | naive ms | "
             "hand ms | "
-            "largest (pred.) | first call s | peak MB opt/naive/hand | status |")
-    lines = [head, "|" + "---|" * 20]
+            "largest (pred.) | first call s | peak MB opt/naive/hand | numba ms | numba/opt | "
+            "numba/hand | status |")
+    lines = [head, "|" + "---|" * 23]
     for r in rows:
         p = r.get("prices", {})
         d = disagreement(r)
@@ -132,7 +136,9 @@ def table(rows: list[Row]) -> str:
             f"{_g(_ratio(_t(r, 'opt'), f_time(r)))} | {_ms(_t(r, 'opt'))} | "
             f"{_ms(_t(r, 'naive'))} | {_ms(_t(r, 'hand'))} | {_g(p.get('largest_optimized'))} | "
             f"{_g(r.get('latency_s'))} | {_mb(r.get('peak:opt'))}/{_mb(r.get('peak:naive'))}/"
-            f"{_mb(r.get('peak:hand'))} | {_status(r)} |"
+            f"{_mb(r.get('peak:hand'))} | {_ms(_t(r, 'numba'))} | "
+            f"{_g(_ratio(_t(r, 'numba'), _t(r, 'opt')))} | "
+            f"{_g(_ratio(_t(r, 'numba'), _t(r, 'hand')))} | {_status(r)} |"
         )
     return "\n".join(lines)
 
@@ -259,8 +265,20 @@ def _ktrace(r: Row) -> tuple[bool, str]:
     return gain >= 16, f"eager/optimized price {gain:.3g} (32 traces: ideally about 32)"
 
 
+def _numba(rows: list[Row]) -> Target:
+    """Issue 15: the Numba backend no slower than the NumPy backend (JAX jit: numba.md)."""
+    timed = [r for r in rows if _t(r, "numba") is not None and _t(r, "opt") is not None]
+    slower = [f"{r['name']} {_ratio(_t(r, 'numba'), _t(r, 'opt')):.3g}×" for r in timed
+              if (_ratio(_t(r, "numba"), _t(r, "opt")) or 0) > 1.0]
+    untimed = [r["name"] for r in rows if r not in timed]
+    return ("Numba backend ≤ 1.0× the NumPy backend (every program; vs JAX jit: numba.md)",
+            bool(timed) and not slower,
+            f"{len(timed) - len(slower)}/{len(timed)} within 1.0×; slower: "
+            f"{', '.join(slower) or 'none'}; not measured: {', '.join(untimed) or 'none'}")
+
+
 def targets(rows: list[Row]) -> list[Target]:
-    ts = [_never_slower(rows), _agreement(rows), *_chains(rows)]
+    ts = [_never_slower(rows), _agreement(rows), *_chains(rows), _numba(rows)]
     ts += _one(rows, "blur_window", "3×3 window-sum blur gradient ≤ 1.5× hand 9-tap, peak a "
                "few (≤ 6) H×W arrays", _blur)
     ts += _one(rows, "attention", "attention grad/f ≤ 4, no T×T×D temporary", _attention)
@@ -313,7 +331,9 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         "largest intermediate of the optimized program (entries); *first call*: parse + "
         "optimize + compile + one call at small sizes; *peak*: tracemalloc peak of one call. "
         "A program whose gradients failed at the benchmark sizes was rerun at its quick "
-        "(smoke-test) sizes; its status cell gives those figures.",
+        "(smoke-test) sizes; its status cell gives those figures. *numba ms*, *numba/opt*, "
+        "*numba/hand*: the optimized gradient with `backend=\"numba\"` (fused loop nests; "
+        "its first call compiles or loads Numba's cache, outside the timing).",
         "",
         f"## Targets: {passed}/{len(ts)} pass", "",
         "| target | result | evidence |", "|---|---|---|",

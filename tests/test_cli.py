@@ -103,3 +103,28 @@ def test_python_dash_m(tmp_path):
     done = subprocess.run([sys.executable, "-m", "eqsat_ad", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "check-rules" in done.stdout
+
+
+def test_grad_backend_numba_prints_the_loop_module(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path))
+    assert main(["grad", str(EXAMPLES / "ktrace.py"), "--backend", "numba", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["backend"] == "numba"
+    assert "@nb.njit(cache=True" in out["source"] and "def run(" in out["source"]
+    compile(out["source"], "<generated>", "exec")  # the printed module is valid Python
+
+
+def test_grad_backend_numba_without_numba_names_the_extra(capsys, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_numba(name: str, *args: object, **kwargs: object) -> object:
+        if name == "numba" or name.startswith("numba."):
+            raise ImportError("No module named 'numba'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_numba)
+    assert main(["grad", str(EXAMPLES / "ktrace.py"), "--backend", "numba"]) == 2
+    assert "eqsat-ad[numba]" in capsys.readouterr().err

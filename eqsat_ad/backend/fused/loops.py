@@ -37,6 +37,7 @@ from ...ir.expr import (
 )
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
+from .interior import Index, bounds_of, exact_of, requirement
 from .scans import ScanForm
 
 __all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
@@ -116,15 +117,6 @@ def _and(a: str | None, b: str | None) -> str | None:
     return f"({a} and {b})"
 
 
-@dataclass(frozen=True)
-class Index:
-    """An index in scope: its code (a loop variable or an integer expression) and its extent
-    when it is a loop variable running over the whole of it."""
-
-    code: str
-    extent: Dim | None = None
-
-
 @dataclass
 class LoopWriter:
     """Writes the scalar code of statements. ``shapes``: every array's shape; ``fused``: the
@@ -144,6 +136,11 @@ class LoopWriter:
     scan_line: int = -1
     scan_blocks: int = 0
     sum_depth: int = 0
+    # Loop partitioning (.interior): the innermost output variable whose interior this writes,
+    # and the bounds (as affines of sizes) of the guards it dropped there.
+    interior: str | None = None
+    lows: list = field(default_factory=list)
+    highs: list = field(default_factory=list)
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -187,6 +184,18 @@ class LoopWriter:
         atom = code if code.isidentifier() else f"({code})"
         return atom if c == 1 else f"-{atom}" if c == -1 else f"{c} * {atom}"
 
+    def holds_inside(self, lo: Affine, hi: Affine, d: Dim) -> bool:
+        """In an interior: whether the guard ``0 <= a < d``, for ``a`` between ``lo`` and
+        ``hi``, is dropped (then the interior is narrowed to where it holds)."""
+        if self.interior is None:
+            return False
+        req = requirement(self.interior, lo, hi, d)
+        if req is None:
+            return False
+        self.lows.append(req[0])
+        self.highs.append(req[1])
+        return True
+
     def _in_range(self, idx: Sequence[Affine], dims: Sequence[Dim],
                   env: Mapping[str, Index]) -> tuple[list[str], list[str]]:
         """Index codes for a read and the conditions that it is in range and integral."""
@@ -201,6 +210,12 @@ class LoopWriter:
             var = a.as_var()
             if var is not None and env[var].extent is not None and env[var].extent == d:
                 continue  # a loop variable over exactly this axis
+            b = bounds_of(a, env) if den == 1 and self.interior is not None else None
+            if b is not None and self.holds_inside(b[0], b[1], d):
+                # in range everywhere in the interior: unsigned, so Numba adds no wraparound
+                # branch for negative indices
+                codes[-1] = f"np.uintp({code})" if not code.isdigit() else code
+                continue
             nonneg = a.const >= 0 and all(c > 0 for _, c in a.index + a.sizes)
             atom = code if code.isidentifier() else f"({code})"
             conds.append(f"{atom} < {dim_str(d)}" if nonneg else f"0 <= {atom} < {dim_str(d)}")
@@ -300,12 +315,13 @@ class LoopWriter:
             return f"{e.name}[0]", None
         codes, conds = self._in_range(e.indices, dims, env)
         if e.name in self.fused:
-            return self.inline(self.fused[e.name], codes, conds, env), None
+            exact = [exact_of(a, env) for a in e.indices]
+            return self.inline(self.fused[e.name], codes, conds, env, exact), None
         read = f"{e.name}[{', '.join(codes)}]"
         return (f"({read} if {' and '.join(conds)} else F(0))" if conds else read), None
 
     def inline(self, s: Statement, codes: Sequence[str], conds: Sequence[str],
-               env: Mapping[str, Index]) -> str:
+               env: Mapping[str, Index], exact: Sequence[Affine | None]) -> str:
         """A fused producer's value at ``codes``: its body, an ordinary number (0 outside).
 
         Evaluated once per point of a loop body: a later read at the same point inside the
@@ -314,21 +330,21 @@ class LoopWriter:
         hit = self.memo.get(key)
         if hit is not None and tuple(self.blocks[:len(hit[1])]) == hit[1]:
             return hit[0]
-        out = self._inline(s, codes, conds, env)
+        out = self._inline(s, codes, conds, env, exact)
         self.memo[key] = (out, tuple(self.blocks))
         return out
 
     def _inline(self, s: Statement, codes: Sequence[str], conds: Sequence[str],
-                env: Mapping[str, Index]) -> str:
+                env: Mapping[str, Index], exact: Sequence[Affine | None]) -> str:
         inner: dict[str, Index] = {}
-        for iv, code in zip(s.indices, codes, strict=True):
+        for iv, code, ex in zip(s.indices, codes, exact, strict=True):
             known = next((v for v in env.values() if v.code == code), None)
             if code.isidentifier() and known is not None:
                 inner[iv.name] = known
             else:
                 name = self.fresh(f"{iv.name}_")
                 self.emit(f"{name} = {code}")
-                inner[iv.name] = Index(name)
+                inner[iv.name] = Index(name, exact=ex)
         out = self.fresh(f"{s.name}_")
         if not conds:
             v, _ = self.expr(s.body, inner)
@@ -425,22 +441,28 @@ class LoopWriter:
         extent = dim_str(iv.extent)
         lo, hi, body, tight, taps = self.bounds(iv.name, extent, body, inner)
         used = False
+        span = (Affine.constant(0), Affine.of_dim(iv.extent) - 1)
         if taps is not None:
-            first, count = taps
+            first, count, first_aff = taps
+            base = exact_of(first_aff, inner)
             for t in range(count):
                 var = self.fresh(iv.name)
                 self.emit(f"{var} = {first} + {t}" if t else f"{var} = {first}")
-                self.emit(f"if 0 <= {var} < {extent}:")
-                self.open()
-                used |= self._level(rest, body, {**inner, iv.name: Index(var, iv.extent)},
-                                    acc, flag, True)
-                self.close()
+                ex = None if base is None else base + t
+                guarded = ex is None or not self.holds_inside(ex, ex, iv.extent)
+                if guarded:
+                    self.emit(f"if 0 <= {var} < {extent}:")
+                    self.open()
+                tap = Index(var, iv.extent, exact=ex, span=span)
+                used |= self._level(rest, body, {**inner, iv.name: tap}, acc, flag, True)
+                if guarded:
+                    self.close()
             return used
         var = self.fresh(iv.name)
         # (a narrowed range is intersected with [0, extent): the variable stays in it)
         self._open_loop(var, lo, hi)
-        used = self._level(rest, body, {**inner, iv.name: Index(var, iv.extent)}, acc, flag,
-                           narrowed or tight)
+        used = self._level(rest, body, {**inner, iv.name: Index(var, iv.extent, span=span)},
+                           acc, flag, narrowed or tight)
         self.close()
         return used
 
@@ -450,10 +472,11 @@ class LoopWriter:
         self.open()
 
     def bounds(self, name: str, extent: str, body: Expr, env: Mapping[str, Index]
-               ) -> tuple[str, str, Expr, bool, tuple[str, int] | None]:
+               ) -> tuple[str, str, Expr, bool, tuple[str, int, Affine] | None]:
         """The range of a summed index, narrowed by the brackets of the body that bound it
         (``lo <= j``, ``j <= hi``, ``j == a``), the body without those brackets, whether it was
-        narrowed, and (first, count) when the range is a window of constant width."""
+        narrowed, and (first, count, first as an affine) when the range is a window of constant
+        width."""
         factors = _factors(body)
         lows, highs, rest = ["0"], [extent], []
         low_affs: list[Affine] = []
@@ -489,7 +512,7 @@ class LoopWriter:
         if len(low_affs) == 1 and len(high_affs) == 1:
             width = high_affs[0] - low_affs[0]
             if width.is_constant() and 0 < width.const <= UNROLL:
-                taps = (lows[1], int(width.const))
+                taps = (lows[1], int(width.const), low_affs[0])
         return lo, hi, new, True, taps
 
     def _bound(self, name: str, c: Cmp, env: Mapping[str, Index]

@@ -26,11 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ...ir.errors import ProgramError
+from ...ir.errors import ProgramError, ShapeError
 from ...ir.expr import Access, Expr, accessed_names
+from ...ir.index import Affine, dim_str, dim_value
 from ...ir.program import Param, Program, Statement
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
-from .loops import HELPERS, Index, LoopWriter, Unsupported
+from .interior import Index
+from .loops import HELPERS, LoopWriter, Unsupported
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 
@@ -112,28 +114,74 @@ class NumbaProgram:
     def _kernel(self, group: list[Statement], fused: dict[str, Statement]
                 ) -> tuple[str, list[str]]:
         """One kernel for statements over the same points (siblings share one loop nest and
-        their fused producers' values), and the arrays it reads."""
+        their fused producers' values), and the arrays it reads. The innermost output loop is
+        partitioned (:mod:`.interior`) when its interior drops a guard."""
         first = group[0]
+        ivs = first.indices
+        scans = statement_scans(first.body, ivs[-1].name) if ivs and len(group) == 1 else {}
         w = self._writer(fused)
         w.depth = 1
-        for iv in first.indices:
+        split = bool(ivs) and not scans  # a running sum carries across the loop: one range
+        for iv in ivs[:-1] if split else ivs:
             w.emit(f"for {iv.name} in range({iv.extent}):")
             w.open()
-        if first.indices and len(group) == 1:  # running sums along the innermost index
-            w.scans = statement_scans(first.body, first.indices[-1].name)
-            w.scan_outer, w.scan_line = first.indices[-1].name, len(w.lines) - 1
-            w.scan_blocks = len(first.indices)
+        if scans:  # running sums along the innermost index
+            w.scans = scans
+            w.scan_outer, w.scan_line = ivs[-1].name, len(w.lines) - 1
+            w.scan_blocks = len(ivs)
+        if not split:
+            return self._finish_kernel(group, fused, w, self._bodies(group, fused, w, None))
+        last = ivs[-1]
+        inside = self._writer(fused)
+        inside.depth, inside.counter, inside.interior = w.depth + 1, w.counter, last.name
+        inside.blocks = [*w.blocks, -1]
+        reads = self._bodies(group, fused, inside, last.name)
+        if not inside.lows:  # nothing to drop: one loop with every guard
+            w.emit(f"for {last.name} in range({last.extent}):")
+            w.open()
+            return self._finish_kernel(group, fused, w, self._bodies(group, fused, w, None))
+        edge = self._writer(fused)
+        edge.depth, edge.counter = w.depth + 1, inside.counter
+        edge.blocks = [*w.blocks, -1]
+        self._bodies(group, fused, edge, None)
+        lo, hi, v = "_lo", "_hi", last.name
+        w.emit(f"for {v} in range({lo}):  # the edge: every guard")
+        w.lines += edge.lines
+        w.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
+        w.lines += inside.lines
+        w.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
+        w.lines += edge.lines
+        lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
+        highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in inside.highs)])
+        w.lines[0:0] = [f"    {lo} = max({', '.join(lows)})",
+                        f"    {hi} = max({lo}, min({', '.join(highs)}))"]
+        return self._finish_kernel(group, fused, w, reads)
+
+    @staticmethod
+    def _size_code(a: Affine) -> str:
+        return LoopWriter({}, {}, frozenset()).affine(a, {})[0]
+
+    def _bodies(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
+                interior: str | None) -> list[str]:
+        """The statements' values at one point, written by ``w``; the arrays they read."""
+        first = group[0]
         target = ", ".join(iv.name for iv in first.indices) or "0"
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
-            env = {a.name: Index(b.name, b.extent)
+            env = {a.name: Index(b.name, b.extent,
+                                 exact=Affine.var(b.name) if b.name == interior else None)
                    for a, b in zip(s.indices, first.indices, strict=True)}
             v, _ = w.expr(s.body, env)
             w.emit(f"{out}[{target}] = {v}")
             reads += [r for r in self._reads(s, fused) if r not in reads]
+        return reads
+
+    def _finish_kernel(self, group: list[Statement], fused: dict[str, Statement],
+                       w: LoopWriter, reads: list[str]) -> tuple[str, list[str]]:
+        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         args = ", ".join([*outs, *reads, *self._sizes])
-        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{first.name}({args}):"]
+        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{group[0].name}({args}):"]
         return "\n".join(head + w.lines), reads
 
     def _groups(self, fused: dict[str, Statement]) -> list[list[Statement]]:
@@ -183,8 +231,13 @@ class NumbaProgram:
         fused = {s.name: s for s in self._prog.statements if place[s.name] == "fused"}
         kernels: list[str] = []
         sizes = ", ".join(self._sizes)
-        params = ", ".join([*self.program.param_names, *self._sizes])
+        params = ", ".join([*self.program.param_names, *self._sizes, "_buf"])
         run = [f"def run({params}):"]
+        # _buf[k]: the caller's array for output k (out=), written in place by its loop nest
+        position: dict[str, int] = {}
+        for k, o in enumerate(self._prog.outputs):
+            assert isinstance(o, Access)
+            position.setdefault(o.name, k)
         for p in self.program.params:
             if not p.shape:
                 run.append(f"    {p.name} = {p.name}.reshape(1)")
@@ -202,7 +255,11 @@ class NumbaProgram:
                 kernels.append(code)
                 for t in group:
                     shape = ", ".join(str(d) for d in t.shape) or "1"
-                    run.append(f"    {t.name} = np.empty(({shape},), dtype=F)")
+                    new = f"np.empty(({shape},), dtype=F)"
+                    k = position.get(t.name)
+                    if k is not None and t.shape:
+                        new = f"_buf[{k}] if _buf[{k}] is not None else {new}"
+                    run.append(f"    {t.name} = {new}")
                 names = [t.name for t in group]
                 run.append(f"    _k_{s.name}({', '.join([*names, *reads, *self._sizes])})")
             else:
@@ -242,21 +299,65 @@ class NumbaProgram:
                 self._modules[key] = mod
         return mod
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        """Run the program. ``out``: an array (a tuple of arrays or None, one per output, for a
+        program returning a tuple) of the result's shape and float type to write into; it
+        is returned. (A parameter named ``out`` is an input, as written.)"""
+        if "out" in self.program.param_names and out is not None:
+            kwargs["out"], out = out, None
         arrays, sizes = self._numpy.bind(*args, **kwargs)
-        if 0 in sizes.values():
-            return self._numpy(*args, **kwargs)  # empty tensors: the interpreter's zeros
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
-        first = dt.char not in self.compile_seconds
-        start = time.perf_counter()
-        mod = self._module(dt)
-        with np.errstate(all="ignore"):
-            result = mod.run(*arrays, *(sizes[n] for n in self._sizes))
-        if first:  # loading the module and Numba's compilation (or cache load) at first call
-            self.compile_seconds[dt.char] = time.perf_counter() - start
+        bufs = self._buffers(out, sizes, dt, arrays)
+        if 0 in sizes.values():  # empty tensors: the interpreter's zeros
+            result = self._numpy(*args, **kwargs)
+        else:
+            first = dt.char not in self.compile_seconds
+            start = time.perf_counter()
+            mod = self._module(dt)
+            with np.errstate(all="ignore"):
+                result = mod.run(*arrays, *(sizes[n] for n in self._sizes), bufs)
+            if first:  # loading the module and Numba's compilation (or cache load) at 1st call
+                self.compile_seconds[dt.char] = time.perf_counter() - start
+        if any(b is not None for b in bufs):
+            several = self.program.returns_tuple
+            values = list(result) if several else [result]
+            for k, b in enumerate(bufs):
+                if b is not None and values[k] is not b:
+                    np.copyto(b, values[k])  # a NumPy-run or empty output
+                    values[k] = b
+            result = tuple(values) if several else values[0]
         return _finish(result, self.program)
+
+    def _buffers(self, out: Any, sizes: dict[str, int], dt: np.dtype,
+                 arrays: list[Any]) -> tuple[np.ndarray | None, ...]:
+        """The caller's output arrays, one per output (None: allocate), checked."""
+        n = len(self.program.outputs)
+        if out is None:
+            return (None,) * n
+        several = self.program.returns_tuple
+        given = tuple(out) if several and isinstance(out, tuple | list) else (out,)
+        where = f"out= of {self.program.name}"
+        if len(given) != n:
+            raise ShapeError(f"{where}: expected {n} array(s) (None where not wanted), "
+                             f"got {len(given)}")
+        for k, (b, o) in enumerate(zip(given, self._prog.outputs, strict=True)):
+            if b is None:
+                continue
+            assert isinstance(o, Access)
+            shape = tuple(dim_value(d, sizes) for d in self._shapes[o.name])
+            if not isinstance(b, np.ndarray) or not shape:
+                raise ShapeError(f"{where}: output {k} needs " + (
+                    f"a NumPy array of shape {shape}, got {type(b).__name__}" if shape
+                    else "no buffer (it is a scalar): pass None"))
+            if b.shape != shape or b.dtype != dt or not b.flags.writeable:
+                raise ShapeError(f"{where}: output {k} is {dt.name} of shape {shape}; got a "
+                                 f"{'read-only ' if not b.flags.writeable else ''}"
+                                 f"{b.dtype.name} array of shape {b.shape}")
+            if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
+                raise ShapeError(f"{where}: output {k} shares memory with an input")
+        return given
 
     def __repr__(self) -> str:
         return f"<NumbaProgram {self.program.name}({', '.join(self.program.param_names)})>"

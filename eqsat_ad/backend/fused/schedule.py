@@ -7,10 +7,11 @@ plan prices NumPy kernels in:
   per arithmetic operation, a ``Sum`` its range (1 when an equality bracket fixes the summed
   index, the width of a band of constant width) times its body, plus one write
   (:func:`loop_price`).
-* A statement stays a NumPy call when its loop nest is asymptotically dearer than the NumPy
-  backend's kernels for it (the plan's ``statement_cost``: a scan or a contraction order that
-  loops would not find), when it is a contraction of plain reads that BLAS runs (``@`` /
-  ``np.einsum`` of degree 3 or more), or when it calls a function with no loop form.
+* A statement stays a NumPy call when its loop nest is dearer than :data:`LOOP_RATIO` times
+  the NumPy backend's kernels for it (the plan's ``statement_cost``: a scan, a contraction
+  order or point writes that loops would not find), when the plan runs it as a contraction
+  BLAS runs (``@`` / ``np.einsum`` of degree 3 or more), or when it calls a function with no
+  loop form.
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -30,10 +31,16 @@ from ...plan.kernels import Contract, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .scans import ScanForm, statement_scans
 
-__all__ = ["MEMORY", "Schedule", "loop_price", "schedule"]
+__all__ = ["LOOP_RATIO", "MEMORY", "Schedule", "loop_price", "schedule"]
 
 MEMORY = 4
 """Price of moving one element to or from memory, in arithmetic operations."""
+
+LOOP_RATIO = 2 * MEMORY
+"""A loop nest's price counts every read and operation at each point; the plan's kernels count
+points, and each NumPy pass also writes and reads back its result (about ``2 · MEMORY`` per
+point) where the loop nest keeps values in registers. A loop nest dearer than this many times
+the plan's price (``Σ_t [i == t]·x[t]`` per point against ``k`` point writes) stays NumPy."""
 
 
 @dataclass(frozen=True)
@@ -163,16 +170,8 @@ def _children(e: Expr) -> tuple[Expr, ...]:
 
 
 def _blas_contraction(s: Statement, plan: Plan) -> bool:
-    """A sum of a product of plain reads that the NumPy plan runs as a contraction of degree
-    3 or more (a matrix product: BLAS beats scalar loops there)."""
-    body = s.body
-    if not isinstance(body, Sum):
-        return False
-    reads = _factors(body.body)
-    if len(reads) < 2 or not all(
-        isinstance(r, Access) and all(a.as_var() is not None for a in r.indices) for r in reads
-    ):
-        return False
+    """The NumPy plan runs a contraction of degree 3 or more for ``s`` (a matrix product, its
+    other factors elementwise passes of lower degree): BLAS beats scalar loops there."""
     return any(isinstance(k, Contract) and k.space.degree() >= 3
                for k in plan.kernels if k.statement == s.name)
 
@@ -191,9 +190,11 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             placement[s.name], why[s.name] = "numpy", "contraction (BLAS)"
             continue
         loop, numpy = loop_price(s), plan.statement_cost(s.name)
-        if not numpy.is_zero() and loop.degree() > numpy.degree():
+        if not numpy.is_zero() and compare(loop, numpy * LOOP_RATIO, sizes) > 0:
             placement[s.name] = "numpy"
-            why[s.name] = f"loops O({loop.leading()}) > NumPy plan O({numpy.leading()})"
+            why[s.name] = (f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}" if
+                           loop.degree() == numpy.degree() else
+                           f"loops O({loop.leading()}) > NumPy plan O({numpy.leading()})")
             continue
         placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
     _fuse(prog, placement, why, sizes)
