@@ -139,10 +139,12 @@ def forward_statements(
     def input_tangent(n: str) -> str | None:
         if n in seeded:
             if n not in tangent_of:  # a seeded parameter gets a statement of its own
-                gens = _generators(prog.shape_of(n), names)
-                idx = tuple(Affine.var(g.name) for g in gens)
+                gens = _generators(tuple(extra_dims) + tuple(prog.shape_of(n)), names)
+                k = len(extra_dims)
+                idx = tuple(Affine.var(g.name) for g in gens[k:])
                 tangent_of[n] = names.variable(f"{n}_d")
-                out.append(Statement(tangent_of[n], gens, seed(n, idx, ())))
+                out.append(Statement(tangent_of[n], gens,
+                                     seed(n, idx, tuple(g.name for g in gens[:k]))))
             return tangent_of[n]
         return tangent_of.get(n)
 
@@ -151,13 +153,7 @@ def forward_statements(
             if not (s.reads() & active):
                 out.append(s)
                 continue
-            if extra_dims:
-                raise DifferentiationError(
-                    "a family of tangents (the symbolic Hessian) cannot go through a fold: "
-                    "differentiate its gradient with jvp instead (a Hessian-vector product)",
-                    s.loc)
-
-            out += tangent_fold(s, prog, input_tangent, tangent_of, names, mode)
+            out += tangent_fold(s, prog, input_tangent, tangent_of, names, mode, extra_dims)
             continue
         out.append(s)
         if s.name not in active:
@@ -187,20 +183,27 @@ def tangent_fold(
     tangent_of: dict[str, str],
     names: Names,
     mode: str,
+    extra_dims: tuple[Dim, ...] = (),
 ) -> list[Step]:
     """The fold that carries tangents along with the states: its body is the body's jvp
     (derived once), its states ``(c, ċ)``, its scans and constants those of ``f`` plus the
-    tangents of the active ones. Records the tangents of ``f``'s results in ``tangent_of``."""
+    tangents of the active ones. Records the tangents of ``f``'s results in ``tangent_of``.
+    ``extra_dims``: a family of tangents (the symbolic Hessian's unit directions) leads every
+    tangent's shape; the body's jvp carries the whole family."""
     body, ncarry, nscan = f.body, len(f.carry), len(f.scan)
+    fam = tuple(extra_dims)
     new: list[Step] = []
     carry_dots: list[str] = []
     for n, p in zip(f.carry, body.params, strict=False):
         t = input_tangent(n)
         if t is None:  # an inactive initial state: its tangent starts at zero
             t = names.variable(f"{n}_d")
-            new.append(Statement(t, _generators(p.shape, names), ZERO))
+            new.append(Statement(t, _generators(fam + tuple(p.shape), names), ZERO))
         carry_dots.append(t)
     scan_dots = [(k, input_tangent(n)) for k, n in enumerate(f.scan, ncarry)]
+    if fam:  # a family's tangent of a scanned array is read step first
+        scan_dots = [(k, t if t is None else _steps_first(t, f.scan[k - ncarry], prog, fam,
+                                                          names, new)) for k, t in scan_dots]
     const_dots = [(k, input_tangent(n)) for k, n in enumerate(f.const, ncarry + nscan)]
     scan_dots = [(k, t) for k, t in scan_dots if t is not None]
     const_dots = [(k, t) for k, t in const_dots if t is not None]
@@ -211,16 +214,16 @@ def tangent_fold(
     dot = {n: inner.variable(f"{n}_dot") for n in wrt}
 
     def seed(name: str, idx: tuple[Affine, ...], extra: tuple[str, ...]) -> Expr:
-        return Access(dot[name], idx)
+        return Access(dot[name], tuple(Affine.var(m) for m in extra) + idx)
 
-    stmts, inner_of = forward_statements(body, wrt, seed, (), inner, mode)
-    more, touts = output_tangents(body, wrt, seed, (), inner_of, inner, mode)
+    stmts, inner_of = forward_statements(body, wrt, seed, fam, inner, mode)
+    more, touts = output_tangents(body, wrt, seed, fam, inner_of, inner, mode)
 
     def param(k: int) -> Param:
         return body.params[k]
 
     def dparam(k: int) -> Param:
-        return Param(dot[param(k).name], param(k).shape)
+        return Param(dot[param(k).name], fam + tuple(param(k).shape))
 
     carries = [param(k) for k in range(ncarry)] + [dparam(k) for k in range(ncarry)]
     scans = [param(k) for k in range(ncarry, ncarry + nscan)] + [dparam(k) for k, _ in scan_dots]
@@ -231,12 +234,36 @@ def tangent_fold(
 
     result_dots = tuple(names.variable(f"{n}_d") for n in f.names)
     tangent_of.update(zip(f.names, result_dots, strict=True))
+    # a family's per-step tangents are stacked step first: read back family first
+    stacked = tuple(names.variable(f"{n}_dsteps") for n in f.names[ncarry:]) if fam else \
+        result_dots[ncarry:]
     new.append(Fold(
-        f.names[:ncarry] + result_dots[:ncarry] + f.names[ncarry:] + result_dots[ncarry:],
+        f.names[:ncarry] + result_dots[:ncarry] + f.names[ncarry:] + stacked,
         f.trip, jbody, f.carry + tuple(carry_dots),
         f.scan + tuple(t for _, t in scan_dots), f.const + tuple(t for _, t in const_dots),
         f.reverse, f.loc))
+    for n, raw, d in zip(f.names[ncarry:], stacked, result_dots[ncarry:], strict=True):
+        if raw == d:
+            continue
+        gens = _generators(fam + tuple(f.result_shape(n)), names)
+        k = len(fam)
+        order = (gens[k], *gens[:k], *gens[k + 1:])  # step, family, the step's own indices
+        new.append(Statement(d, gens, Access(raw, tuple(Affine.var(g.name) for g in order)),
+                             f.loc))
     return new
+
+
+def _steps_first(t: str, scanned: str, prog: Program, fam: tuple[Dim, ...], names: Names,
+                 new: list[Step]) -> str:
+    """A statement holding tangent family ``t`` of array ``scanned`` (family indices first)
+    with the step index first, as a fold scans it."""
+    shape = tuple(prog.shape_of(scanned))
+    k = len(fam)
+    gens = _generators((shape[0], *fam, *shape[1:]), names)
+    order = (*gens[1:k + 1], gens[0], *gens[k + 1:])  # family, step, the step's own indices
+    name = names.variable(f"{t}_steps")
+    new.append(Statement(name, gens, Access(t, tuple(Affine.var(g.name) for g in order))))
+    return name
 
 
 def output_tangents(
