@@ -370,3 +370,25 @@ def test_nbody_gradient_adds_no_n_by_n_by_3_array_to_the_functions_own():
         c = np.outer(m, m) * (np.sum(d * d, axis=2) + 0.01) ** -1.5
         np.testing.assert_allclose(got, -2 * (c.sum(axis=1)[:, None] * x - c @ x), rtol=1e-10)
     assert counts == {True: 1, False: 4}
+
+
+def test_a_divided_product_is_contracted_factor_by_factor():
+    # Σ_k A[i, k] B[k, j] / (z[i] + A[i, k]²): the divisor depends on the summed k, so it is one
+    # more operand (its reciprocal), and so is each factor of the product it divides: the order
+    # contracts them pairwise, never through an N x K x M array.
+    prog = ea.parse("""
+def f(A: [N, K], B: [K, M], z: [N]):
+    D[i: N, j: M] = Sum[k: K](A[i, k] * B[k, j] / (z[i] + A[i, k] * A[i, k]))
+    return Sum[i: N, j: M](D[i, j] * D[i, j])
+""")
+    sizes = {"N": 300, "K": 20, "M": 200}
+    for optimized in (True, False):
+        g = ea.grad(prog, wrt=("A", "B"), optimize=optimized, sizes=sizes)
+        plan = program_cost(g.program, sizes).plan
+        assert all(degree(k.alloc) <= 2 for k in plan.allocations()), str(plan)
+        rng = np.random.default_rng(9)
+        args = {"A": rng.standard_normal((5, 3)), "B": rng.standard_normal((3, 4)),
+                "z": rng.random(5) + 1.0}
+        want = ea.evaluate(ea.grad(prog, wrt=("A", "B"), optimize=False).program, **args)
+        for got, ref in zip(g(**args), want, strict=True):
+            np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
