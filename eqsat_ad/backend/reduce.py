@@ -321,7 +321,8 @@ class Reductions(Gathers):
         spec = ",".join("".join(letters[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letters[a] for a in out_axes)
         # Computed operands become temporaries, shared with every later use of the same code.
-        vals = [self.shared(v, create=v.prec < _ATOM or "(" in v.code) for v in vals]
+        vals = [v if _literal(v) else self.shared(v, create=v.prec < _ATOM or "(" in v.code)
+                for v in vals]
         path = self.path([v.axes for v in vals], out_axes, g2)
         self.decide("einsum", f"{spec} path={path}", allaxes, in_sum=True)
         if len(vals) == 1:
@@ -454,6 +455,15 @@ class Reductions(Gathers):
         return ["einsum_path", *contraction_steps(operands, out, extents, self.sizes)]
 
     # --- statements ----------------------------------------------------------------------------
+
+
+def _literal(v: Value) -> bool:
+    """A number (a contraction's coefficient): written into the step that scales by it."""
+    try:
+        float(v.code)
+    except ValueError:
+        return False
+    return not v.axes
 
 
 def _in_layout(e: Expr, grid: dict[str, Axis]) -> dict[str, Axis]:
