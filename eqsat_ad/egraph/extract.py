@@ -41,6 +41,7 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, IndexVar
 from ..ir.program import Program, Statement
+from ..plan.kernels import RUNNING_SUM_WEIGHT
 from .encode import Encoded
 from .saturate import Snapshot
 
@@ -267,7 +268,8 @@ class Extractor:
             out = self._space(self.free[c])
             lo, hi = self.scan_bounds(args)
             reads = 3.0 if lo and hi else 1.0
-            return (run[0] + reads * out[0], run[1] + reads * out[1])
+            w = RUNNING_SUM_WEIGHT  # a running sum is sequential: priced as the plan prices it
+            return (w * run[0] + reads * out[0], w * run[1] + reads * out[1])
         return self._space(self.free[c])
 
     def scan_bounds(self, args: tuple) -> tuple[LinVal | None, LinVal | None]:
