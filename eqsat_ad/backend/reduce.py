@@ -14,6 +14,7 @@ from ..plan.kernels import (
     Elementwise,
     Kernel,
     Reduce,
+    RunningSum,
     Scan,
     View,
 )
@@ -146,20 +147,34 @@ class Reductions(Gathers):
         v = self.to_num(self.product(1.0, [self.settle(x) for x in vals], g2))
         if j not in v.axes:
             return None
-        v = self.checked(v) if lo and hi else self.shared(
+        same = g2[i].is_full() and g2[j].is_full() and g2[i].extent == g2[j].extent
+        shifts = [None if not b else b[0] - Affine.var(i) for b in (lo, hi)]
+        shifted = same and all(d is None or (not d.index and d.is_integral()) for d in shifts)
+        # (a band through shifted slices checks its running sums instead: O(1) per column)
+        v = self.checked(v) if lo and hi and not shifted else self.shared(
             v, create=v.prec < _ATOM or "(" in v.code)
         ax = v.axes.index(j)
         axes = tuple(i if a == j else a for a in v.axes)
         n = self.numel_poly(axes, g2)
         self.decide("scan", f"sum over {j} by running sums", axes, in_sum=True)
-        same = g2[i].is_full() and g2[j].is_full() and g2[i].extent == g2[j].extent
         if same and not lo and hi[0] == Affine.var(i) + 1:  # Σ_{j <= i}: the running sum
             code = f"np.cumsum({v.code}, axis={ax})"
-            ks = self.kernel(Scan, v.size, v.size, f"running sum over {j}")
+            ks = self.kernel(RunningSum, v.size, v.size, f"running sum over {j}")
             return Value(self.temp(code, kernels=ks), axes, size=n)
         if same and not hi and lo[0] == Affine.var(i):  # Σ_{j >= i}: reversed
             code = f"_rt.suffix_sum({v.code}, {ax})"
-            ks = self.kernel(Scan, v.size, v.size, f"reversed running sum over {j}")
+            ks = self.kernel(RunningSum, v.size, v.size, f"reversed running sum over {j}")
+            return Value(self.temp(code, kernels=ks), axes, size=n)
+        if shifted:
+            # bounds i + c (c constant or in sizes): the running sums read through shifted
+            # slices, no index arrays
+            offs = ["None" if d is None else self.aff_code(d) for d in shifts]
+            ks = self.kernel(RunningSum, v.size, v.size, f"running sum over {j}")
+            ks += self.kernel(Scan, n, n, f"read at the bounds of {j}")
+            if lo and hi:
+                ks += self.kernel(Scan, n, n, "second read") + self.kernel(
+                    Elementwise, n, n, "difference")
+            code = f"_rt.scan_shift({v.code}, {ax}, {offs[0]}, {offs[1]})"
             return Value(self.temp(code, kernels=ks), axes, size=n)
         bounds: list[str] = []
         ks = ()
@@ -170,7 +185,7 @@ class Reductions(Gathers):
             iv, _ = self.index_value(bound[0], g2)
             ks += iv.kernels
             bounds.append(iv.code)
-        ks += self.kernel(Scan, v.size, v.size, f"running sum over {j}")
+        ks += self.kernel(RunningSum, v.size, v.size, f"running sum over {j}")
         ks += self.kernel(Scan, n, n, f"read at the bounds of {j}")
         if lo and hi:
             ks += self.kernel(Scan, n, n, "second read") + self.kernel(

@@ -193,6 +193,52 @@ def scan_sum(v: np.ndarray, axis: int, lo: object, hi: object) -> np.ndarray:
     return np.take(run, hi_c, axis=axis) - np.take(run, lo_c, axis=axis)
 
 
+def scan_shift(v: np.ndarray, axis: int, lo: int | None, hi: int | None) -> np.ndarray:
+    """``Σ_{i + lo <= t < i + hi} v[.., t, ..]`` along ``axis`` for every ``i`` (constant
+    offsets; ``None``: from the start / to the end): :func:`scan_sum` for bounds that are shifts
+    of the index, read through slices instead of index arrays. A suffix is a reversed running
+    sum and a prefix a running sum (exact whatever the values); a window both, a difference,
+    exact for finite values only: it raises :class:`NonFinite` when a running sum is not finite
+    (an inf or nan anywhere in a column leaves its last running sum inf or nan, so that one row
+    is the whole check; an overflow reruns the strict code too, which is merely slower)."""
+    x = np.moveaxis(np.asarray(v), axis, 0)
+    n = x.shape[0]
+    if hi is None:  # Σ_{t >= i + lo}
+        rev = np.flip(np.cumsum(np.flip(x, axis=0), axis=0), axis=0)
+        out = _shifted(rev, 0 if lo is None else lo, n, reverse=True)
+        return np.moveaxis(out, 0, axis)
+    c = np.cumsum(x, axis=0)
+    out = _shifted(c, hi, n)
+    if lo is not None:
+        if n and not np.isfinite(c[-1]).all():
+            raise NonFinite("a window's running sums hold inf or nan")
+        if hi <= lo:
+            out[...] = 0
+        else:
+            out -= _shifted(c, lo, n)
+    return np.moveaxis(out, 0, axis)
+
+
+def _shifted(c: np.ndarray, off: int, n: int, reverse: bool = False) -> np.ndarray:
+    """``Σ_{t < i + off} x[t]`` (``reverse``: ``Σ_{t >= i + off} x[t]``) for ``i`` in
+    ``0 .. n-1``, read from the running sums ``c`` (``c[t] = Σ_{s <= t} x[s]``; reversed:
+    ``Σ_{s >= t} x[s]``) through one slice, the rows past either end filled."""
+    out = np.empty((n,) + c.shape[1:], c.dtype)
+    a = min(max(-off, 0), n)  # below a: i + off < 0
+    b = min(max(n - off, 0), n)  # from b on: i + off >= n
+    if reverse:  # rows i + off in [0, n): c[i + off]; before: everything; past the end: 0
+        out[:a] = c[0] if n else 0
+        out[a:b] = c[a + off:b + off]
+        out[b:] = 0
+        return out
+    # rows i + off - 1 in [0, n): c[i + off - 1]; i + off <= 0: 0; i + off >= n: c[n - 1]
+    a1 = min(max(1 - off, 0), n)
+    out[:a1] = 0
+    out[a1:b] = c[a1 + off - 1:b + off - 1]
+    out[b:] = c[n - 1] if n else 0
+    return out
+
+
 def suffix_sum(v: np.ndarray, axis: int) -> np.ndarray:
     """``Σ_{s >= t} v[s]`` for every ``t`` along ``axis`` (a reversed running sum)."""
     return np.flip(np.cumsum(np.flip(v, axis=axis), axis=axis), axis=axis)

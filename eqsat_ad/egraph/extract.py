@@ -41,6 +41,7 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, IndexVar
 from ..ir.program import Program, Statement
+from ..plan.kernels import RUNNING_SUM_WEIGHT
 from .encode import Encoded
 from .saturate import Snapshot
 
@@ -265,11 +266,13 @@ class Extractor:
             # result's points (a band: two reads and their difference), as the plan runs it
             run = self._space(self.free.get(args[4], frozenset()))
             out = self._space(self.free[c])
-            reads = 3.0 if self._scan_bounds(args)[0] and self._scan_bounds(args)[1] else 1.0
-            return (run[0] + reads * out[0], run[1] + reads * out[1])
+            lo, hi = self.scan_bounds(args)
+            reads = 3.0 if lo and hi else 1.0
+            w = RUNNING_SUM_WEIGHT  # a running sum is sequential: priced as the plan prices it
+            return (w * run[0] + reads * out[0], w * run[1] + reads * out[1])
         return self._space(self.free[c])
 
-    def _scan_bounds(self, args: tuple) -> tuple[LinVal | None, LinVal | None]:
+    def scan_bounds(self, args: tuple) -> tuple[LinVal | None, LinVal | None]:
         """The lower and upper bound of a Scan node, None where it is the trivial one (0, n)."""
         lo, hi = self.lin[args[2]], self.lin[args[3]]
         return (None if lo == ((), Fraction(0)) else lo,
@@ -701,7 +704,7 @@ class _Decoder:
         bracket sum's, which the interpreter, AD and the printer already know."""
         j = args[0]
         iv = IndexVar(self.name(j), self.ex.enc.ids.extent[j])
-        lo, hi = self.ex._scan_bounds(args)  # noqa: SLF001 - the extractor's own reading
+        lo, hi = self.ex.scan_bounds(args)
         preds: list[Pred] = []
         if lo is not None:
             preds.append(Cmp(">=", Affine.var(iv.name), self.affine(lo)))
