@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import eqsat_ad as ea
 from eqsat_ad.backend.numpy import _load, lower_program
@@ -26,7 +28,7 @@ DENSE = np.array([
     [0, 0, 0, 0, 1],
     [0, 0, 0, 0, 0],
     [1, 1, 1, 1, 1],
-    [0, 1, 0, 0, 0],
+    [0, 1, 0, 1, 1],
     [0, 0, 0, 0, 0],
 ], dtype=bool)
 
@@ -225,15 +227,68 @@ def test_shifted_relation_indices_and_reads_run_by_members(name: str) -> None:
 
 def test_shifted_members_and_reads_at_the_edges() -> None:
     rel = relation_argument("M", sp.csr_array(DENSE.astype(float)), [7, 5])
-    s = rel.shifted(((1, 1), None), (7, 5))  # (i + 1, j) in M
+    s = rel.shifted(((1, 1, 1), None), (7, 5))  # (i + 1, j) in M
     want = np.zeros((7, 5), dtype=bool)
     want[:6] = DENSE[1:]
     assert s.dense.tolist() == want.tolist()
-    s = rel.shifted(((-1, 6), (2, 0)), (7, 3))  # (6 - i, 2j) in M: reversed rows, even columns
+    s = rel.shifted(((-1, 1, 6), (2, 1, 0)), (7, 3))  # (6 - i, 2j) in M: reversed, even columns
     want = DENSE[::-1][:, ::2]
     assert s.dense.tolist() == want.tolist()
     assert np.all(np.diff(np.ravel_multi_index(s.coords, s.shape)) > 0)  # row-major again
     x = np.arange(5.0) + 1
-    got = rel.gather_at(x, ((1, 1, 2),))  # x[j + 2], 0 past the end
+    got = rel.gather_at(x, ((1, 1, 1, 2),))  # x[j + 2], 0 past the end
     cols = rel.coords[1]
     assert got.tolist() == [x[c + 2] if c + 2 < 5 else 0.0 for c in cols]
+
+
+_IDX_I = ["i", "i", "i + 1", "i - 1", "N - 1 - i", "2 * i"]
+_IDX_J = ["j", "j", "j + 1", "j - 2", "N - 1 - j"]
+_FACTORS = ["x[{i}]", "y[{j}]", "A[i, j]", "A[j, i]", "exp(x[{j}])", "sin(y[{i}] * x[{j}])",
+            "B[{j}, f]"]
+
+
+@st.composite
+def relation_programs(draw: st.DrawFn) -> str:
+    """Sums under one or two relations read at shifted, reversed or strided indices, with
+    factors read the same ways; the sum kept over i or taken whole."""
+    def pick(xs: list[str]) -> str:
+        return draw(st.sampled_from(xs))
+
+    rel = f"M[{pick(_IDX_I)}, {pick(_IDX_J)}]"
+    second = pick(["", "", " * P[i, j]", " * P[j, i]", " * P[j, k]"])
+    factors = [pick(_FACTORS).format(i=pick(_IDX_I), j=pick(_IDX_J))
+               for _ in range(draw(st.integers(1, 3)))]
+    if second == " * P[j, k]":
+        factors.append(f"cos(x[{pick(['k', 'k + 1'])}])")
+    sums = "j: N" + (", k: N" if "k" in second else "") + (
+        ", f: 3" if any("B[" in f for f in factors) else "")
+    body = f"{rel}{second} * {' * '.join(factors)}"
+    if draw(st.booleans()):
+        return (f"def f(x: [N], y: [N], A: [N, N], B: [N, 3], M: rel[N, N], P: rel[N, N]):\n"
+                f"    z[i: N] = Sum[{sums}]({body})\n"
+                f"    return Sum[i: N](tanh(z[i]) * x[i])\n")
+    return (f"def f(x: [N], y: [N], A: [N, N], B: [N, 3], M: rel[N, N], P: rel[N, N]):\n"
+            f"    return Sum[i: N, {sums}]({body})\n")
+
+
+@settings(max_examples=25, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(src=relation_programs(), seed=st.integers(0, 2**16))
+def test_random_relation_programs_by_members_match_the_interpreter(src: str, seed: int
+                                                                   ) -> None:
+    """Programs built from relation reads at shifted / reversed / strided indices, a second
+    relation (intersection or chain) and factors read the same ways: the compiled program and
+    its optimized gradient, given the relations as SciPy matrices, compute what the
+    interpreter computes from the dense boolean arrays."""
+    prog = ea.parse(src)
+    n, rng = 13, np.random.default_rng(seed)
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, 3))
+    m, p = _relation(n, 0.08, seed % 97), _relation(n, 0.1, seed % 89 + 1)
+    dense = (m.toarray() > 0, p.toarray() > 0)
+    want = ea.evaluate(prog, x, y, a, b, *dense)
+    assert ea.compile(prog)(x, y, a, b, m, p) == pytest.approx(want, rel=1e-9, abs=1e-9)
+    g = ea.grad(prog, wrt=("x", "y"))
+    wants = ea.evaluate(ea.vjp(prog, wrt=("x", "y")), x, y, a, b, *dense, 1.0)
+    for got, w in zip(g(x, y, a, b, m, p), wants, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-9, atol=1e-9)

@@ -14,8 +14,10 @@ strong zero holds as it does for the dense mask.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
+from fractions import Fraction
 
 from ..ir.expr import (
     Access,
@@ -58,6 +60,19 @@ class Gathers(Reads):
                 and c.rel.name in self.sparse]
         if not rels:
             return None
+        if any(c.rel is not None and self.needs_shift(c.rel, g2) for c in rels):
+            # M[i + 1, j], or i in 1 .. N-1: every such relation by its shifted members (all
+            # in one frame: positions on a partial axis counted from its lower bound)
+            derived = [Cond("rel", rel=self.shifted_relation(c.rel, g2)) if c in rels and
+                       c.rel is not None and self.needs_shift(c.rel, g2) else c for c in conds]
+            if any(c.rel is None for c in derived):
+                return None
+            conds = derived
+            rels = [c for c in conds if c.kind == "rel" and c.rel is not None
+                    and c.rel.name in self.sparse]
+            if any(c.kind == "rel" and c.rel is not None and c.rel.name not in self.sparse
+                   and self.needs_shift(c.rel, g2) for c in conds):
+                return None
         if len(conds) == 2 and all(c.kind == "rel" and c.rel is not None for c in conds):
             chained = self.relation_chain(inner, list(factors), list(conds), g2)
             if chained is not None:
@@ -68,11 +83,6 @@ class Gathers(Reads):
         rel = base.rel
         assert rel is not None
         extra = [c for c in conds if c is not base]
-        if any(a.as_var() is None or a.as_var() in g2 and not g2[str(a.as_var())].is_full()
-               for a in rel.indices):  # M[i + 1, j], or i in 1 .. N-1: its shifted members
-            rel = self.shifted_relation(rel, g2)
-            if rel is None:
-                return None
         if any(not _reads_only(c, rel) for c in extra):
             return None
         vars_ = [a.as_var() for a in rel.indices]
@@ -194,15 +204,30 @@ class Gathers(Reads):
         return self._derived
 
     @property
+    def frame_arrays(self) -> set[str]:
+        """Arrays computed on the lowering's grid (their partial axes counted from the lower
+        bound), as opposed to the program's tensors."""
+        if not hasattr(self, "_frame_arrays"):
+            self._frame_arrays: set[str] = set()
+        return self._frame_arrays
+
+    @property
     def member_lo(self) -> dict[str, dict[int, Affine]]:
         """Derived relations (by code name) -> the lower bound of each partial dimension."""
         if not hasattr(self, "_member_lo"):
             self._member_lo: dict[str, dict[int, Affine]] = {}
         return self._member_lo
 
+    def needs_shift(self, rel: Rel, g2: dict[str, Axis]) -> bool:
+        """Whether ``rel`` is read at an index other than a plain one over its whole range
+        (a relation derived here is already in the frame of the partial axes)."""
+        derived = rel.name in self.derived_from
+        return any(a.as_var() is None or not derived and a.as_var() in g2
+                   and not g2[str(a.as_var())].is_full() for a in rel.indices)
+
     def shifted_relation(self, rel: Rel, g2: dict[str, Axis]) -> Rel | None:
-        """``M[a·i + b, ...]`` (integer ``a``) as a relation over the plain indices: the
-        members ``(c - b) / a`` of ``M`` that are integers inside the indices' ranges
+        """``M[a·i + b, ...]`` (rational ``a``, ``b``) as a relation over the plain indices:
+        the members' solutions ``(c - b) / a`` that are integers inside the indices' ranges
         (``M.shifted``, one O(nnz) pass), or None when an index is not of that form."""
         specs: list[str] = []
         new: list[Affine] = []
@@ -212,17 +237,14 @@ class Gathers(Reads):
                 return None
             ((v, c),) = a.index
             off = Affine(sizes=a.sizes, const=a.const)
-            if c.denominator != 1 or v not in g2:
+            if v not in g2:
                 return None
             ax = g2[v]
             if not ax.is_full():  # i in lo .. hi-1: position p = i - lo, c·i + b = c·p + c·lo + b
                 if len(ax.lo) != 1 or len(ax.hi) != 1:
                     return None
                 off = off + ax.lo[0].scale(c)
-            if off.const.denominator != 1 or any(k.denominator != 1 for _, k in off.sizes):
-                return None
-            specs.append("None" if c == 1 and off == Affine() else
-                         f"({c.numerator}, {self.aff_code(off)})")
+            specs.append("None" if c == 1 and off == Affine() else self._linear(c, off))
             new.append(Affine.var(v))
             counts.append(self.count_code(ax))
         if len({str(a) for a in new}) != len(new):
@@ -288,6 +310,7 @@ class Gathers(Reads):
             name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
             self.shapes[name] = tuple(g2[a].extent for a in v.axes)
             self.py[name] = name
+            self.frame_arrays.add(name)
             if v.risky:
                 self.risky_vars.add(name)
             self.decide("relation-chain", f"{name}[{', '.join(v.axes)}] = sum over "
@@ -298,20 +321,23 @@ class Gathers(Reads):
                 Term(1.0, [], [], []), outer, [*rest, acc], [second], g2)
         return None
 
+    def _linear(self, c: Fraction, off: Affine) -> str:
+        """``(A, L, B)`` code for ``c · v + off`` as ``(A · v + B) / L`` in integers."""
+        lcm = math.lcm(c.denominator, off.const.denominator,
+                       *(k.denominator for _, k in off.sizes))
+        return f"({int(c * lcm)}, {lcm}, {self.aff_code(off.scale(lcm))})"
+
     def read_spec(self, a: Affine, rvars: list[str], lo: dict[int, Affine]) -> str:
-        """``(k, c, b)`` code for an index ``c · v + b`` with ``v`` the relation's k-th index
-        (integer ``c``; ``lo[k]`` added to a coordinate counted from it), read at the members
-        by :meth:`SparseRelation.gather_at`."""
+        """``(k, A, L, B)`` code for an index ``c · v + b = (A · v + B) / L`` with ``v`` the
+        relation's k-th index (``lo[k]`` added to a coordinate counted from it), read at the
+        members by :meth:`SparseRelation.gather_at`."""
         if len(a.index) != 1 or a.index[0][0] not in rvars:
             raise _NoGather
         ((v, c),) = a.index
         off = Affine(sizes=a.sizes, const=a.const)
         if rvars.index(v) in lo:
             off = off + lo[rvars.index(v)].scale(c)
-        if c.denominator != 1 or off.const.denominator != 1 or any(
-                k.denominator != 1 for _, k in off.sizes):
-            raise _NoGather  # a fractional read x[i / 2]
-        return f"({rvars.index(v)}, {c.numerator}, {self.aff_code(off)})"
+        return f"({rvars.index(v)}, {self._linear(c, off)[1:]}"
 
     def sparse_first(self, factors: list[Expr | Term | Value], rvars: list[str], kept: str,
                      others: list[str], inner: dict[str, Axis], rel: str, m: str, nnz: Dim,
@@ -465,6 +491,7 @@ class Gathers(Reads):
             name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
             self.shapes[name] = tuple(g2[a].extent for a in v.axes)
             self.py[name] = name
+            self.frame_arrays.add(name)
             if v.risky:
                 self.risky_vars.add(name)
             self.decide("contract-before-gather", f"{name}[{', '.join(v.axes)}]", v.axes)
@@ -490,7 +517,9 @@ class Gathers(Reads):
                         dims.append(d)
                         continue
                     v = a.as_var()
-                    lo = self.member_lo.get(relpy, {})
+                    # (an array computed on the grid is indexed from the axis' lower bound, as
+                    # the derived relation's positions are; a program's tensor from 0)
+                    lo = {} if name in self.frame_arrays else self.member_lo.get(relpy, {})
                     if v is None or rvars.index(v) in lo:  # x[i + 1], or i counted from lo
                         shifted = True
                         which.append(self.read_spec(a, rvars, lo))

@@ -57,7 +57,7 @@ class SparseRelation:
     the rows is then ``np.repeat`` and a segment sum into them ``np.add.reduceat``, both
     sequential passes, and the row coordinates are built only if something else reads them."""
 
-    __slots__ = ("_coords", "_dense", "_empty_rows", "_incidence", "_matrices", "identity",
+    __slots__ = ("_coords", "_dense", "_filled_rows", "_incidence", "_matrices", "identity",
                  "indptr", "nnz", "shape")
     dtype = np.dtype(bool)
 
@@ -73,7 +73,7 @@ class SparseRelation:
         else:
             self.nnz = int(self._coords[0].shape[0]) if self._coords else 0  # type: ignore
         self._dense: np.ndarray | None = None
-        self._empty_rows: np.ndarray | None = None
+        self._filled_rows: tuple[np.ndarray, ...] | None = None  # None: not looked at yet
         self._incidence: dict[int, Any] = {}
         # Unweighted SciPy matrices by (k_out, k_in): the caller's CSR/CSC itself when it was one
         self._matrices: dict[tuple[int, int], Any] = {}
@@ -159,16 +159,20 @@ class SparseRelation:
             shape = list(values.shape)
             shape[axis] = n
             return np.zeros(shape, dtype=values.dtype)
-        if self._empty_rows is None:
-            self._empty_rows = np.flatnonzero(self.indptr[1:] == self.indptr[:-1])
-        # (reduceat reads one value at an empty row's offset, and an offset may not be nnz)
-        starts = self.indptr[:-1] if not self._empty_rows.size else np.minimum(
-            self.indptr[:-1], self.nnz - 1)
-        out = np.add.reduceat(values, starts, axis=axis)
-        if self._empty_rows.size:
-            index: list[Any] = [slice(None)] * values.ndim
-            index[axis] = self._empty_rows
-            out[tuple(index)] = 0
+        if self._filled_rows is None:
+            filled = np.flatnonzero(self.indptr[1:] != self.indptr[:-1])
+            self._filled_rows = (filled,) if filled.size < n else ()
+        if not self._filled_rows:  # every row has a member: one reduceat at the offsets
+            return np.add.reduceat(values, self.indptr[:-1], axis=axis)
+        rows = self._filled_rows[0]
+        # (reduceat sums from each offset to the next one given: the rows with members, whose
+        # offsets increase strictly; each sum ends where the next row with members starts)
+        shape = list(values.shape)
+        shape[axis] = n
+        out = np.zeros(shape, dtype=values.dtype)
+        index: list[Any] = [slice(None)] * values.ndim
+        index[axis] = rows
+        out[tuple(index)] = np.add.reduceat(values, self.indptr[rows], axis=axis)
         return out
 
     def matrix(self, weights: np.ndarray | float | None, k_out: int, k_in: int) -> Any:
@@ -219,22 +223,23 @@ class SparseRelation:
         return np.asarray(out, dtype=np.result_type(x, out)).reshape(
             (self.shape[k_out], *moved.shape[1:]))
 
-    def shifted(self, specs: Sequence[tuple[int, int] | None], shape: Sequence[int]
+    def shifted(self, specs: Sequence[tuple[int, int, int] | None], shape: Sequence[int]
                 ) -> SparseRelation:
-        """The relation ``{v : (a_0 v_0 + b_0, a_1 v_1 + b_1, ...) in self}`` over ``shape``
-        (``specs[k] = (a_k, b_k)``, None for ``(1, 0)``): the members whose solved ``v`` is an
-        integer inside ``shape``, in row-major order. One O(nnz) pass (plus a sort when some
-        ``a_k`` is negative)."""
+        """The relation ``{v : ((a_0 v_0 + b_0) / l_0, ...) in self}`` over ``shape``
+        (``specs[k] = (a_k, l_k, b_k)``, None for ``(1, 1, 0)``): the members whose solved
+        ``v = (l c - b) / a`` is an integer inside ``shape``, in row-major order. One O(nnz)
+        pass (plus a sort when some ``a_k`` is negative)."""
         keep: np.ndarray | None = None
         vs: list[np.ndarray] = []
         for k, spec in enumerate(specs):
             c = self.coord(k)
             v = c
             if spec is not None:
-                a, b = spec
-                v = (c - b) // a
+                a, lcm, b = spec
+                num = c * lcm - b if (lcm, b) != (1, 0) else c
+                v = num // a
                 if abs(a) != 1:
-                    keep = (c - b) % a == 0 if keep is None else keep & ((c - b) % a == 0)
+                    keep = num % a == 0 if keep is None else keep & (num % a == 0)
             inside = (v >= 0) & (v < shape[k])
             keep = inside if keep is None else keep & inside
             vs.append(v)
@@ -245,21 +250,25 @@ class SparseRelation:
             vs = [v[order] for v in vs]
         return SparseRelation(shape, vs)
 
-    def gather_at(self, x: np.ndarray, which: Sequence[tuple[int, int, int] | int | None]
-                  ) -> np.ndarray:
+    def gather_at(self, x: np.ndarray,
+                  which: Sequence[tuple[int, int, int, int] | int | None]) -> np.ndarray:
         """``x`` read at the members like :meth:`gather`, where ``which[d]`` may also be
-        ``(k, a, b)``: axis ``d`` read at ``a · coords[k] + b`` (a shifted read ``x[i + 1]``);
-        a read outside ``x`` is 0, as in the index language."""
+        ``(k, a, l, b)``: axis ``d`` read at ``(a · coords[k] + b) / l`` (a shifted read
+        ``x[i + 1]``, a strided one ``x[2 i]``, a halved one ``x[i / 2]``); a read outside
+        ``x`` or at a fraction is 0, as in the index language."""
         key: list[Any] = []
         inside: np.ndarray | None = None
         for d, w in enumerate(which):
             if w is None:
                 key.append(slice(None))
                 continue
-            k, a, b = (w, 1, 0) if isinstance(w, int) else w
-            pos = self.coord(k) if (a, b) == (1, 0) else a * self.coord(k) + b
-            if (a, b) != (1, 0):
-                ok = (pos >= 0) & (pos < x.shape[d])
+            k, a, lcm, b = (w, 1, 1, 0) if isinstance(w, int) else w
+            pos = self.coord(k) if (a, lcm, b) == (1, 1, 0) else a * self.coord(k) + b
+            if (a, lcm, b) != (1, 1, 0):
+                ok = (pos >= 0) & (pos < x.shape[d] * lcm)
+                if lcm != 1:
+                    ok &= pos % lcm == 0
+                    pos = pos // lcm
                 inside = ok if inside is None else inside & ok
                 pos = np.where(ok, pos, 0) if x.shape[d] else pos
             key.append(pos)
