@@ -96,6 +96,7 @@ class NumbaProgram:
         self.schedule: Schedule = schedule(self._prog, plan, loopable)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         self.source = self._module_source()
+        self._all_numpy = set(self.schedule.placement.values()) <= {"numpy"}
         self._modules: dict[str, ModuleType] = {}
         self.compile_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -310,7 +311,9 @@ class NumbaProgram:
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
         bufs = self._buffers(out, sizes, dt, arrays)
-        if 0 in sizes.values():  # empty tensors: the interpreter's zeros
+        if 0 in sizes.values() or self._all_numpy:
+            # empty tensors (the interpreter's zeros), or nothing runs as loops: the NumPy
+            # backend's program as it is
             result = self._numpy(*args, **kwargs)
         else:
             first = dt.char not in self.compile_seconds

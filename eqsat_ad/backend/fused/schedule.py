@@ -9,9 +9,10 @@ plan prices NumPy kernels in:
   (:func:`loop_price`).
 * A statement stays a NumPy call when its loop nest is dearer than :data:`LOOP_RATIO` times
   the NumPy backend's kernels for it (the plan's ``statement_cost``: a scan, a contraction
-  order or point writes that loops would not find), when the plan runs it as a contraction
-  BLAS runs (``@`` / ``np.einsum`` of degree 3 or more), or when it calls a function with no
-  loop form.
+  order or point writes that loops would not find), when the plan runs it as BLAS does (a
+  matrix product, or matrix-vector products alone at its leading degree), when it calls a
+  function with no loop form, or when the plan writes it as zeros and a few points
+  (``np.zeros``' lazily zeroed pages beat writing every entry).
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from ...ir.expr import Access, And, Binary, Bracket, Call, Cmp, Const, Expr, Neg, Pow, Sum
 from ...ir.index import Affine
 from ...ir.program import Program, Statement
-from ...plan.kernels import Contract, Plan
+from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .scans import ScanForm, statement_scans
 
@@ -170,10 +171,25 @@ def _children(e: Expr) -> tuple[Expr, ...]:
 
 
 def _blas_contraction(s: Statement, plan: Plan) -> bool:
-    """The NumPy plan runs a contraction of degree 3 or more for ``s`` (a matrix product, its
-    other factors elementwise passes of lower degree): BLAS beats scalar loops there."""
-    return any(isinstance(k, Contract) and k.space.degree() >= 3
-               for k in plan.kernels if k.statement == s.name)
+    """The NumPy plan runs ``s`` as BLAS: a contraction of degree 3 or more (a matrix product,
+    its other factors elementwise passes of lower degree), or contractions alone at the
+    statement's leading degree (matrix-vector products: BLAS reads a transposed matrix at
+    memory speed, a scalar loop by strides)."""
+    mine = [k for k in plan.kernels if k.statement == s.name]
+    if any(isinstance(k, Contract) and k.space.degree() >= 3 for k in mine):
+        return True
+    top = max((k.cost.degree() for k in mine), default=0)
+    lead = [k for k in mine if k.cost.degree() == top]
+    return top >= 2 and all(isinstance(k, Contract) for k in lead)
+
+
+def _zeros_and_points(s: Statement, plan: Plan) -> bool:
+    """The plan writes ``s`` as zeros and points of lower degree (a diagonal, point reads'
+    gradients): ``np.zeros`` gets pages the system zeroes lazily, a loop nest writes every
+    entry."""
+    mine = [k for k in plan.kernels if k.statement == s.name]
+    top = max((k.cost.degree() for k in mine), default=0)
+    return top >= 1 and all(isinstance(k, Fill) for k in mine if k.cost.degree() == top)
 
 
 def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
@@ -189,12 +205,13 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         if _blas_contraction(s, plan):
             placement[s.name], why[s.name] = "numpy", "contraction (BLAS)"
             continue
+        if _zeros_and_points(s, plan):
+            placement[s.name], why[s.name] = "numpy", "zeros and points (np.zeros)"
+            continue
         loop, numpy = loop_price(s), plan.statement_cost(s.name)
         if not numpy.is_zero() and compare(loop, numpy * LOOP_RATIO, sizes) > 0:
             placement[s.name] = "numpy"
-            why[s.name] = (f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}" if
-                           loop.degree() == numpy.degree() else
-                           f"loops O({loop.leading()}) > NumPy plan O({numpy.leading()})")
+            why[s.name] = f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}"
             continue
         placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
     _fuse(prog, placement, why, sizes)
