@@ -306,3 +306,20 @@ def test_partitioned_loops_equal_the_interpreter_at_every_size(sizes: dict) -> N
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **args)
         _agree(g(**args), want, 1e-12)
+
+
+def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
+    # A row mean inside an elementwise body: computed once per row (O(N M)), not per point.
+    src = ("def center(x: [N, M], c: [N, M]):\n"
+           "    xc[i: N, j: M] = x[i, j] - Sum[k: M](x[i, k]) / Sum[k: M](1)\n"
+           "    return Sum[i: N, j: M](c[i, j] * xc[i, j] * xc[i, j])\n")
+    g = ea.grad(ea.parse(src), "x", backend="numba")
+    for s in g.program.statements:
+        assert loop_price(s).degree() <= 2, s
+    assert "acc_h1_" in g.source and "acc_h2_" in g.source  # the hoisted accumulators
+    for dtype in (np.float64, np.float32):
+        args = _inputs(g.program, {"N": 5, "M": 7}, dtype, seed=2)
+        args["x"][1, 3] = np.nan
+        with np.errstate(all="ignore"):
+            want = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
+        _agree(g(**args), want, 1e-9 if dtype == np.float64 else 2e-3)

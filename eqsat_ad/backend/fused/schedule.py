@@ -25,7 +25,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ...ir.expr import Access, And, Binary, Bracket, Call, Cmp, Const, Expr, Neg, Pow, Sum
+from ...ir.expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Sum,
+    free_indices,
+)
 from ...ir.index import Affine
 from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Fill, Plan
@@ -93,10 +106,18 @@ def _factors(e: Expr) -> list[Expr]:
 
 
 def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
-         scans: Mapping[Sum, ScanForm] | None = None) -> Poly:
+         scans: Mapping[Sum, ScanForm] | None = None, hoisted: list[Sum] | None = None
+         ) -> Poly:
     """Points visited to evaluate ``e`` once (reads and operations); a running sum
-    (``scans``) visits one new term per point, amortized."""
+    (``scans``) visits one new term per point, amortized; a hoisted sum is read."""
     fused_work = fused_work or {}
+    if isinstance(e, Sum) and (not free_indices(e) or (hoisted and e in hoisted)):
+        return ONE  # hoisted (a sum over no free index: once per call, not priced per point)
+    if hoisted and isinstance(e, Binary | Neg | Pow | Call):
+        total = ONE
+        for c in _children(e):
+            total = total + work(c, fused_work, scans, hoisted)
+        return total
     if scans and isinstance(e, Sum) and e in scans:
         return work(scans[e].body, fused_work) + 2
     if scans and not isinstance(e, Sum):
@@ -129,10 +150,37 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
     return ONE
 
 
+def hoisted_sums(s: Statement) -> list[Sum]:
+    """The sums of ``s``'s body (outside other sums) free of its innermost index: the loop
+    writer computes them once per point of the outer loops (none when a running sum is
+    carried along that index)."""
+    if not s.indices or statement_scans(s.body, s.indices[-1].name):
+        return []
+    v = s.indices[-1].name
+    found: list[Sum] = []
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Sum):
+            if v not in free_indices(e) and e not in found:
+                found.append(e)
+            return
+        for c in _children(e):
+            walk(c)
+
+    walk(s.body)
+    return found
+
+
 def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Poly:
-    """A statement's loop nest: its output points times (body work + one write)."""
+    """A statement's loop nest: its output points times (body work + one write), a hoisted
+    sum (:func:`hoisted_sums`) priced once per point of the outer loops."""
     scans = statement_scans(s.body, s.indices[-1].name) if s.indices else {}
-    return Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans) + ONE)
+    hoisted = hoisted_sums(s)
+    price = Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans, hoisted) + ONE)
+    outer = Poly.product_of_dims(s.shape[:-1])
+    for h in hoisted:
+        price = price + outer * work(h, fused_work)
+    return price
 
 
 def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly]:
