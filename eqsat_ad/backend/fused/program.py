@@ -319,6 +319,8 @@ class NumbaProgram:
         is returned. (A parameter named ``out`` is an input, as written.)"""
         if "out" in self.program.param_names and out is not None:
             kwargs["out"], out = out, None
+        if out is None and self._all_numpy:  # nothing runs as loops: the NumPy program
+            return self._numpy(*args, **kwargs)
         arrays, sizes = self._numpy.bind(*args, **kwargs)
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
