@@ -9,6 +9,7 @@ Numba too.)
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import subprocess
 import sys
@@ -27,7 +28,9 @@ from eqsat_ad.ir.interpreter import evaluate
 numba = pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused import NumbaProgram, cache_dir, compile_numba  # noqa: E402
-from eqsat_ad.backend.fused.schedule import LOOP_RATIO, loop_price  # noqa: E402
+from eqsat_ad.backend.fused.schedule import LOOP_RATIO, loop_price, schedule  # noqa: E402
+from eqsat_ad.backend.numpy import lower_program  # noqa: E402
+from eqsat_ad.plan.kernels import Fill  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 STENCILS = importlib.import_module("fused_programs").PROGRAMS  # shared with the experiment
@@ -177,11 +180,18 @@ def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
     gl = ea.grad(mlp.program(), "W1", backend="numba")
     why = gl.compiled.schedule.why
     assert why["hid"] == why["W1_bar"] == "contraction (BLAS)"
-    # k point reads: a loop nest testing k brackets per point is dearer than the plan's k point
-    # writes by more than LOOP_RATIO: NumPy.
+    # k point reads' gradient: the plan writes zeros and k points, NumPy; without the zeros
+    # (priced as the k point writes alone) the loop nest, testing k brackets at every point,
+    # is dearer than LOOP_RATIO times the plan: NumPy again, for that reason.
     gk = ea.grad(k_reads(16).program(), "x", backend="numba")
-    assert gk.compiled.schedule.placement["x_bar"] == "numpy"
-    assert f"{LOOP_RATIO}x the NumPy plan" in gk.compiled.schedule.why["x_bar"]
+    assert gk.compiled.schedule.why["x_bar"] == "zeros and points (np.zeros)"
+    prog_k = gk.compiled._prog
+    plan = lower_program(prog_k).plan
+    points = dataclasses.replace(plan, kernels=tuple(k for k in plan.kernels
+                                                     if not isinstance(k, Fill)))
+    sched = schedule(prog_k, points, {"x_bar": True})
+    assert sched.placement["x_bar"] == "numpy"
+    assert f"{LOOP_RATIO}x the NumPy plan" in sched.why["x_bar"]
     # ... a moving window's loop nest would be O(N^2): the NumPy plan's O(N) scan runs it.
     gm = ea.grad(ea.parse(STENCILS["moving"][0]), "x", backend="numba")
     assert set(gm.compiled.schedule.placement.values()) == {"numpy"}
@@ -296,3 +306,20 @@ def test_partitioned_loops_equal_the_interpreter_at_every_size(sizes: dict) -> N
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **args)
         _agree(g(**args), want, 1e-12)
+
+
+def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
+    # A row mean inside an elementwise body: computed once per row (O(N M)), not per point.
+    src = ("def center(x: [N, M], c: [N, M]):\n"
+           "    xc[i: N, j: M] = x[i, j] - Sum[k: M](x[i, k]) / Sum[k: M](1)\n"
+           "    return Sum[i: N, j: M](c[i, j] * xc[i, j] * xc[i, j])\n")
+    g = ea.grad(ea.parse(src), "x", backend="numba")
+    for s in g.program.statements:
+        assert loop_price(s).degree() <= 2, s
+    assert "acc_h1_" in g.source and "acc_h2_" in g.source  # the hoisted accumulators
+    for dtype in (np.float64, np.float32):
+        args = _inputs(g.program, {"N": 5, "M": 7}, dtype, seed=2)
+        args["x"][1, 3] = np.nan
+        with np.errstate(all="ignore"):
+            want = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
+        _agree(g(**args), want, 1e-9 if dtype == np.float64 else 2e-3)

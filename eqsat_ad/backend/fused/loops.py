@@ -34,6 +34,7 @@ from ...ir.expr import (
     Pred,
     Rel,
     Sum,
+    free_indices,
 )
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
@@ -141,6 +142,16 @@ class LoopWriter:
     interior: str | None = None
     lows: list = field(default_factory=list)
     highs: list = field(default_factory=list)
+    # Hoisting: a sum free of the innermost output variable ``hoist_var`` is computed once per
+    # point of the outer loops (``outer_vars``), its lines going to ``pre`` (at ``pre_depth``),
+    # before the innermost loop; ``hoisted`` (shared by the writers of one kernel) remembers it.
+    hoist_var: str | None = None
+    outer_vars: frozenset = frozenset()
+    hoisted: dict = field(default_factory=dict)
+    pre: list = field(default_factory=list)
+    pre_depth: int = 0
+    prefix: str = ""
+    top: list | None = None  # a sum over no free index at all: computed once, at the kernel top
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -158,7 +169,7 @@ class LoopWriter:
 
     def fresh(self, base: str) -> str:
         self.counter += 1
-        return f"{base}{self.counter}"
+        return f"{base}{self.prefix}{self.counter}"
 
     def affine(self, a: Affine, env: Mapping[str, Index]) -> tuple[str, int]:
         """Integer code for ``a`` scaled by its common denominator, and that denominator."""
@@ -362,6 +373,10 @@ class LoopWriter:
     def sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         """An accumulator loop per summed index; its flag says the sum has no term that is
         not a strong zero (then the sum is one)."""
+        hoisted = self.hoist(e, env)
+        return hoisted if hoisted is not None else self._sum(e, env)
+
+    def _sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         form = self.scans.get(e)
         outer = self.scan_outer
         if (form is not None and outer is not None and self.sum_depth == 0
@@ -380,6 +395,26 @@ class LoopWriter:
             self.lines.remove(init)
             return acc, None
         return acc, flag
+
+    def hoist(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None] | None:
+        """``e`` computed before the innermost loop when it does not depend on its variable
+        (loop-invariant code motion: a row sum inside an elementwise body); None otherwise."""
+        free = sorted(free_indices(e))
+        closed = not free and self.top is not None
+        if not closed and (self.hoist_var is None or self.sum_depth != 0 or not all(
+                n in env and env[n].code in self.outer_vars for n in free)):
+            return None
+        key = (e, tuple(env[n].code for n in free))
+        hit = self.hoisted.get(key)
+        if hit is None:
+            self.hoisted[key] = None  # taken: a sum hoisted from inside this one is named apart
+            sub = LoopWriter(self.shapes, self.fused, self.relations, hoisted=self.hoisted,
+                             prefix=f"_h{len(self.hoisted)}_", top=self.top)
+            sub.depth = 1 if closed else self.pre_depth
+            hit = sub._sum(e, {n: env[n] for n in free})
+            (self.top if closed and self.top is not None else self.pre).extend(sub.lines)
+            self.hoisted[key] = hit
+        return hit
 
     def running_sum(self, e: Sum, form: ScanForm, env: Mapping[str, Index]
                     ) -> tuple[str, str | None]:

@@ -96,6 +96,7 @@ class NumbaProgram:
         self.schedule: Schedule = schedule(self._prog, plan, loopable)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         self.source = self._module_source()
+        self._all_numpy = set(self.schedule.placement.values()) <= {"numpy"}
         self._modules: dict[str, ModuleType] = {}
         self.compile_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -121,6 +122,9 @@ class NumbaProgram:
         scans = statement_scans(first.body, ivs[-1].name) if ivs and len(group) == 1 else {}
         w = self._writer(fused)
         w.depth = 1
+        top: list[str] = []  # sums over no free index, once per call
+        hoisted: dict = {}
+        w.top, w.hoisted = top, hoisted
         split = bool(ivs) and not scans  # a running sum carries across the loop: one range
         for iv in ivs[:-1] if split else ivs:
             w.emit(f"for {iv.name} in range({iv.extent}):")
@@ -130,20 +134,30 @@ class NumbaProgram:
             w.scan_outer, w.scan_line = ivs[-1].name, len(w.lines) - 1
             w.scan_blocks = len(ivs)
         if not split:
-            return self._finish_kernel(group, fused, w, self._bodies(group, fused, w, None))
+            reads = self._bodies(group, fused, w, None)
+            w.lines[0:0] = top
+            return self._finish_kernel(group, fused, w, reads)
         last = ivs[-1]
-        inside = self._writer(fused)
-        inside.depth, inside.counter, inside.interior = w.depth + 1, w.counter, last.name
-        inside.blocks = [*w.blocks, -1]
+        pre: list[str] = []
+
+        def body_writer(counter: int) -> LoopWriter:
+            b = self._writer(fused)
+            b.depth, b.counter, b.blocks = w.depth + 1, counter, [*w.blocks, -1]
+            b.hoist_var, b.outer_vars = last.name, frozenset(iv.name for iv in ivs[:-1])
+            b.hoisted, b.pre, b.pre_depth, b.top = hoisted, pre, w.depth, top
+            return b
+
+        inside = body_writer(w.counter)
+        inside.interior = last.name
         reads = self._bodies(group, fused, inside, last.name)
-        if not inside.lows:  # nothing to drop: one loop with every guard
-            w.emit(f"for {last.name} in range({last.extent}):")
-            w.open()
-            return self._finish_kernel(group, fused, w, self._bodies(group, fused, w, None))
-        edge = self._writer(fused)
-        edge.depth, edge.counter = w.depth + 1, inside.counter
-        edge.blocks = [*w.blocks, -1]
+        edge = body_writer(inside.counter)
         self._bodies(group, fused, edge, None)
+        w.lines += pre  # the sums free of the innermost index, once per outer point
+        if not inside.lows:  # nothing to drop: one loop with every guard
+            w.emit(f"for {last.name} in range({dim_str(last.extent)}):")
+            w.lines += edge.lines
+            w.lines[0:0] = top
+            return self._finish_kernel(group, fused, w, reads)
         lo, hi, v = "_lo", "_hi", last.name
         w.emit(f"for {v} in range({lo}):  # the edge: every guard")
         w.lines += edge.lines
@@ -153,7 +167,7 @@ class NumbaProgram:
         w.lines += edge.lines
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
         highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in inside.highs)])
-        w.lines[0:0] = [f"    {lo} = max({', '.join(lows)})",
+        w.lines[0:0] = [*top, f"    {lo} = max({', '.join(lows)})",
                         f"    {hi} = max({lo}, min({', '.join(highs)}))"]
         return self._finish_kernel(group, fused, w, reads)
 
@@ -305,12 +319,16 @@ class NumbaProgram:
         is returned. (A parameter named ``out`` is an input, as written.)"""
         if "out" in self.program.param_names and out is not None:
             kwargs["out"], out = out, None
+        if out is None and self._all_numpy:  # nothing runs as loops: the NumPy program
+            return self._numpy(*args, **kwargs)
         arrays, sizes = self._numpy.bind(*args, **kwargs)
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
         bufs = self._buffers(out, sizes, dt, arrays)
-        if 0 in sizes.values():  # empty tensors: the interpreter's zeros
+        if 0 in sizes.values() or self._all_numpy:
+            # empty tensors (the interpreter's zeros), or nothing runs as loops: the NumPy
+            # backend's program as it is
             result = self._numpy(*args, **kwargs)
         else:
             first = dt.char not in self.compile_seconds

@@ -9,9 +9,10 @@ plan prices NumPy kernels in:
   (:func:`loop_price`).
 * A statement stays a NumPy call when its loop nest is dearer than :data:`LOOP_RATIO` times
   the NumPy backend's kernels for it (the plan's ``statement_cost``: a scan, a contraction
-  order or point writes that loops would not find), when the plan runs it as a contraction
-  BLAS runs (``@`` / ``np.einsum`` of degree 3 or more), or when it calls a function with no
-  loop form.
+  order or point writes that loops would not find), when the plan runs it as BLAS does (a
+  matrix product, or matrix-vector products alone at its leading degree), when it calls a
+  function with no loop form, or when the plan writes it as zeros and a few points
+  (``np.zeros``' lazily zeroed pages beat writing every entry).
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -24,10 +25,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ...ir.expr import Access, And, Binary, Bracket, Call, Cmp, Const, Expr, Neg, Pow, Sum
+from ...ir.expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Call,
+    Cmp,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Sum,
+    free_indices,
+)
 from ...ir.index import Affine
 from ...ir.program import Program, Statement
-from ...plan.kernels import Contract, Plan
+from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .scans import ScanForm, statement_scans
 
@@ -92,10 +106,18 @@ def _factors(e: Expr) -> list[Expr]:
 
 
 def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
-         scans: Mapping[Sum, ScanForm] | None = None) -> Poly:
+         scans: Mapping[Sum, ScanForm] | None = None, hoisted: list[Sum] | None = None
+         ) -> Poly:
     """Points visited to evaluate ``e`` once (reads and operations); a running sum
-    (``scans``) visits one new term per point, amortized."""
+    (``scans``) visits one new term per point, amortized; a hoisted sum is read."""
     fused_work = fused_work or {}
+    if isinstance(e, Sum) and (not free_indices(e) or (hoisted and e in hoisted)):
+        return ONE  # hoisted (a sum over no free index: once per call, not priced per point)
+    if hoisted and isinstance(e, Binary | Neg | Pow | Call):
+        total = ONE
+        for c in _children(e):
+            total = total + work(c, fused_work, scans, hoisted)
+        return total
     if scans and isinstance(e, Sum) and e in scans:
         return work(scans[e].body, fused_work) + 2
     if scans and not isinstance(e, Sum):
@@ -128,10 +150,37 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
     return ONE
 
 
+def hoisted_sums(s: Statement) -> list[Sum]:
+    """The sums of ``s``'s body (outside other sums) free of its innermost index: the loop
+    writer computes them once per point of the outer loops (none when a running sum is
+    carried along that index)."""
+    if not s.indices or statement_scans(s.body, s.indices[-1].name):
+        return []
+    v = s.indices[-1].name
+    found: list[Sum] = []
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Sum):
+            if v not in free_indices(e) and e not in found:
+                found.append(e)
+            return
+        for c in _children(e):
+            walk(c)
+
+    walk(s.body)
+    return found
+
+
 def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Poly:
-    """A statement's loop nest: its output points times (body work + one write)."""
+    """A statement's loop nest: its output points times (body work + one write), a hoisted
+    sum (:func:`hoisted_sums`) priced once per point of the outer loops."""
     scans = statement_scans(s.body, s.indices[-1].name) if s.indices else {}
-    return Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans) + ONE)
+    hoisted = hoisted_sums(s)
+    price = Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans, hoisted) + ONE)
+    outer = Poly.product_of_dims(s.shape[:-1])
+    for h in hoisted:
+        price = price + outer * work(h, fused_work)
+    return price
 
 
 def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly]:
@@ -170,10 +219,25 @@ def _children(e: Expr) -> tuple[Expr, ...]:
 
 
 def _blas_contraction(s: Statement, plan: Plan) -> bool:
-    """The NumPy plan runs a contraction of degree 3 or more for ``s`` (a matrix product, its
-    other factors elementwise passes of lower degree): BLAS beats scalar loops there."""
-    return any(isinstance(k, Contract) and k.space.degree() >= 3
-               for k in plan.kernels if k.statement == s.name)
+    """The NumPy plan runs ``s`` as BLAS: a contraction of degree 3 or more (a matrix product,
+    its other factors elementwise passes of lower degree), or contractions alone at the
+    statement's leading degree (matrix-vector products: BLAS reads a transposed matrix at
+    memory speed, a scalar loop by strides)."""
+    mine = [k for k in plan.kernels if k.statement == s.name]
+    if any(isinstance(k, Contract) and k.space.degree() >= 3 for k in mine):
+        return True
+    top = max((k.cost.degree() for k in mine), default=0)
+    lead = [k for k in mine if k.cost.degree() == top]
+    return top >= 2 and all(isinstance(k, Contract) for k in lead)
+
+
+def _zeros_and_points(s: Statement, plan: Plan) -> bool:
+    """The plan writes ``s`` as zeros and points of lower degree (a diagonal, point reads'
+    gradients): ``np.zeros`` gets pages the system zeroes lazily, a loop nest writes every
+    entry."""
+    mine = [k for k in plan.kernels if k.statement == s.name]
+    top = max((k.cost.degree() for k in mine), default=0)
+    return top >= 1 and all(isinstance(k, Fill) for k in mine if k.cost.degree() == top)
 
 
 def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
@@ -189,12 +253,13 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         if _blas_contraction(s, plan):
             placement[s.name], why[s.name] = "numpy", "contraction (BLAS)"
             continue
+        if _zeros_and_points(s, plan):
+            placement[s.name], why[s.name] = "numpy", "zeros and points (np.zeros)"
+            continue
         loop, numpy = loop_price(s), plan.statement_cost(s.name)
         if not numpy.is_zero() and compare(loop, numpy * LOOP_RATIO, sizes) > 0:
             placement[s.name] = "numpy"
-            why[s.name] = (f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}" if
-                           loop.degree() == numpy.degree() else
-                           f"loops O({loop.leading()}) > NumPy plan O({numpy.leading()})")
+            why[s.name] = f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}"
             continue
         placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
     _fuse(prog, placement, why, sizes)
