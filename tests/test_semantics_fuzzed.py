@@ -117,3 +117,22 @@ def test_the_interpreter_applies_a_bracket_to_a_product_that_overflows() -> None
     x, w = np.array([-0.7, 1e154, -1e-300]), np.array([1000.0, 1000.0])
     np.testing.assert_array_equal(evaluate(ea.parse(src), x=x, w=w), [0.0, np.inf, 0.0])
     _agree(src, {"x": (3,), "w": (2,)}, {}, {"x": x, "w": w})
+
+
+@pytest.mark.xfail(strict=True, reason="open: the sign of zero of e + 0. IEEE gives -0.0 + 0 = "
+                   "+0.0 (the interpreter), the rule e + 0 = e and the backend keep -0.0, so "
+                   "1 / (-t0[1] + 0) is +inf interpreted, -inf compiled (experiments/results/"
+                   "fuzz.md, remaining classes)")
+def test_adding_the_literal_zero_to_a_negative_zero() -> None:
+    src = "def f(B: [N]):\n    t0[i: N] = i <= 1\n    return 1.0 / (-t0[1] + 0)\n"
+    assert _value(src, B=np.array([1.0])) == np.inf
+    _agree(src, {"B": ("N",)}, {"N": 1}, {"B": np.array([1.0])})
+
+
+def test_a_strong_zero_is_positive_zero_also_negated() -> None:
+    """The literal ``-0`` is a strong zero, whose value is +0.0 (the compiled code's literal
+    0): ``(-0) ** (-1)`` is +inf, as compiled (the interpreter gave -inf)."""
+    src = "def f(A: [1, M]):\n    t1[i: 3, j: M] = (-0) ** (-1)\n    return t1\n"
+    a = np.ones((1, 1))
+    np.testing.assert_array_equal(_value(src, A=a), np.full((3, 1), np.inf))
+    _agree(src, {"A": (1, "M")}, {"M": 1}, {"A": a})

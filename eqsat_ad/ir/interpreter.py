@@ -424,7 +424,9 @@ def _eval(
     match e:
         case Const(v):
             # the literal 0 is a strong zero (a zero known without looking at any data)
-            return Value((), np.asarray(v, dtype=float), np.asarray(True) if v == 0 else None)
+            # (its value is +0.0, also written -0: the backend's literal 0)
+            return Value((), np.asarray(v if v != 0 else 0.0, dtype=float),
+                         np.asarray(True) if v == 0 else None)
         case Access():
             axes, data = _access(e, env, sizes, extents)
             return Value(axes, data, None)
@@ -447,7 +449,7 @@ def _eval(
             return _value(axes, out, _and(sa, sb))
         case Neg(arg):
             v = _eval(arg, env, sizes, extents)
-            return Value(v.axes, -v.data, v.strong)
+            return _value(v.axes, -v.data, v.strong)  # a strong zero is +0.0, also negated
         case Pow(base, k):
             v = _eval(base, env, sizes, extents)
             with np.errstate(all="ignore"):
