@@ -49,7 +49,7 @@ class Limits:
     clock between the prelude's iterations within a step, and is killed past 15% over),
     extraction (which stops with the best program found so far) and ranking the best few by
     their plans' prices: CPU time, so the result does not depend on how loaded the machine is.
-    The cost report's pricing comes on top.
+    The cost report (its pricing, the rewrites on the path to the result) comes on top.
     """
 
     iterations: int = 16
@@ -347,9 +347,12 @@ def _optimize(
     path: tuple[str, ...] = ()
     if result is prog:  # the input kept, nothing extracted: only its shared reads are added
         result = shared_input()
+        spent = time.process_time() - start + run.seconds
     else:
         candidates = [result, *alternatives]
         k, result = finish(candidates, sizes, start + limits.seconds - run.seconds)
+        # what the limits bound ends here; reading back the path of rewrites is report work
+        spent = time.process_time() - start + run.seconds
         assert extractor is not None
         on_path = _rewrites_on_path(extractor, files, candidates[k], run.rule_counts)
         path = tuple(dict.fromkeys([*pre_pass, *on_path]))
@@ -357,7 +360,7 @@ def _optimize(
         iterations=run.iterations,
         nodes=run.snapshot.n_nodes,
         classes=run.snapshot.n_classes,
-        seconds=time.process_time() - start + run.seconds,
+        seconds=spent,
         stop_reason=stop_reason,
         # the rules of the rule files (the prelude's analyses and arithmetic are bookkeeping)
         rule_counts=_add_counts(
