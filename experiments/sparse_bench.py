@@ -11,7 +11,12 @@ and the hand-written gradient take turns), so ratios are measured under the same
 Peer: JAX (CPU, float64, one thread), ``jax.jit(jax.grad(loss))`` of the same losses written
 the JAX way: gathers ``x[src]`` (whose adjoint is a scatter-add) and ``jax.ops.segment_sum``
 for the GCN's aggregation; timed when importable (the script installs nothing). PyTorch
-(``index_add_``) is timed the same way when importable; it is not installed here.
+2.13 (CPU, one thread) runs in a child process under the side venv's Python 3.11
+(``--torch-python``, default ``.venv-torch/bin/python`` when it exists; see torch_peer.py): the
+Laplacian with ``index_select`` (its backward is ``index_add_``) and with the relation as a
+``torch.sparse`` CSR tensor, the GCN with ``torch.sparse.mm``; the child checks its gradient
+against the hand-written one before timing it on the inherited pinned core, and its median is
+divided by the hand-written gradient's median measured just before and after, in the same run.
 
     taskset -c 0 .venv/bin/python experiments/sparse_bench.py --out experiments/results
     .venv/bin/python experiments/sparse_bench.py --quick      # a smoke run
@@ -38,6 +43,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from torch_peer import Protocol, default_torch_python, torch_time  # noqa: E402
 
 import eqsat_ad as ea  # noqa: E402
 
@@ -121,8 +127,9 @@ def hand_lap(x: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
     return 2 * (np.bincount(r, d, n) - np.bincount(c, d, n))
 
 
-def peers_available() -> dict[str, bool]:
-    return {m: importlib.util.find_spec(m) is not None for m in ("jax", "torch")}
+def peers_available(torch_python: str | None) -> dict[str, bool]:
+    return {"jax": importlib.util.find_spec("jax") is not None,
+            "torch": torch_python is not None and Path(torch_python).exists()}
 
 
 def jax_module() -> Any:
@@ -162,25 +169,31 @@ def jax_gcn(r: np.ndarray, c: np.ndarray, n: int) -> Callable[..., Any] | None:
     return lambda h, w: jax.block_until_ready(grad(h, w))
 
 
-def torch_lap(r: np.ndarray, c: np.ndarray) -> Callable[[np.ndarray], Any] | None:
-    """PyTorch's gradient of the same loss (``index_add_`` in its backward), if importable."""
-    if importlib.util.find_spec("torch") is None:
-        return None
-    import torch
+def torch_ratios(python: str | None, runs: dict[str, list[np.ndarray]],
+                 want: list[np.ndarray], hand: Callable[[], Any], repeats: int
+                 ) -> dict[str, float | str]:
+    """``ratio_torch_<workload>`` per PyTorch workload (its arrays in ``runs``): the child's
+    median over the hand-written gradient's median, timed just before and after the child (the
+    two processes cannot alternate call by call); a note instead when skipped or wrong."""
+    out: dict[str, float | str] = {}
+    for workload, arrays in runs.items():
+        before = paired(hand, repeats=repeats)[0]
+        seconds, note = torch_time(python, workload, arrays, want,
+                                   Protocol(budget=0.0, min_reps=repeats, max_reps=repeats))
+        after = paired(hand, repeats=repeats)[0]
+        if seconds is None or note:
+            out[f"torch_{workload}"] = note
+            continue
+        out[f"torch_{workload}_s"] = seconds
+        out[f"torch_{workload}_hand_s"] = (before + after) / 2
+        out[f"ratio_torch_{workload}"] = seconds / ((before + after) / 2)
+        print(f"  PyTorch {workload}: {seconds * 1e3:.3g} ms, "
+              f"{out[f'ratio_torch_{workload}']:.2f}x hand-written")
+    return out
 
-    torch.set_num_threads(1)
-    rt, ct = torch.from_numpy(r), torch.from_numpy(c)
 
-    def grad(x: np.ndarray) -> Any:
-        xt = torch.from_numpy(x).requires_grad_()
-        ((xt[rt] - xt[ct]) ** 2).sum().backward()
-        return xt.grad
-
-    return grad
-
-
-def bench_laplacian(n: int, per_node: int, repeats: int, peers: bool = True
-                    ) -> dict[str, Any]:
+def bench_laplacian(n: int, per_node: int, repeats: int, peers: bool = True,
+                    torch_python: str | None = None) -> dict[str, Any]:
     m, r, c = graph(n, per_node)
     x = np.random.default_rng(1).standard_normal(n)
     g = ea.grad(LAP, wrt="x", sizes={"N": n, "nnz_M": m.nnz})
@@ -189,24 +202,26 @@ def bench_laplacian(n: int, per_node: int, repeats: int, peers: bool = True
     t_hand, t_csr, t_rel = paired(lambda: hand_lap(x, r, c), lambda: g(x, m),
                                   lambda: g(x, rel), repeats=repeats)
     peer_times: dict[str, float] = {}
-    for name, peer in (("jax", jax_lap(r, c) if peers else None),
-                       ("torch", torch_lap(r, c) if peers else None)):
-        if peer is not None:
-            np.testing.assert_allclose(np.asarray(peer(x)), hand_lap(x, r, c), rtol=1e-9,
-                                       atol=1e-9)
-            peer_times[name] = ratio_of(lambda peer=peer: peer(x), lambda: hand_lap(x, r, c),
-                                        repeats)
+    peer = jax_lap(r, c) if peers else None
+    if peer is not None:
+        np.testing.assert_allclose(np.asarray(peer(x)), hand_lap(x, r, c), rtol=1e-9, atol=1e-9)
+        peer_times["jax"] = ratio_of(lambda: peer(x), lambda: hand_lap(x, r, c), repeats)
+    torch_out = torch_ratios(
+        torch_python, {"lap_index": [x, r, c], "lap_csr": [x, m.indptr.astype(np.int64),
+                                                             m.indices.astype(np.int64)]},
+        [hand_lap(x, r, c)], lambda: hand_lap(x, r, c), repeats) if peers else {}
     return {
         "N": n, "nnz": int(m.nnz), "hand_s": t_hand, "eqsat_csr_s": t_csr, "eqsat_rel_s": t_rel,
         "ratio_csr": t_csr / t_hand, "ratio_rel": t_rel / t_hand,
-        **{f"ratio_{k}": v for k, v in peer_times.items()},
+        **{f"ratio_{k}": v for k, v in peer_times.items()}, **torch_out,
         "peak_hand_MB": peak(lambda: hand_lap(x, r, c)) / 2**20,
         "peak_eqsat_MB": peak(lambda: g(x, m)) / 2**20,
         "source": g.source,
     }
 
 
-def bench_edges(n: int, per_node: int, repeats: int) -> dict[str, Any]:
+def bench_edges(n: int, per_node: int, repeats: int, torch_python: str | None
+                ) -> dict[str, Any]:
     _, r, c = graph(n, per_node)
     x = np.random.default_rng(2).standard_normal(n)
     g = ea.grad(energy)
@@ -214,13 +229,16 @@ def bench_edges(n: int, per_node: int, repeats: int) -> dict[str, Any]:
     t_hand, t_eq = paired(lambda: hand_lap(x, r, c), lambda: g(x, r, c), repeats=repeats)
     peer = jax_lap(r, c)
     jax_ratio = ratio_of(lambda: peer(x), lambda: hand_lap(x, r, c), repeats) if peer else None
+    torch_out = torch_ratios(torch_python, {"lap_index": [x, r, c]}, [hand_lap(x, r, c)],
+                             lambda: hand_lap(x, r, c), repeats)
     return {"N": n, "E": len(r), "hand_s": t_hand, "eqsat_s": t_eq, "ratio": t_eq / t_hand,
-            **({"ratio_jax": jax_ratio} if jax_ratio is not None else {}),
+            **({"ratio_jax": jax_ratio} if jax_ratio is not None else {}), **torch_out,
             "peak_hand_MB": peak(lambda: hand_lap(x, r, c)) / 2**20,
             "peak_eqsat_MB": peak(lambda: g(x, r, c)) / 2**20, "source": g.source}
 
 
-def bench_gcn(n: int, per_node: int, feat: int, repeats: int) -> dict[str, Any]:
+def bench_gcn(n: int, per_node: int, feat: int, repeats: int, torch_python: str | None
+              ) -> dict[str, Any]:
     a, _, _ = graph(n, per_node, 3)
     rng = np.random.default_rng(4)
     h = rng.standard_normal((n, feat)) / np.sqrt(feat)
@@ -243,9 +261,12 @@ def bench_gcn(n: int, per_node: int, feat: int, repeats: int) -> dict[str, Any]:
         for mine, ref in zip(peer(h, w), hand(), strict=True):
             np.testing.assert_allclose(np.asarray(mine), ref, rtol=1e-8, atol=1e-8)
         jax_ratio = ratio_of(lambda: peer(h, w), hand, repeats)
+    torch_out = torch_ratios(
+        torch_python, {"gcn": [h, w, a.indptr.astype(np.int64), a.indices.astype(np.int64)]},
+        list(hand()), hand, repeats)
     return {"N": n, "nnz": int(a.nnz), "features": feat, "hand_s": t_hand, "eqsat_s": t_eq,
             "ratio": t_eq / t_hand,
-            **({"ratio_jax": jax_ratio} if jax_ratio is not None else {}),
+            **({"ratio_jax": jax_ratio} if jax_ratio is not None else {}), **torch_out,
             "peak_hand_MB": peak(hand) / 2**20,
             "peak_eqsat_MB": peak(lambda: g(h, w, a)) / 2**20, "source": g.source}
 
@@ -329,19 +350,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="experiments/out")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--torch-python", default=default_torch_python(),
+                    help="Python with torch==2.13.0 for the PyTorch peer (default: "
+                         ".venv-torch/bin/python when present; PyTorch skipped otherwise)")
     args = ap.parse_args()
+    tp = args.torch_python
     pin()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     q = args.quick
     reps = 3 if q else 11
-    res: dict[str, Any] = {"peers": peers_available()}
+    res: dict[str, Any] = {"peers": peers_available(tp),
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     print("laplacian (CSR)")
-    res["laplacian"] = bench_laplacian(10**4 if q else 10**5, 8, reps)
+    res["laplacian"] = bench_laplacian(10**4 if q else 10**5, 8, reps, torch_python=tp)
     print("laplacian (edge list, NumPy front end)")
-    res["edges"] = bench_edges(10**4 if q else 10**5, 8, reps)
+    res["edges"] = bench_edges(10**4 if q else 10**5, 8, reps, tp)
     print("gcn")
-    res["gcn"] = bench_gcn(10**4 if q else 10**5, 10, 16 if q else 64, reps)
+    res["gcn"] = bench_gcn(10**4 if q else 10**5, 10, 16 if q else 64, reps, tp)
     print("mesh")
     res["mesh"] = bench_mesh(10**4 if q else 10**5, 3 * 10**4 if q else 3 * 10**5, reps)
     print("attention")
