@@ -13,6 +13,15 @@ plan prices NumPy kernels in:
   matrix product, or matrix-vector products alone at its leading degree), when it calls a
   function with no loop form, or when the plan writes it as zeros and a few points
   (``np.zeros``' lazily zeroed pages beat writing every entry).
+* A statement NumPy binds as a view (the plan prices it 0: ``y_bar = c``) stays NumPy: a loop
+  nest would read and write every element for nothing.
+* A read that walks a row-major array down a column in the innermost loop (``c[i, j]`` summed
+  over ``i`` for each ``j``) costs a cache line, :data:`STRIDED` points more: NumPy's
+  ``.sum(axis=0)`` and masked sums walk rows.
+* Reused values are not recomputed: a statement left to NumPy whose code run on its own (as
+  the fused program calls it) costs more than :data:`REUSE` times its share of the plan reads
+  a value other statements' kernels computed (logsumexp's row sum); alone, or as a loop nest,
+  it would compute it again, so the whole NumPy program runs.
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
