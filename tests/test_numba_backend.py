@@ -28,9 +28,17 @@ from eqsat_ad.ir.interpreter import evaluate
 numba = pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused import NumbaProgram, cache_dir, compile_numba  # noqa: E402
-from eqsat_ad.backend.fused.schedule import LOOP_RATIO, loop_price, schedule  # noqa: E402
+from eqsat_ad.backend.fused.schedule import (  # noqa: E402
+    LOOP_RATIO,
+    REUSE,
+    STRIDED,
+    loop_price,
+    schedule,
+    strided,
+)
 from eqsat_ad.backend.numpy import lower_program  # noqa: E402
 from eqsat_ad.plan.kernels import Fill  # noqa: E402
+from eqsat_ad.plan.poly import Poly, compare  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 STENCILS = importlib.import_module("fused_programs").PROGRAMS  # shared with the experiment
@@ -195,6 +203,83 @@ def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
     # ... a moving window's loop nest would be O(N^2): the NumPy plan's O(N) scan runs it.
     gm = ea.grad(ea.parse(STENCILS["moving"][0]), "x", backend="numba")
     assert set(gm.compiled.schedule.placement.values()) == {"numpy"}
+
+
+LOGSUMEXP = """\
+def logsumexp(x: [B, N], w: [B]):
+    s[b: B] = log(Sum[n: N](exp(x[b, n])))
+    return Sum[b: B](w[b] * s[b])
+"""
+
+
+def _example(name: str) -> ea.Program:
+    return next(e for e in WORKED_EXAMPLES if e.id == name).program()
+
+
+def test_a_view_in_numpy_is_not_copied_by_a_loop() -> None:
+    # E10's C_bar[i, j] = W[i, j]: NumPy binds W (no kernel, price 0); a loop nest would read
+    # and write N^2 elements. It stays NumPy, and the products are BLAS: nothing loops.
+    g = ea.grad(_example("E10"), ("A", "B"), backend="numba")
+    plan = lower_program(g.compiled._prog).plan
+    assert plan.statement_cost("C_bar").is_zero()
+    assert g.compiled.schedule.why["C_bar"] == "a view in NumPy (no pass)"
+    assert set(g.compiled.schedule.placement.values()) == {"numpy"}
+    assert "np.empty((N, N,)" not in g.source
+
+
+def test_a_column_walk_is_priced_a_cache_line_per_read() -> None:
+    # E12: x_bar[i] = Σ_j y_bar[j]·R[j, i] walks R down a column in its inner loop; w_bar[i] =
+    # Σ_j R[i, j]·x[j] along a row. The column walk costs STRIDED more per point: dearer than
+    # LOOP_RATIO times NumPy's masked sum (which walks rows), so it stays NumPy.
+    g = ea.grad(_example("E12"), ("x", "w"), backend="numba")
+    prog = g.compiled._prog
+    st = {s.name: s for s in prog.statements}
+    (mn,) = (Poly.symbol("M") * Poly.symbol("N")).terms
+    col, row = loop_price(st["x_bar"]), loop_price(st["w_bar"])
+    assert col.terms[mn] - row.terms[mn] == STRIDED
+    place = g.compiled.schedule.placement
+    assert place == {"y_bar": "numpy", "x_bar": "numpy", "w_bar": "loop"}
+    # strided() itself: a column read along j, not a row read, not a read free of j.
+    body = ea.parse("def f(A: [N, N]):\n    return Sum[i: N, j: N](A[j, i] * A[i, j])\n")
+    reads = [body.outputs[0].body.lhs, body.outputs[0].body.rhs]
+    assert [strided(a, "j") for a in reads] == [True, False]
+    assert not strided(reads[0], "k")
+    np.testing.assert_allclose(
+        g(**_inputs(prog, {"M": 7, "N": 5}, np.float64))[0],
+        ea.grad(_example("E12"), ("x", "w"))(**_inputs(prog, {"M": 7, "N": 5}, np.float64))[0])
+
+
+def test_column_sums_stay_numpy() -> None:
+    # b_bar[j] = Σ_i c[i, j] (a bias gradient): a loop nest over j with i inner reads c down
+    # its columns; NumPy's .sum(axis=0) walks rows.
+    prog = ea.parse("def f(c: [N, M], b: [M]):\n    return Sum[i: N, j: M](c[i, j] * b[j])\n")
+    g = ea.grad(prog, "b", backend="numba")
+    assert set(g.compiled.schedule.placement.values()) == {"numpy"}
+    assert "> 8x the NumPy plan" in " ".join(g.compiled.schedule.why.values())
+
+
+def test_a_reused_sum_is_not_recomputed() -> None:
+    # logsumexp's gradient: x_bar[i, j] = exp(x[i, j]) · w[i] / Σ_k exp(x[i, k]) and w_bar[i] =
+    # log(Σ_j exp(x[i, j])). The NumPy plan sums once and w_bar's share is a log (B); run on
+    # its own w_bar's NumPy code (or a loop nest) sums again, O(B N). Only the NumPy program
+    # computes the sum once: it runs.
+    g = ea.grad(ea.parse(LOGSUMEXP), ("x", "w"), backend="numba")
+    nb_prog = g.compiled
+    prog = nb_prog._prog
+    plan = lower_program(prog).plan
+    w_bar = next(s for s in prog.statements if s.name == "w_bar")
+    share, alone = plan.statement_cost("w_bar"), nb_prog._alone_price(w_bar)
+    assert share.degree() == 1 and alone.degree() == 2
+    assert compare(alone, share * REUSE) > 0
+    assert set(nb_prog.schedule.placement.values()) == {"numpy"}
+    assert "reused values not recomputed: w_bar" in nb_prog.schedule.why["x_bar"]
+    # Without the price of w_bar's code alone the schedule loops x_bar and leaves w_bar to
+    # recompute the sum: the earlier schedule, 1.6x slower than NumPy.
+    loopable = {s.name: True for s in prog.statements}
+    blind = schedule(prog, plan, loopable)
+    assert blind.placement == {"x_bar": "loop", "w_bar": "numpy"}
+    inputs = _inputs(prog, {"B": 3, "N": 4}, np.float64)
+    _agree(g(**inputs), evaluate(g.program, **inputs), 1e-12)
 
 
 def test_source_is_readable_and_compile_time_recorded() -> None:

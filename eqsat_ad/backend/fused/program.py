@@ -30,6 +30,7 @@ from ...ir.errors import ProgramError, ShapeError
 from ...ir.expr import Access, Expr, accessed_names
 from ...ir.index import Affine, dim_str, dim_value
 from ...ir.program import Param, Program, Statement
+from ...plan.poly import ZERO, Poly
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .interior import Index
 from .loops import HELPERS, LoopWriter, Unsupported
@@ -93,7 +94,8 @@ class NumbaProgram:
         self._sizes = prog.size_names()
         plan = lower_program(self._prog).plan
         loopable = {s.name: self._loopable(s) for s in self._prog.statements}
-        self.schedule: Schedule = schedule(self._prog, plan, loopable)
+        alone = {s.name: self._alone_price(s) for s in self._prog.statements}
+        self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         self.source = self._module_source()
         self._all_numpy = set(self.schedule.placement.values()) <= {"numpy"}
@@ -230,15 +232,28 @@ class NumbaProgram:
                 out.append(n)
         return out
 
-    def _numpy_part(self, s: Statement) -> tuple[str, list[str]]:
-        """The NumPy backend's code for the one statement ``s`` (a program of its own)."""
-        # Every parameter goes in (they bind the size symbols), then the stored arrays it reads.
+    def _part(self, s: Statement) -> Program:
+        """The one statement ``s`` as a program of its own: every parameter (they bind the
+        size symbols), then the stored arrays it reads."""
         stored = sorted(accessed_names(s.body) - set(self.program.param_names))
-        reads = [*self.program.param_names, *stored]
         params = self.program.params + tuple(Param(n, self._shapes[n]) for n in stored)
-        part = Program(params, (s,), (Access(s.name),), False, f"_np_{s.name}")
-        self._numpy_parts[s.name] = compile_program(part)
-        return f"_np_{s.name}", reads
+        return Program(params, (s,), (Access(s.name),), False, f"_np_{s.name}")
+
+    def _alone_price(self, s: Statement) -> Poly:
+        """The price of ``s``'s NumPy code run on its own (what a NumPy-placed statement
+        runs), less the copy that keeps a program's output apart from its inputs (the
+        fused program passes the part's result on without one)."""
+        price = ZERO
+        for k in lower_program(self._part(s)).plan.kernels:
+            if k.detail != "copy":
+                price = price + k.cost
+        return price
+
+    def _numpy_part(self, s: Statement) -> tuple[str, list[str]]:
+        """The NumPy backend's code for the one statement ``s`` and the arrays it reads."""
+        stored = sorted(accessed_names(s.body) - set(self.program.param_names))
+        self._numpy_parts[s.name] = compile_program(self._part(s))
+        return f"_np_{s.name}", [*self.program.param_names, *stored]
 
     def _module_source(self) -> str:
         place = self.schedule.placement

@@ -13,6 +13,15 @@ plan prices NumPy kernels in:
   matrix product, or matrix-vector products alone at its leading degree), when it calls a
   function with no loop form, or when the plan writes it as zeros and a few points
   (``np.zeros``' lazily zeroed pages beat writing every entry).
+* A statement NumPy binds as a view (the plan prices it 0: ``y_bar = c``) stays NumPy: a loop
+  nest would read and write every element for nothing.
+* A read that walks a row-major array down a column in the innermost loop (``c[i, j]`` summed
+  over ``i`` for each ``j``) costs a cache line, :data:`STRIDED` points more: NumPy's
+  ``.sum(axis=0)`` and masked sums walk rows.
+* Reused values are not recomputed: a statement left to NumPy whose code run on its own (as
+  the fused program calls it) costs more than :data:`REUSE` times its share of the plan reads
+  a value other statements' kernels computed (logsumexp's row sum); alone, or as a loop nest,
+  it would compute it again, so the whole NumPy program runs.
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -36,6 +45,7 @@ from ...ir.expr import (
     Expr,
     Neg,
     Pow,
+    Rel,
     Sum,
     free_indices,
 )
@@ -45,7 +55,7 @@ from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .scans import ScanForm, statement_scans
 
-__all__ = ["LOOP_RATIO", "MEMORY", "Schedule", "loop_price", "schedule"]
+__all__ = ["LOOP_RATIO", "MEMORY", "STRIDED", "Schedule", "loop_price", "schedule"]
 
 MEMORY = 4
 """Price of moving one element to or from memory, in arithmetic operations."""
@@ -55,6 +65,15 @@ LOOP_RATIO = 2 * MEMORY
 points, and each NumPy pass also writes and reads back its result (about ``2 · MEMORY`` per
 point) where the loop nest keeps values in registers. A loop nest dearer than this many times
 the plan's price (``Σ_t [i == t]·x[t]`` per point against ``k`` point writes) stays NumPy."""
+
+
+STRIDED = 8 * MEMORY
+"""Extra price of a read that walks a row-major array down a column: a cache line (8 float64)
+fetched for the one element used (NumPy's ``.sum(axis=0)`` and BLAS walk rows instead)."""
+
+REUSE = 2
+"""A statement reuses a value another statement's NumPy kernels computed when its NumPy code
+alone (:func:`schedule`'s ``alone``) costs more than this many times its share of the plan."""
 
 
 @dataclass(frozen=True)
@@ -105,18 +124,30 @@ def _factors(e: Expr) -> list[Expr]:
     return [e]
 
 
+def strided(a: Access | Rel, inner: str) -> bool:
+    """``a`` walks its array across rows along the loop variable ``inner``: ``inner`` is in
+    an index before the last and not in the last (a column of a row-major array)."""
+    if len(a.indices) < 2 or inner in a.indices[-1].free_indices():
+        return False
+    return any(inner in ix.free_indices() for ix in a.indices[:-1])
+
+
 def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
-         scans: Mapping[Sum, ScanForm] | None = None, hoisted: list[Sum] | None = None
-         ) -> Poly:
+         scans: Mapping[Sum, ScanForm] | None = None, hoisted: list[Sum] | None = None,
+         inner: str | None = None) -> Poly:
     """Points visited to evaluate ``e`` once (reads and operations); a running sum
-    (``scans``) visits one new term per point, amortized; a hoisted sum is read."""
+    (``scans``) visits one new term per point, amortized; a hoisted sum is read. A read
+    that walks across rows along the innermost loop (``inner``, :func:`strided`) fetches a
+    cache line for one element: :data:`STRIDED` points."""
     fused_work = fused_work or {}
+    if isinstance(e, Access) and inner is not None and strided(e, inner):
+        return fused_work.get(e.name, ONE) + STRIDED
     if isinstance(e, Sum) and (not free_indices(e) or (hoisted and e in hoisted)):
         return ONE  # hoisted (a sum over no free index: once per call, not priced per point)
     if hoisted and isinstance(e, Binary | Neg | Pow | Call):
         total = ONE
         for c in _children(e):
-            total = total + work(c, fused_work, scans, hoisted)
+            total = total + work(c, fused_work, scans, hoisted, inner)
         return total
     if scans and isinstance(e, Sum) and e in scans:
         return work(scans[e].body, fused_work) + 2
@@ -125,28 +156,30 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
         if isinstance(e, Access):
             return fused_work.get(e.name, ONE)
         for c in _children(e):
-            total = total + work(c, fused_work, scans)
+            total = total + work(c, fused_work, scans, inner=inner)
         return total
     if isinstance(e, Const):
         return ZERO
     if isinstance(e, Access):
         return fused_work.get(e.name, ONE)
     if isinstance(e, Bracket):
-        return ONE
+        preds = e.pred.preds if isinstance(e.pred, And) else (e.pred,)
+        walks = inner is not None and any(isinstance(p, Rel) and strided(p, inner) for p in preds)
+        return ONE + STRIDED if walks else ONE
     if isinstance(e, Neg | Pow):
-        return work(e.arg if isinstance(e, Neg) else e.base, fused_work) + ONE
+        return work(e.arg if isinstance(e, Neg) else e.base, fused_work, inner=inner) + ONE
     if isinstance(e, Binary):
-        return work(e.lhs, fused_work) + work(e.rhs, fused_work) + ONE
+        return work(e.lhs, fused_work, inner=inner) + work(e.rhs, fused_work, inner=inner) + ONE
     if isinstance(e, Call):
         total = ONE
         for a in e.args:
-            total = total + work(a, fused_work)
+            total = total + work(a, fused_work, inner=inner)
         return total
     if isinstance(e, Sum):
         count = ONE
         for iv in e.indices:
             count = count * _sum_count(iv.name, Poly.of_dim(iv.extent), e.body)
-        return count * (work(e.body, fused_work) + ONE)
+        return count * (work(e.body, fused_work, inner=e.indices[-1].name) + ONE)
     return ONE
 
 
@@ -241,11 +274,14 @@ def _zeros_and_points(s: Statement, plan: Plan) -> bool:
 
 
 def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
-             sizes: Mapping[str, int] | None = None) -> Schedule:
+             sizes: Mapping[str, int] | None = None,
+             alone: Mapping[str, Poly] | None = None) -> Schedule:
     """Place each statement of ``prog`` (``plan``: the NumPy backend's plan of ``prog``;
-    ``loopable``: whether the loop writer lowers each statement)."""
+    ``loopable``: whether the loop writer lowers each statement; ``alone``: the price of
+    each statement's NumPy code run on its own, as the fused program would call it)."""
     placement: dict[str, str] = {}
     why: dict[str, str] = {}
+    reused: list[str] = []
     for s in prog.statements:
         if not loopable.get(s.name, False):
             placement[s.name], why[s.name] = "numpy", "no loop form"
@@ -257,11 +293,26 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             placement[s.name], why[s.name] = "numpy", "zeros and points (np.zeros)"
             continue
         loop, numpy = loop_price(s), plan.statement_cost(s.name)
-        if not numpy.is_zero() and compare(loop, numpy * LOOP_RATIO, sizes) > 0:
+        own = alone.get(s.name, numpy) if alone else numpy
+        if numpy.is_zero() and s.indices:
+            placement[s.name], why[s.name] = "numpy", "a view in NumPy (no pass)"
+            if not own.is_zero():  # the plan computed it within another statement
+                reused.append(f"{s.name} (alone {own}, in the plan 0)")
+            continue
+        if compare(loop, numpy * LOOP_RATIO, sizes) > 0:
             placement[s.name] = "numpy"
             why[s.name] = f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}"
+            if compare(own, numpy * REUSE, sizes) > 0:
+                # Its NumPy kernels read a value other statements' kernels computed (a shared
+                # sum): run alone they recompute it ({own}), and so would its loop nest. Only
+                # the whole NumPy program computes it once.
+                reused.append(f"{s.name} (alone {own}, in the plan {numpy})")
             continue
         placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
+    if reused:
+        note = "the NumPy program: reused values not recomputed: " + ", ".join(reused)
+        return Schedule({s.name: "numpy" for s in prog.statements},
+                        {s.name: note for s in prog.statements})
     _fuse(prog, placement, why, sizes)
     return Schedule(placement, why)
 
