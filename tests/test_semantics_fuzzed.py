@@ -171,3 +171,27 @@ def test_a_strong_zero_is_positive_zero_also_negated() -> None:
     a = np.ones((1, 1))
     np.testing.assert_array_equal(_value(src, A=a), np.full((3, 1), np.inf))
     _agree(src, {"A": (1, "M")}, {"M": 1}, {"A": a})
+
+
+@pytest.mark.parametrize("source, shapes, inputs, want", [
+    # the range narrowed to nothing
+    ("def f(x: [N], w: []):\n    return w * Sum[i: N]((i + 1 > N) * x[i + 1])\n",
+     {"x": ("N",), "w": ()}, {"x": np.array([1.0, 2.0]), "w": np.nan}, 0.0),
+    # a bracket false for some outputs only
+    ("def f(x: [N], w: [N]):\n    y[j: N] = w[j] * Sum[i: N]((i < j) * x[i])\n    return y\n",
+     {"x": ("N",), "w": ("N",)}, {"x": np.array([1.0, 2.0]), "w": np.array([np.inf, 1.0])},
+     [0.0, 1.0]),
+    # data comparisons, all false
+    ("def f(x: [N], w: []):\n    return w * Sum[i: N](gt(x[i], 5) * x[i])\n",
+     {"x": ("N",), "w": ()}, {"x": np.array([1.0, 2.0]), "w": np.inf}, 0.0),
+    # ... over a quotient by inf (fuzz reproducer s2027_gradient_index_grad_optimize_false_005)
+    ("def f(B: [2], x: [N]):\n    t0 = N > 2\n    return Sum[i: N](gt0(t0)) / (B[1] / 0.0)\n",
+     {"B": (2,), "x": ("N",)}, {"B": np.array([1.0, 1.0]), "x": np.array([1.0, 2.0])}, 0.0),
+])
+def test_a_sum_of_strong_zeros_is_a_strong_zero(source: str, shapes: dict, inputs: dict,
+                                                 want: object) -> None:
+    """A sum whose terms are all guarded away is a strong zero, so its product with inf or nan
+    (or its quotient) is 0; the generated code computed it as an ordinary 0.0 (nan). The strict
+    code now guards such a product by the count of live terms."""
+    np.testing.assert_array_equal(_value(source, **inputs), want)
+    _agree(source, shapes, {"N": 2}, inputs)
