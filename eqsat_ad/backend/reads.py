@@ -18,6 +18,7 @@ from ..ir.expr import (
     Max,
     Neg,
     Pow,
+    Sum,
     substitute,
 )
 from ..ir.functions import lookup
@@ -40,6 +41,7 @@ from ..plan.normal import (
 from ..plan.poly import ONE, ZERO, Poly
 from .emit import Emitter
 from .values import (
+    _ADD,
     _ATOM,
     _LETTERS,
     _POW,
@@ -222,6 +224,13 @@ class Reads(Emitter):
                 m = self.conj(masks, grid)
                 assert m is not None
                 return m
+            case Neg(arg) if _strong_factors(arg):
+                # a strong zero is +0.0, also negated: -[p] is np.where(p, -1, 0), not
+                # -np.where(p, 1, 0) (-0.0 where p is false); the product keeps the sign
+                # inside the guard (docs/semantics.md)
+                return self.combine(expand(e, self.names), grid)
+            case Binary(op, lhs, rhs) if op in "+-" and _is_zero(lhs) != _is_zero(rhs):
+                return self.plus_zero(op, lhs, rhs, grid)
             case Neg(arg):
                 v = self.to_num(self.ev(arg, grid))
                 ks, size = self.pass_over(Elementwise, v.axes, grid, "-", v)
@@ -252,6 +261,21 @@ class Reads(Emitter):
             case Max():
                 return self.max_reduce(e, grid)
         return self.combine(expand(e, self.names), grid)
+
+    def plus_zero(self, op: str, lhs: Expr, rhs: Expr, grid: dict[str, Axis]) -> Value:
+        """``e + 0``, ``0 + e``, ``e - 0`` or ``0 - e`` (the 0 a strong zero known here): IEEE
+        with the strong zero's value +0.0, as the interpreter. ``-0.0 + 0`` is +0.0, so the
+        literal stays an addend (``e + 0.0``); ``e - 0`` is ``e`` exactly."""
+        if _is_zero(rhs):
+            v = self.to_num(self.ev(lhs, grid))
+            if op == "-":
+                return v
+            code = f"{v.paren(_ADD)} + 0.0"
+        else:
+            v = self.to_num(self.ev(rhs, grid))
+            code = f"{v.paren(_ADD)} + 0.0" if op == "+" else f"0.0 - {v.paren(_ADD + 0.5)}"
+        ks, size = self.pass_over(Elementwise, v.axes, grid, op, v)
+        return Value(code, v.axes, risky=v.risky, prec=_ADD, kernels=ks, size=size)
 
     def guarded(self, e: Expr, v: Value, grid: dict[str, Axis]) -> Value:
         """``v`` (a quotient ``e / d`` or a positive power ``e ** k``) set to 0 where a bracket
@@ -330,6 +354,26 @@ class Reads(Emitter):
         return Value("0", ()) if out is None else out
 
     # --- terms ---------------------------------------------------------------------------------
+
+
+def _is_zero(e: Expr) -> bool:
+    """``e`` is a strong zero everywhere, known without data (the literal 0 and what a
+    product, quotient, positive power, negation or sum makes of it): the terms ``expand``
+    drops."""
+    match e:
+        case Const(v):
+            return v == 0
+        case Binary("*", lhs, rhs):
+            return _is_zero(lhs) or _is_zero(rhs)
+        case Binary("+" | "-", lhs, rhs):
+            return _is_zero(lhs) and _is_zero(rhs)
+        case Binary("/", lhs, _) | Neg(lhs):
+            return _is_zero(lhs)
+        case Pow(base, k) if k > 0:
+            return _is_zero(base)
+        case Sum(_, body):
+            return _is_zero(body)
+    return False
 
 
 def _strong_factors(e: Expr) -> list[Expr]:

@@ -30,6 +30,7 @@ from ..plan.normal import (
 from ..plan.order import contraction_path
 from ..plan.poly import ZERO
 from .gathers import Gathers
+from .reads import _strong_factors
 from .values import (
     _ADD,
     _ATOM,
@@ -91,6 +92,9 @@ class Reductions(Gathers):
                     joins.append(Value(_num(coef), (), prec=_ATOM if coef > 0 else _UNARY))
                     t = replace(t, coef=1.0)
                 vals.append(self.reduce(t, inner_axes, [*inner_f, *joins], inner_conds, g2))
+        lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and outer else []
+        if len(outer_f) + bool(j) > 1:  # (a nested sum times something else)
+            lives += [self.nested_live(f, grid) for f in outer_f if isinstance(f, Term) and f.sums]
         vals += outer
         out = self.product(t.coef, vals, grid)
         if j and outer:
@@ -98,8 +102,31 @@ class Reductions(Gathers):
             # np.sum): Σ_j w f is +0.0 there (then 1 / it is +inf, not -inf)
             out = replace(out, code=f"{out.paren(_ADD)} + 0.0", prec=_ADD)
         masks = [self.cond_mask(c, grid) for c in outer_conds]
+        masks += [v for v in lives if v is not None]
         m = self.conj(masks, grid)
         return out if m is None else self.where(m, out, grid)
+
+    def nested_live(self, f: Term, grid: dict[str, Axis]) -> Value | None:
+        """``live`` of the sum ``f`` taken as a factor of a product."""
+        if not self.strict:
+            return None
+        comps = [g for h in f.factors if not isinstance(h, Term) for g in _strong_factors(h)]
+        count = self.term_value(Term(1.0, f.sums, comps, f.conds), grid)
+        return Value(f"{count.paren(_ADD)} > 0", count.axes, mask=True, prec=_ADD,
+                     kernels=count.kernels, size=count.size)
+
+    def live(self, t: Term, inner: dict[str, Axis], inner_f: list[Expr | Term],
+             conds: list[Cond], g2: dict[str, Axis]) -> Value | None:
+        """Where the sum of ``t`` has a term (the strict code only): a sum with no term, or
+        whose terms are all guarded away, is a strong zero, so ``w * Σ`` is 0 there even for
+        ``w`` inf or nan (docs/semantics.md). The count of live terms is one more masked sum
+        of the sum's brackets and data comparisons. None: not needed (finite inputs)."""
+        if not self.strict:
+            return None
+        comps = [g for f in inner_f if not isinstance(f, Term) for g in _strong_factors(f)]
+        count = self.reduce(Term(1.0, t.sums, comps, conds), inner, comps, conds, g2)
+        return Value(f"{count.paren(_ADD)} > 0", count.axes, mask=True, prec=_ADD,
+                     kernels=count.kernels, size=count.size)
 
     def scan(self, inner: dict[str, Axis], factors: list[Expr | Term | Value],
              conds: list[Cond], g2: dict[str, Axis]) -> Value | None:

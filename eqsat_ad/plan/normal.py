@@ -403,7 +403,7 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             # guard the sum is a strong zero and so is its quotient (docs/semantics.md), so an
             # empty masked sum over d = 0 is 0, not 0 / 0 (the lowering takes d⁻¹ out of the sum
             # again where it is finite)
-            if (len(terms) == 1 and terms[0].sums and terms[0].conds
+            if (len(terms) == 1 and terms[0].sums and (terms[0].conds or guards)
                     and not free_indices(rhs) & {iv.name for iv in terms[0].sums}):
                 t = terms[0]
                 return [Term(t.coef, t.sums, [*t.factors, Pow(rhs, -1.0)], t.conds)]
