@@ -312,3 +312,25 @@ def test_program_cost_scans_the_plan_once(monkeypatch) -> None:
         assert len(cost.details) == len(_chain_adjoint(n).statements) + 1
         counts[n] = scans[0]
     assert counts[20] == counts[200] <= 2, counts
+
+
+def test_grad_lowers_the_optimized_program_once(monkeypatch) -> None:
+    """Counting: the cost report's lowering of the optimized program is the one compiled (one
+    lowering for the naive adjoint, one for the optimized), and it is the same code."""
+    from eqsat_ad.backend import statements
+
+    lowered = []
+    program = statements.Codegen.program
+
+    def counting(self):  # noqa: ANN001, ANN202
+        lowered.append(self.prog)
+        return program(self)
+
+    monkeypatch.setattr(statements.Codegen, "program", counting)
+    g = ea.grad(ea.parse(statement_chain(30)), "x")
+    assert len(lowered) == 2 and lowered[1] is g.program, len(lowered)
+    from eqsat_ad.backend.numpy import Codegen
+
+    assert g.source == program(Codegen(g.program, None, False, False, frozenset())).source
+    x = RNG.standard_normal(8)
+    np.testing.assert_allclose(g(x), chain_gradient(30, x), rtol=1e-12)
