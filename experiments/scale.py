@@ -16,7 +16,7 @@
 Writes scale.md, scale.json and scale_enodes.png into ``--out`` (default experiments/out/).
 The machine may be shared: CPU times are reported next to wall times.
 
-    python experiments/scale.py [--baseline /path/to/old/checkout] [--quick]
+    python experiments/scale.py [--baseline /path/to/old/checkout] [--quick] [--deep N]
 """
 
 from __future__ import annotations
@@ -293,7 +293,13 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=None,
                     help="a checkout of the code before, for the latency comparison")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--deep", type=int, default=None, metavar="N",
+                    help="only the deep programs, at N terms / statements (printed, not written)")
     args = ap.parse_args()
+    if args.deep is not None:
+        for row in deep(args.deep):
+            print(row, flush=True)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                             "load": os.getloadavg()[0]}

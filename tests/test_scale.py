@@ -260,3 +260,77 @@ def test_cache_writes_are_atomic_under_concurrent_writers(tmp_path, monkeypatch)
         p.join(30)
     assert cache.load("ab" + "0" * 62) == value
     assert not list(tmp_path.glob("*/.tmp-*"))  # no temporary file left behind
+
+
+def _chain_adjoint(n: int) -> ea.Program:
+    return ea.vjp(ea.parse(statement_chain(n)), "x")
+
+
+def test_finiteness_notes_cost_linear_comparisons(monkeypatch) -> None:
+    """Counting, not timing: recording that a parameter is scanned for inf/nan compares
+    decisions a bounded number of times per read, not once per decision taken so far."""
+    from eqsat_ad.backend.numpy import lower_program
+    from eqsat_ad.backend.values import Decision
+
+    calls = [0]
+    eq = Decision.__eq__
+
+    def counting(self, other):  # noqa: ANN001, ANN202 (the dataclass's own signature)
+        calls[0] += 1
+        return eq(self, other)
+
+    monkeypatch.setattr(Decision, "__eq__", counting)
+    counts = {}
+    for n in (100, 400):
+        calls[0] = 0
+        lowered = lower_program(_chain_adjoint(n))
+        assert [d.detail for d in lowered.decisions if d.kind == "finite-input"] == ["ybar", "x"]
+        counts[n] = calls[0]
+    assert counts[400] <= 5 * counts[100] + 10, counts  # linear (quadratic gives ~16x)
+
+
+def test_program_cost_scans_the_plan_once(monkeypatch) -> None:
+    """Counting: the plan's kernels are grouped by statement in one pass, however many
+    statements the program has (a scan per statement is quadratic on long programs)."""
+    from eqsat_ad.plan import price
+    from eqsat_ad.plan.kernels import Plan
+
+    scans = [0]
+
+    class Kernels(tuple):
+        def __iter__(self):  # noqa: ANN204
+            scans[0] += 1
+            return super().__iter__()
+
+    plan_of = price.program_plan
+    monkeypatch.setattr(price, "program_plan",
+                        lambda *a, **k: Plan(Kernels(plan_of(*a, **k).kernels)))
+    counts = {}
+    for n in (20, 200):
+        scans[0] = 0
+        cost = price.program_cost(_chain_adjoint(n), {"N": 8})
+        assert len(cost.details) == len(_chain_adjoint(n).statements) + 1
+        counts[n] = scans[0]
+    assert counts[20] == counts[200] <= 2, counts
+
+
+def test_grad_lowers_the_optimized_program_once(monkeypatch) -> None:
+    """Counting: the cost report's lowering of the optimized program is the one compiled (one
+    lowering for the naive adjoint, one for the optimized), and it is the same code."""
+    from eqsat_ad.backend import statements
+
+    lowered = []
+    program = statements.Codegen.program
+
+    def counting(self):  # noqa: ANN001, ANN202
+        lowered.append(self.prog)
+        return program(self)
+
+    monkeypatch.setattr(statements.Codegen, "program", counting)
+    g = ea.grad(ea.parse(statement_chain(30)), "x")
+    assert len(lowered) == 2 and lowered[1] is g.program, len(lowered)
+    from eqsat_ad.backend.numpy import Codegen
+
+    assert g.source == program(Codegen(g.program, None, False, False, frozenset())).source
+    x = RNG.standard_normal(8)
+    np.testing.assert_allclose(g(x), chain_gradient(30, x), rtol=1e-12)

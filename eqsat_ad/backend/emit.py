@@ -54,6 +54,7 @@ class Emitter:
         self.strict = strict
         self.lines: list[str] = []
         self.decisions: list[Decision] = []
+        self.finite_noted: dict[Decision, int] = {}  # note_finite's decisions: their position
         self.kernels: list[Kernel] = []  # the plan, in the order of the lines that run it
         self.extras: dict[str, Any] = {}
         self.shapes: dict[str, tuple[Dim, ...]] = {p.name: p.shape for p in prog.params}

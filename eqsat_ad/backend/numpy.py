@@ -94,7 +94,32 @@ def lower_program(
     """
     if not isinstance(prog, Program):
         raise ProgramError(f"expected a Program, got {type(prog).__name__}")
-    return Codegen(prog, sizes, strict, structured, frozenset(sparse)).program()
+    # The same program object lowered the same way again (the cost report's pricing, then its
+    # compilation) reuses the lowering: by identity, so no deep hash of a long program.
+    try:
+        key = (id(prog), None if sizes is None else tuple(sorted(dict(sizes).items())),
+               bool(strict), bool(structured), frozenset(sparse))
+        hash(key)
+    except TypeError:  # sizes Codegen will reject: no reuse, its error
+        return Codegen(prog, sizes, strict, structured, frozenset(sparse)).program()
+    with _LOWERED_LOCK:
+        hit = _LOWERED.get(key)
+    if hit is not None and hit[0] is prog:
+        return hit[1]
+    lowered = Codegen(prog, sizes, strict, structured, frozenset(sparse)).program()
+    with _LOWERED_LOCK:
+        if len(_LOWERED) >= _LOWERED_LIMIT:
+            _LOWERED.pop(next(iter(_LOWERED)))
+        _LOWERED[key] = (prog, lowered)
+    return lowered
+
+
+# The last few lowerings, each with its program (kept alive, so its id is not reused).
+_LOWERED: dict[tuple, tuple[Program, Lowered]] = {}
+_LOWERED_LIMIT = 4
+_LOWERED_LOCK = threading.Lock()
+# Generated code binds registered functions by name: a re-registration invalidates it.
+on_register(_LOWERED.clear)
 
 
 def lower(prog: Program, sizes: Mapping[str, int] | None = None) -> str:

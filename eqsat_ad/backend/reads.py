@@ -76,8 +76,13 @@ class Reads(Emitter):
         (scanned by the caller before the call) or ``finite-result`` (a contraction reading it
         checks its result; see :meth:`CompiledProgram.__call__`)."""
         d = Decision("<inputs>", kind, param)
-        if d not in self.decisions:
-            self.decisions.append(d)
+        # where it was recorded: a dict look-up, not a scan of every decision (quadratic on
+        # long programs); the position is checked because a rollback may have dropped it
+        at = self.finite_noted.get(d)
+        if at is not None and at < len(self.decisions) and self.decisions[at] == d:
+            return
+        self.finite_noted[d] = len(self.decisions)
+        self.decisions.append(d)
 
     def read(
         self, name: str, idx: tuple[Affine, ...], grid: Mapping[str, Axis], relation=False

@@ -24,7 +24,7 @@ from ..ir.errors import EqsatError
 from ..ir.expr import Binary, Expr, Neg
 from ..ir.printer import print_expr, print_fold, print_statement
 from ..ir.program import Fold, Param, Program
-from .kernels import Plan
+from .kernels import Kernel, Plan
 from .poly import ZERO, Poly, big_o, compare
 
 __all__ = [
@@ -182,9 +182,13 @@ def program_cost(
         return _with_folds(prog, checked, structured)
     plan = program_plan(prog, checked, structured)
     texts = {s.name: print_statement(s) for s in prog.statements}
+    # the kernels grouped by statement once (in plan order), not rescanned per statement
+    by_statement: dict[str, list[Kernel]] = {}
+    for k in plan.kernels:
+        by_statement.setdefault(k.statement, []).append(k)
     details: list[StatementCost] = []
     for name in [s.name for s in prog.statements] + ["<return>"]:
-        ks = [k for k in plan.kernels if k.statement == name]
+        ks = by_statement.get(name, [])
         poly = ZERO
         for k in ks:
             poly = poly + k.cost
