@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from deep_programs import chain_gradient, statement_chain, sum_of_squares  # noqa: E402
 
 import eqsat_ad as ea  # noqa: E402
 from eqsat_ad.api import gradient_program  # noqa: E402
@@ -47,25 +48,6 @@ from eqsat_ad.examples import k_traces  # noqa: E402
 from eqsat_ad.ir.printer import print_expr  # noqa: E402
 
 os.environ["EQSAT_AD_CACHE"] = "0"  # every measurement runs the optimizer, unless said
-
-
-def sum_of_squares(n: int) -> str:
-    return "def f(x: [N]):\n    return " + " + ".join(f"x[{i}] * x[{i}]" for i in range(n)) + "\n"
-
-
-def statement_chain(n: int) -> str:
-    lines = ["def f(x: [N]):", "    s0 = x[0] * x[0]"]
-    lines += [f"    s{i} = s{i - 1} + x[{i % 7}] * x[{i % 5}]" for i in range(1, n)]
-    return "\n".join(lines + [f"    return s{n - 1}"]) + "\n"
-
-
-def chain_gradient(n: int, x: np.ndarray) -> np.ndarray:
-    g = np.zeros_like(x)
-    g[0] += 2 * x[0]
-    for i in range(1, n):
-        g[i % 7] += x[i % 5]
-        g[i % 5] += x[i % 7]
-    return g
 
 
 def timed(fn: Any) -> tuple[Any, float, float]:

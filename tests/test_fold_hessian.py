@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_fold import EMA, RNN
 
 import eqsat_ad as ea
 from eqsat_ad.ad import hessian_program
@@ -13,24 +14,6 @@ from eqsat_ad.frontend.index_lang import parse
 from eqsat_ad.ir import Fold
 from eqsat_ad.ir.checks import check_program
 from eqsat_ad.ir.interpreter import evaluate
-
-RNN = '''
-def f(W: [N, N], h0: [N], x: [T, N]):
-    def step(h: [N], xt: [N], W: [N, N]):
-        hn[i: N] = tanh(Sum[j: N](W[i, j] * h[j]) + xt[i])
-        return hn, Sum[i: N](hn[i])
-    h, s = Fold[T](step, carry=(h0,), scan=(x,), const=(W,))
-    return Sum[i: N](h[i] * h[i]) + Sum[t: T](s[t] * s[t])
-'''
-
-EMA = '''
-def ema(x: [T], a: []):
-    def step(s: [], xt: [], a: []):
-        return (a * s + xt,)
-    z = 0
-    s = Fold[T](step, carry=(z,), scan=(x,), const=(a,))
-    return s * s
-'''
 
 
 def _args(rng: np.random.Generator, n: int = 3, t: int = 4) -> dict[str, np.ndarray]:

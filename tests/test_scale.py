@@ -4,6 +4,9 @@ experiments/scale.py runs the full 5,000-term gradients through the optimizer an
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -16,26 +19,10 @@ from eqsat_ad.ir.outline import MAX_HEIGHT, max_height, outline
 from eqsat_ad.ir.printer import print_expr
 from eqsat_ad.ir.traverse import height
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+from deep_programs import chain_gradient, statement_chain, sum_of_squares  # noqa: E402
+
 RNG = np.random.default_rng(11)
-
-
-def sum_of_squares(n: int) -> str:
-    return "def f(x: [N]):\n    return " + " + ".join(f"x[{i}] * x[{i}]" for i in range(n)) + "\n"
-
-
-def statement_chain(n: int) -> str:
-    lines = ["def f(x: [N]):", "    s0 = x[0] * x[0]"]
-    lines += [f"    s{i} = s{i - 1} + x[{i % 7}] * x[{i % 5}]" for i in range(1, n)]
-    return "\n".join(lines + [f"    return s{n - 1}"]) + "\n"
-
-
-def chain_gradient(n: int, x: np.ndarray) -> np.ndarray:
-    g = np.zeros_like(x)
-    g[0] += 2 * x[0]
-    for i in range(1, n):
-        g[i % 7] += x[i % 5]
-        g[i % 5] += x[i % 7]
-    return g
 
 
 def test_5000_term_expression_parse_print_evaluate_and_differentiate() -> None:
