@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from deep_programs import chain_gradient, statement_chain, sum_of_squares  # noqa: E402
+from deep_programs import chain_gradient, rnn_adjoint, statement_chain, sum_of_squares  # noqa: E402
 
 import eqsat_ad as ea  # noqa: E402
 from eqsat_ad.api import gradient_program  # noqa: E402
@@ -93,15 +93,6 @@ def enodes(ks: list[int]) -> list[dict]:
         })
         print(rows[-1], flush=True)
     return rows
-
-
-def rnn_adjoint(steps: int) -> ea.Program:
-    lines = ["def f(x: [N], W: [N, N]):", "    h0[i: N] = x[i]"]
-    lines += [
-        f"    h{t}[i: N] = tanh(Sum[j: N](W[i, j] * h{t - 1}[j]))" for t in range(1, steps + 1)
-    ]
-    lines.append(f"    return Sum[i: N](h{steps}[i])")
-    return ea.vjp(ea.parse("\n".join(lines) + "\n"), "W")
 
 
 def limits(seconds: list[float]) -> list[dict]:

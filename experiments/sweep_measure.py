@@ -155,7 +155,9 @@ def _as_tuple(out: Any) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(g, dtype=float) for g in (out if isinstance(out, tuple) else (out,)))
 
 
-def _fd(f: Callable[..., float], inputs: dict[str, Any], name: str, h: float = 1e-6) -> np.ndarray:
+def central_differences(f: Callable[..., float], inputs: dict[str, Any], name: str,
+                        h: float = 1e-6) -> np.ndarray:
+    """Central differences of ``f`` in the argument ``name`` (step ``h``)."""
     x = np.array(inputs[name], dtype=float)
     g = np.zeros_like(x)
     for k in np.ndindex(x.shape):
@@ -180,7 +182,7 @@ def check(sp: SweepProgram, naive: Any, opt: Any) -> dict[str, Any]:
     hand = sp.hand(**inputs)
     errors: dict[str, float] = {}
     for k, name in enumerate(sp.wrt):
-        fd = _fd(sp.f, inputs, name)
+        fd = central_differences(sp.f, inputs, name)
         errors[f"hand-fd:{name}"] = _rel_err(hand[name], fd)
         for which, g in got.items():
             errors[f"{which}-hand:{name}"] = _rel_err(g[k], hand[name])

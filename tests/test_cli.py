@@ -115,16 +115,6 @@ def test_grad_backend_numba_prints_the_loop_module(capsys, tmp_path, monkeypatch
     compile(out["source"], "<generated>", "exec")  # the printed module is valid Python
 
 
-def test_grad_backend_numba_without_numba_names_the_extra(capsys, monkeypatch):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_numba(name: str, *args: object, **kwargs: object) -> object:
-        if name == "numba" or name.startswith("numba."):
-            raise ImportError("No module named 'numba'")
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_numba)
+def test_grad_backend_numba_without_numba_names_the_extra(capsys, without_numba):
     assert main(["grad", str(EXAMPLES / "ktrace.py"), "--backend", "numba"]) == 2
     assert "eqsat-ad[numba]" in capsys.readouterr().err

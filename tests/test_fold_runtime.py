@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_fold import EMA
 
 from eqsat_ad.ad import vjp
 from eqsat_ad.backend import runtime
 from eqsat_ad.backend.fold import FoldProgram
 from eqsat_ad.frontend.index_lang import parse
 from eqsat_ad.ir.interpreter import evaluate
-
-EMA = '''
-def ema(x: [T], a: []):
-    def step(s: [], xt: [], a: []):
-        return (a * s + xt,)
-    z = 0
-    s = Fold[T](step, carry=(z,), scan=(x,), const=(a,))
-    return s * s
-'''
 
 RNN = '''
 def f(W: [N, N], h0: [N], x: [T, N]):

@@ -3,8 +3,6 @@ so this runs whether or not Numba is installed); an unknown backend is an error.
 
 from __future__ import annotations
 
-import builtins
-
 import pytest
 
 import eqsat_ad as ea
@@ -16,15 +14,7 @@ def conv(x: [N], w: [K], y: [N]):
 """
 
 
-def test_missing_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = builtins.__import__
-
-    def no_numba(name: str, *args: object, **kwargs: object) -> object:
-        if name == "numba" or name.startswith("numba."):
-            raise ImportError("No module named 'numba'")
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_numba)
+def test_missing_numba_names_the_extra(without_numba: None) -> None:
     with pytest.raises(ImportError, match=r"eqsat-ad\[numba\]"):
         ea.grad(ea.parse(CONV), "w", backend="numba")
 

@@ -20,7 +20,7 @@ from eqsat_ad.ir.printer import print_expr
 from eqsat_ad.ir.traverse import height
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-from deep_programs import chain_gradient, statement_chain, sum_of_squares  # noqa: E402
+from deep_programs import chain_gradient, rnn_adjoint, statement_chain, sum_of_squares  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
@@ -157,15 +157,6 @@ def test_k_traces_merge_with_linear_e_graphs(k: int) -> None:
 # ------------------------------------------------------------------------------------------------
 # limits, progress, cache (items 4, 5, 6)
 # ------------------------------------------------------------------------------------------------
-
-
-def rnn_adjoint(steps: int) -> ea.Program:
-    lines = ["def f(x: [N], W: [N, N]):", "    h0[i: N] = x[i]"]
-    lines += [
-        f"    h{t}[i: N] = tanh(Sum[j: N](W[i, j] * h{t - 1}[j]))" for t in range(1, steps + 1)
-    ]
-    lines.append(f"    return Sum[i: N](h{steps}[i])")
-    return ea.vjp(ea.parse("\n".join(lines) + "\n"), "W")
 
 
 def test_stop_reason_names_the_bound_and_progress_is_reported(capsys) -> None:

@@ -21,20 +21,7 @@ from eqsat_ad.plan.price import program_plan
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 sweep_programs = importlib.import_module("sweep_programs")
 CATALOGUE = sweep_programs.CATALOGUE
-
-
-def _central_differences(f, inputs: dict, name: str, h: float = 1e-6) -> np.ndarray:
-    x = np.array(inputs[name], dtype=float)
-    g = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        old = x[k]
-        x[k] = old + h
-        up = f(**{**inputs, name: x.copy()})
-        x[k] = old - h
-        down = f(**{**inputs, name: x.copy()})
-        x[k] = old
-        g[k] = (up - down) / (2 * h)
-    return g
+sweep_measure = importlib.import_module("sweep_measure")
 
 
 def test_catalogue_is_large_and_uses_both_front_ends():
@@ -51,7 +38,7 @@ def test_hand_gradient_matches_finite_differences(prog):
     assert set(hand) == set(prog.wrt)
     for name in prog.wrt:
         assert hand[name].shape == np.shape(inputs[name]), name
-        fd = _central_differences(prog.f, inputs, name)
+        fd = sweep_measure.central_differences(prog.f, inputs, name)
         np.testing.assert_allclose(hand[name], fd, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
@@ -67,7 +54,6 @@ def test_index_program_computes_the_numpy_function(prog):
 # The sweep's reading of the cost report and of numpy's einsum path
 # ================================================================================================
 
-sweep_measure = importlib.import_module("sweep_measure")
 
 
 def test_report_prices_reads_the_current_report():

@@ -280,6 +280,17 @@ class Gathers(Reads):
         code = f"{self.py[base]}.member_of({self.py[cond.rel.name]}, {which})"
         return Value(self.temp(code, kernels=ks), (m,), mask=True, size=n)
 
+    def hold(self, v: Value, g2: dict[str, Axis]) -> str:
+        """``v`` as a named array of this frame (a temporary unless it already is a name), read
+        back by later accesses: its shape, its Python name, its risk of non-finite values."""
+        name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
+        self.shapes[name] = tuple(g2[a].extent for a in v.axes)
+        self.py[name] = name
+        self.frame_arrays.add(name)
+        if v.risky:
+            self.risky_vars.add(name)
+        return name
+
     def relation_chain(self, inner: dict[str, Axis], factors: list[Expr | Term | Value],
                        conds: list[Cond], g2: dict[str, Axis]) -> Value | None:
         """``Σ_{j,k} [M[i, j]] [P[j, k]] f(j) g(k)`` as ``Σ_j [M[i, j]] f(j) (Σ_k [P[j, k]]
@@ -307,12 +318,7 @@ class Gathers(Reads):
             if sub is None:
                 continue
             v = self.to_num(sub)
-            name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
-            self.shapes[name] = tuple(g2[a].extent for a in v.axes)
-            self.py[name] = name
-            self.frame_arrays.add(name)
-            if v.risky:
-                self.risky_vars.add(name)
+            name = self.hold(v, g2)
             self.decide("relation-chain", f"{name}[{', '.join(v.axes)}] = sum over "
                         f"{', '.join(private)} by the members of {first.rel.name}", v.axes)
             acc = Access(name, tuple(Affine.var(a) for a in v.axes))
@@ -488,12 +494,7 @@ class Gathers(Reads):
             lead = [a for a in rvars if a in free]
             g2o = {**{a: g2[a] for a in lead}, **{k: a for k, a in g2.items() if k not in lead}}
             v = self.to_num(self.term_value(Term(1.0, ivs, list(fs), []), g2o))
-            name = v.code if v.code.isidentifier() else self.temp(v.code, kernels=v.kernels)
-            self.shapes[name] = tuple(g2[a].extent for a in v.axes)
-            self.py[name] = name
-            self.frame_arrays.add(name)
-            if v.risky:
-                self.risky_vars.add(name)
+            name = self.hold(v, g2)
             self.decide("contract-before-gather", f"{name}[{', '.join(v.axes)}]", v.axes)
             out.append(Access(name, tuple(Affine.var(a) for a in v.axes)))
         return out, done
