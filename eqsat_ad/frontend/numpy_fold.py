@@ -23,6 +23,7 @@ from ..ir.expr import Access, Bracket, Expr, accessed_names, pred_free_indices
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.program import Fold, Param, Program, Statement
 from ..ir.traverse import rebuild
+from .numpy_scope import LoopVar, Poisoned, assigned_names
 from .numpy_values import NotSummable, TVal, affine_as_dim
 
 if TYPE_CHECKING:
@@ -76,16 +77,14 @@ def _outer_shape(tr: _Translator, name: str) -> tuple[Dim, ...] | None:
 def translate_fold(tr: _Translator, s: ast.For, trip: Dim, start: int | Affine, step: int
                    ) -> None:
     """Translate the loop ``s`` as a fold (raises NotSummable to make the caller unroll)."""
-    from .numpy_subset import _assigned_names, _Poisoned
-
     assert isinstance(s.target, ast.Name)
     if tr.scope.frames or tr.loop_vars:
         raise NotSummable("a recurrence inside a summed loop")
     env = tr.scope.env
     target = s.target.id
-    assigned = _assigned_names(s.body)
+    assigned = assigned_names(s.body)
     carried = sorted(n for n in assigned if n in env and n != target
-                     and not isinstance(env[n], _Poisoned))
+                     and not isinstance(env[n], Poisoned))
     if not carried:
         raise NotSummable("the loop carries no state")
     inits: list[str] = []
@@ -104,11 +103,9 @@ def translate_fold(tr: _Translator, s: ast.For, trip: Dim, start: int | Affine, 
     for n, p, shape in zip(carried, state, shapes, strict=True):
         env[n] = _bind(tr, p, shape)
     t = tr.fresh()
-    from .numpy_subset import _LoopVar
-
     last = Affine.constant(trip - 1) if isinstance(trip, int) else Affine.make(
         {}, {trip.name: 1}, -1)
-    tr.loop_vars[t] = _LoopVar(trip, last)
+    tr.loop_vars[t] = LoopVar(trip, last)
     tr.loop_generators = {}
     try:
         tr.assign_name(target, Affine.constant(0) + start + Affine.var(t).scale(step), s)
@@ -158,8 +155,8 @@ def translate_fold(tr: _Translator, s: ast.For, trip: Dim, start: int | Affine, 
         env[n] = _bind(tr, r, shape)
     why = f"a name set in a rolled loop is only its state after the loop (at {tr.loc(s)})"
     for n in assigned - set(carried):
-        env[n] = _Poisoned(why)
-    env[target] = _Poisoned(why)
+        env[n] = Poisoned(why)
+    env[target] = Poisoned(why)
 
 
 class _Roll:
