@@ -17,11 +17,11 @@ from typing import Any
 from ..ir.expr import Access, Binary, Bracket, Expr, Rel, Sum
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.program import Param
-from .numpy_ops import ArrayOps
+from .numpy_layout import LayoutOps
 from .numpy_values import TVal
 
 
-class GatherOps(ArrayOps):
+class GatherOps(LayoutOps):
     """Index arrays (provided by the translator: ``params``, ``index_params``)."""
 
     params: list[Param]

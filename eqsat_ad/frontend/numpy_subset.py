@@ -26,8 +26,10 @@ Layout: this module holds the entry point, the conversions of values and calls o
 helpers (inlined); the translator mixes in :mod:`.numpy_loops` (``for``), :mod:`.numpy_statements`
 (the other statements), :mod:`.numpy_names` (parameters and name lookup), :mod:`.numpy_emit`
 (materialized statements and outputs), :mod:`.numpy_exprs` the expressions, :mod:`.numpy_calls`
-NumPy functions, methods and built-ins, and :mod:`.numpy_ops` the array operations, over the
-symbolic values of :mod:`.numpy_values`; :mod:`.numpy_scope` holds the state of one function.
+NumPy functions, methods and built-ins, :mod:`.numpy_gathers` index arrays, and
+:mod:`.numpy_layout`, :mod:`.numpy_contractions` and :mod:`.numpy_ops` the array operations,
+over the symbolic values of :mod:`.numpy_values`; :mod:`.numpy_scope` holds the state of one
+function.
 """
 
 from __future__ import annotations
