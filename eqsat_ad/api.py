@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .ad.gradient import gradient_program
+from .compiled import BACKENDS as BACKENDS
 from .compiled import Compiled
 from .ir.errors import EqsatTypeError, ProgramError
 from .ir.program import Program

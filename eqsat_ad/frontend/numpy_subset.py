@@ -50,6 +50,7 @@ from ..ir.functions import BUILTINS, lookup
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.program import Param, Program, Step
 from .closures import ConstantArrays, closure_cells
+from .numpy_loops import MAX_TOTAL_UNROLL as MAX_TOTAL_UNROLL
 from .numpy_loops import MAX_UNROLL, LoopOps
 from .numpy_scope import LoopVar, Scope, closure_of, identifiers, source_of
 from .numpy_values import (

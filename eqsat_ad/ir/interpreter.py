@@ -33,6 +33,9 @@ import numpy as np
 from .arguments import bind_arguments
 from .errors import ProgramError
 from .expr import Access, Expr, free_indices
+from .labeled import Axes as Axes
+from .labeled import Labeled as Labeled
+from .labeled import Value as Value
 from .labeled import _arrange, _dim, _eval, _extent, _lookup, _weak
 from .outline import outline
 from .program import Fold, Program
