@@ -121,10 +121,21 @@ class Scan(Kernel):
     kind: ClassVar[str] = "scan"
 
 
-RUNNING_SUM_WEIGHT = 8
-"""Points per element a NumPy running sum (``np.cumsum``) is priced at: it is sequential (each
-sum waits for the one before: no SIMD), measured at 5 to 60 times an elementwise pass per
-element on N = 1e5 .. 1e7 (the gap is widest in cache); 8 is an out-of-cache figure."""
+RUNNING_SUM_WEIGHT = 18
+"""Points per element a NumPy running sum (``np.cumsum``) is priced at, in units of one element
+of an elementwise pass (``0.125 * x``): it is sequential (each sum waits for the one before: no
+SIMD). Calibrated on the sweep's machine by ``taskset -c 1 python experiments/calibrate_kernels.py
+--n 100000 --n 1000000 --repeats 9`` (experiments/results/calibration.md; one BLAS thread,
+interleaved medians, machine shared): ``np.cumsum`` 11.9x (spread over repeats 8.7..18.1) an
+elementwise pass per element at N = 1e5 and 7.1x (5.7..8.8) at N = 1e6 (an earlier run: 17.6x
+and 11.3x); a whole band read by running sums (``_rt.scan_shift``, priced
+``RUNNING_SUM_WEIGHT + 3``: the running sum, two reads at the bounds, their difference) 42x
+(30..57) and 15x (12..19) (earlier: 21x and 28x). End to end, the trailing mean over 8 samples
+by a scan of a scan ran 1.11..1.25x slower than its 14 shifted-slice adds (sweep, N = 1e6),
+which these prices put at ``2 * (w + 3) + 1`` against ``37`` per element: w = 17..20. Every
+other kernel measured within 0.7..1.9x of an elementwise pass (slice update 1.0..1.1, reduction
+0.7..1.9, zero-fill 1.0..1.1, padded window copy 1.5, read at a scan bound 1.3..1.5) and keeps
+weight 1. With running sums at 8 the scan of a scan was priced 1.6x cheaper and chosen."""
 
 
 @dataclass(frozen=True)
