@@ -54,6 +54,17 @@ def kernels(n: int, rng: np.random.Generator) -> dict[str, tuple[str, Callable[[
         m[SHIFT:] += x[:-SHIFT]
         return None
 
+    b = rng.normal(size=(side, side))
+    d = rng.normal(size=(side, side))
+
+    def update_rows() -> object:  # b[1:H, :] += d[:H - 1, :]: one contiguous block
+        b[1:, :] += d[:-1, :]
+        return None
+
+    def update_columns() -> object:  # b[1:H, 1:W] += d[:H - 1, :W - 1]: row by row
+        b[1:, 1:] += d[:-1, :-1]
+        return None
+
     def zero_fill() -> object:
         z = np.zeros(n)
         z[SHIFT:] = 1.0  # first touch: the pages are faulted in here, as in generated code
@@ -63,6 +74,8 @@ def kernels(n: int, rng: np.random.Generator) -> dict[str, tuple[str, Callable[[
         "elementwise 0.125*x": ("elementwise", lambda: 0.125 * x),
         "elementwise x*y": ("elementwise", lambda: x * y),
         "slice update m[7:] += x[:-7]": ("slice-update", slice_update),
+        "slice update 2-D, rows shifted": ("slice-update", update_rows),
+        "slice update 2-D, columns shifted": ("slice-update (strided)", update_columns),
         "reduce x.sum()": ("reduce", lambda: x.sum()),
         "reduce A.sum(axis=1)": ("reduce", lambda: a.sum(axis=1)),
         "fill np.zeros + write": ("fill", zero_fill),
