@@ -313,31 +313,38 @@ def prefix_sum(x: [N]):
 )
 
 _WINDOW = 8
+_LONG_WINDOW = 128  # past the plan's crossover: running sums, not 128 shifted slices
 
 
-def _moving(x: np.ndarray) -> np.ndarray:
+def _moving(x: np.ndarray, k: int = _WINDOW) -> np.ndarray:
     c = np.cumsum(x)
     out = c.copy()
-    out[_WINDOW:] -= c[:-_WINDOW]
-    return out / _WINDOW
+    out[k:] -= c[:-k]
+    return out / k
 
 
-def _moving_grad(x: np.ndarray) -> Grads:
+def _moving_grad(x: np.ndarray, k: int = _WINDOW) -> Grads:
     # m = (1/K) B x with the band B[i, j] = [i - K < j <= i]; x_bar = (1/K) Bᵀ (2 m).
-    return {"x": _moving(2.0 * _moving(x)[::-1])[::-1]}
+    return {"x": _moving(2.0 * _moving(x, k)[::-1], k)[::-1]}
 
 
-MOVING = SweepProgram(
-    name="moving_average", family="signal", target=f"""\
-def moving_average(x: [N]):
-    m[i: N] = Sum[j: N]((i - {_WINDOW} < j and j <= i) * x[j]) / {_WINDOW}.0
+def _moving_program(name: str, k: int) -> SweepProgram:
+    return SweepProgram(
+        name=name, family="signal", target=f"""\
+def {name}(x: [N]):
+    m[i: N] = Sum[j: N]((i - {k} < j and j <= i) * x[j]) / {k}.0
     return Sum[i: N](m[i] ** 2)
 """,
-    wrt=("x",), make_inputs=lambda s, rng: {"x": _normal(rng, s["N"])},
-    f=lambda x: float(np.sum(_moving(x) ** 2)), hand=_moving_grad,
-    small={"N": 11}, quick={"N": 256}, bench={"N": 10**6},
-    note=f"trailing moving average over {_WINDOW} samples (a band bracket), f = Σ m²",
-)
+        wrt=("x",), make_inputs=lambda s, rng: {"x": _normal(rng, s["N"])},
+        f=lambda x: float(np.sum(_moving(x, k) ** 2)),
+        hand=lambda x: _moving_grad(x, k),
+        small={"N": k + 3}, quick={"N": 256 + k}, bench={"N": 10**6},
+        note=f"trailing moving average over {k} samples (a band bracket), f = Σ m²",
+    )
+
+
+MOVING = _moving_program("moving_average", _WINDOW)
+MOVING_LONG = _moving_program("moving_average_long", _LONG_WINDOW)
 
 
 def stencil_loop(x):
@@ -568,7 +575,7 @@ CATALOGUE: tuple[SweepProgram, ...] = (
     _from_example(k_traces(32), name="E2-k32"),
     *CHAINS,
     BLUR9, BLUR_WINDOW, TV, TV_NP,
-    CONV1D, PREFIX, MOVING, STENCIL,
+    CONV1D, PREFIX, MOVING, MOVING_LONG, STENCIL,
     ATTENTION, NMF, NMF_NP, XENT, MLP_NP, LAYER_NORM, LOGSUMEXP, NBODY,
 )
 

@@ -283,7 +283,7 @@ def targets(rows: list[Row]) -> list[Target]:
                "few (≤ 6) H×W arrays", _blur)
     ts += _one(rows, "attention", "attention grad/f ≤ 4, no T×T×D temporary", _attention)
     ts += _one(rows, "nbody", "N-body adjoint without N×3×N temporaries", _nbody)
-    for name in ("prefix_sum", "moving_average"):
+    for name in ("prefix_sum", "moving_average", "moving_average_long"):
         ts += _one(rows, name, f"{name} gradient ≤ 3× np.cumsum-based hand gradient", _scan)
     ts += _one(rows, "E2-k32", "k-trace report shows the gain against eager AD", _ktrace)
     checked = [r for r in rows if r.get("check", {}).get("ok")]

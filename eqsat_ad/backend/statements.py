@@ -23,6 +23,7 @@ from ..plan.kernels import (
     Plan,
     Scatter,
     SliceUpdate,
+    StridedSliceUpdate,
 )
 from ..plan.normal import (
     Axis,
@@ -284,8 +285,11 @@ class Codegen(Reductions):
             kind = "slice-write" if lhs != py else "add"
             self.decide(kind, lhs, tuple(rem))
             n = self.numel_poly(rem, grid)
+            # one contiguous block only when no axis but the first is cut (priced apart)
+            cut = [k for k, r in enumerate(region) if r != ":"]
+            update = SliceUpdate if cut in ([], [0]) else StridedSliceUpdate
             self.emit(f"{lhs} {op} {self.align(val, target, False)}",
-                      val.kernels + self.kernel(SliceUpdate, n, ZERO, lhs))
+                      val.kernels + self.kernel(update, n, ZERO, lhs))
             return v.risky
         # Scatter: output coordinates from the remaining generators.
         coords: list[str] = []

@@ -23,7 +23,7 @@ from .poly import ZERO, Poly, compare
 __all__ = [
     "KERNEL_KINDS", "Contract", "Elementwise", "Fill", "Gather", "Kernel", "Mask", "Plan",
     "RUNNING_SUM_WEIGHT", "Reduce", "RelationGather", "RunningSum", "Scan", "Scatter",
-    "SegmentSum", "SliceUpdate", "View",
+    "STRIDED_UPDATE_WEIGHT", "SegmentSum", "SliceUpdate", "StridedSliceUpdate", "View",
 ]
 
 
@@ -107,6 +107,25 @@ class SliceUpdate(Kernel):
     kind: ClassVar[str] = "slice-update"
 
 
+STRIDED_UPDATE_WEIGHT = 2
+"""Points per element of a slice update whose region is not one contiguous block (an inner axis
+is cut, ``b[1:H, 1:W] += v``: NumPy runs it row by row, unaligned). Calibrated by
+``experiments/calibrate_kernels.py`` (experiments/results/calibration.md): 3.1x (spread
+2.7..4.1) an elementwise pass per element at 316 x 316 and 2.5x (0.9..2.7) at 1000 x 1000 (an
+earlier run: 3.3x and 1.8x), against 1.0..1.1x for the same update shifted along rows only (one
+block)."""
+
+
+@dataclass(frozen=True)
+class StridedSliceUpdate(SliceUpdate):
+    """A :class:`SliceUpdate` of a region cut along an inner axis, priced at
+    :data:`STRIDED_UPDATE_WEIGHT` points per element."""
+
+    @property
+    def cost(self) -> Poly:
+        return self.space * STRIDED_UPDATE_WEIGHT
+
+
 @dataclass(frozen=True)
 class Scatter(Kernel):
     """Writes at points fixed by equalities: a diagonal fill or point writes."""
@@ -121,10 +140,22 @@ class Scan(Kernel):
     kind: ClassVar[str] = "scan"
 
 
-RUNNING_SUM_WEIGHT = 8
-"""Points per element a NumPy running sum (``np.cumsum``) is priced at: it is sequential (each
-sum waits for the one before: no SIMD), measured at 5 to 60 times an elementwise pass per
-element on N = 1e5 .. 1e7 (the gap is widest in cache); 8 is an out-of-cache figure."""
+RUNNING_SUM_WEIGHT = 18
+"""Points per element a NumPy running sum (``np.cumsum``) is priced at, in units of one element
+of an elementwise pass (``0.125 * x``): it is sequential (each sum waits for the one before: no
+SIMD). Calibrated on the sweep's machine by ``taskset -c 1 python experiments/calibrate_kernels.py
+--n 100000 --n 1000000 --repeats 9`` (one BLAS thread, interleaved medians; the machine shared):
+``np.cumsum`` 15.1x (spread over repeats 12.6..17.5) an elementwise pass per element at N = 1e5
+and 10.9x (2.8..18.8) at N = 1e6 (experiments/results/calibration.md, load 4.7; two runs at load
+1.0..1.3: 11.9x and 17.6x, 7.1x and 11.3x); a whole band read by running sums
+(``_rt.scan_shift``, priced ``RUNNING_SUM_WEIGHT + 3``: the running sum, two reads at the bounds,
+their difference) 52x and 28x (earlier 42x and 21x, 15x and 28x). End to end, the trailing mean
+over 8 samples by a scan of a scan ran 1.11..1.25x slower than its 14 shifted-slice adds (sweep,
+N = 1e6), which these prices put at ``2 * (w + 3) + 1`` against ``37`` per element: w = 17..20.
+Every other 1-D kernel measured within 0.9..1.7x of an elementwise pass (slice update 0.9..1.1,
+reduction 0.9..1.7, zero-fill 1.0..1.2, padded window copy 1.5..1.6, read at a scan bound
+1.2..1.5) and keeps weight 1. With running sums at 8 the scan of a scan was priced 1.6x cheaper
+and chosen."""
 
 
 @dataclass(frozen=True)
