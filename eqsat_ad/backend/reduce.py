@@ -25,10 +25,10 @@ from ..plan.normal import (
     divisions_out_of_sums,
     eliminate,
     fold,
-    scan_bounds,
 )
 from ..plan.order import contraction_path
 from ..plan.poly import ZERO
+from ..plan.windows import scan_bounds
 from .gathers import Gathers
 from .reads import _strong_factors
 from .values import (

@@ -33,9 +33,9 @@ from ..plan.normal import (
     expand,
     fold,
     outer_groups,
-    unroll_windows,
 )
 from ..plan.poly import ZERO, Poly
+from ..plan.windows import unroll_windows
 from .reduce import Reductions
 from .values import (
     _ATOM,
@@ -119,7 +119,7 @@ class Codegen(Reductions):
 
     def windows(self, t: Term) -> list[Term]:
         """A statement term whose sums are windows, as one term per window offset
-        (:func:`eqsat_ad.plan.normal.unroll_windows`)."""
+        (:func:`eqsat_ad.plan.windows.unroll_windows`)."""
         out = unroll_windows(t, self.shapes)
         if out is None:
             return [t]
