@@ -10,6 +10,7 @@ indexing (``x[:, _k1 - 1]``), reads shifted by it are slices (``y[_k1 - 1:N]``),
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
@@ -51,11 +52,12 @@ class Loops:
         self.run_split(s, terms, best)
         return True
 
-    def trial(self, lower) -> float:  # noqa: ANN001 - a callable that emits code
+    def trial(self, lower: Callable[[], None]) -> float:
         """The split price of what ``lower()`` emits; then forgotten."""
         mark = self.mark()
         memo, aranges, calls = dict(self.memo), dict(self.aranges), self.loop_calls
         facts, shapes = list(self.facts), dict(self.shapes)
+        kinds, risky = dict(self.kinds), set(self.risky_vars)
         try:
             lower()
             ks = self.kernels[mark[1]:]
@@ -64,6 +66,7 @@ class Loops:
             self.rollback(mark)
             self.memo, self.aranges, self.facts = memo, aranges, facts
             self.loop_calls, self.shapes = calls, shapes
+            self.kinds, self.risky_vars = kinds, risky
 
     def run_split(self, s: Statement, terms: list[Term], cand: tuple[str, str | Dim]) -> None:
         """Emit ``s`` as a loop over the generator or summed extent ``cand``."""
