@@ -16,10 +16,11 @@ from fractions import Fraction
 
 from ..ir.index import Affine, Dim
 from ..ir.program import Statement
+from ..plan import split as plan_split
 from ..plan.kernels import Fill, Kernel
 from ..plan.normal import Term, _decide_static
 from ..plan.poly import Poly
-from ..plan.split import is_small, split_price
+from ..plan.split import SplitPrice, is_small, split_price
 from ..plan.windows import _read_ranges
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.*)$")
@@ -45,14 +46,14 @@ class Loops:
         best, best_price = None, self.trial(lambda: self.lower_terms(s, terms))
         for cand in cands:
             price = self.trial(lambda c=cand: self.run_split(s, terms, c))
-            if price < best_price:
+            if plan_split.prefer(price, best_price):
                 best, best_price = cand, price
         if best is None:
             return False
         self.run_split(s, terms, best)
         return True
 
-    def trial(self, lower: Callable[[], None]) -> float:
+    def trial(self, lower: Callable[[], None]) -> SplitPrice:
         """The split price of what ``lower()`` emits; then forgotten."""
         mark = self.mark()
         memo, aranges, calls = dict(self.memo), dict(self.aranges), self.loop_calls

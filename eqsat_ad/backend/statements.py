@@ -16,6 +16,7 @@ from ..ir.expr import (
 from ..ir.index import Affine, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Statement
+from ..plan import split as plan_split
 from ..plan.kernels import (
     Elementwise,
     Fill,
@@ -35,7 +36,7 @@ from ..plan.normal import (
     outer_groups,
 )
 from ..plan.poly import ZERO, Poly
-from ..plan.split import inline_small_arrays, split_price
+from ..plan.split import SplitPrice, inline_small_arrays, split_price
 from ..plan.windows import unroll_windows
 from .loops import Loops, _calls
 from .reduce import Reductions
@@ -360,11 +361,11 @@ class Codegen(Loops, Reductions):
             other.stmt = name
             other.decide("recomputed", f"{name} computed where it is read, not stored")
         mine, theirs = self.lowered(), other.lowered()
-        if other.price(theirs) < self.price(mine):
+        if plan_split.prefer(other.price(theirs), self.price(mine)):
             return theirs
         return mine
 
-    def price(self, lowered: Lowered) -> float:
+    def price(self, lowered: Lowered) -> SplitPrice:
         """:func:`eqsat_ad.plan.split.split_price` of a lowering by this generator."""
         ks = list(lowered.plan.kernels)
         return split_price(ks, _calls(ks) + self.loop_calls, self.sizes)

@@ -15,7 +15,9 @@ the loop's calls. So the choice is priced by :func:`split_price`:
             + CALL_OVERHEAD · number of kernel calls run (a loop body's: times the trip count)
             + PEAK_WEIGHT · elements of the largest array allocated
 
-and the lowering keeps the cheaper form (:meth:`eqsat_ad.backend.loops.Loops.statement_split`).
+and the lowering keeps the split form when it allocates a smaller largest array (a split that
+saves no array over the small axis only adds calls) and is priced lower (:func:`prefer`;
+:meth:`eqsat_ad.backend.loops.Loops.statement_split`).
 An array over a small axis that is computed elementwise and read by others is a candidate for
 recomputation where it is read (:func:`inline_small_arrays`): the whole program is lowered both
 ways and the cheaper plan kept. Splitting reorders a sum (Σ_k Σ_rest, not Σ_rest Σ_k): exact for
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from ..ir.expr import Access, Expr, Max, Sum, children, free_indices, map_children, substitute
 from ..ir.index import Affine, Dim, dim_value
@@ -34,8 +37,8 @@ from ..ir.program import Program, Statement
 from .kernels import Kernel
 
 __all__ = [
-    "ALLOC_WEIGHT", "CALL_OVERHEAD", "MAX_TRIPS", "PEAK_WEIGHT", "inline_small_arrays", "is_small",
-    "split_price",
+    "ALLOC_WEIGHT", "CALL_OVERHEAD", "MAX_TRIPS", "PEAK_WEIGHT", "SplitPrice",
+    "inline_small_arrays", "is_small", "prefer", "split_price",
 ]
 
 MAX_TRIPS = 16
@@ -46,12 +49,13 @@ ALLOC_WEIGHT = 2
 pages in (NumPy's large blocks are fresh mappings) and evicts what the cache held, and what reads
 it later reads it from memory: about two more passes over it."""
 
-PEAK_WEIGHT = 4
+PEAK_WEIGHT = 16
 """Price of one element of the largest array a lowering allocates: the working set it streams
-through memory (and the peak it holds). Calibrated on the N-body gradient at N = 1000, one core:
-with its 3e6-element array of differences it ran in 34 ms, split into a loop over the 3
-coordinates (largest array N x N) in 27 ms, while their elements touched differ by 5 % the other
-way (a reduction over the middle axis of a 3-D array is strided)."""
+through memory (and the peak it holds), and the strided passes over its middle axes. Calibrated on
+the N-body gradient at N = 1000, one core: with its 3e6-element array of differences it ran in
+69 ms, split into loops over the 3 coordinates (largest array N x N) in 53 ms (1.3x), while the
+rest of the price (elements touched, allocations, calls) is 19 % higher for the split form; 16
+makes the price ratio the measured one."""
 
 CALL_OVERHEAD = 1000
 """Price of one kernel call, in elements touched: a NumPy call costs about a microsecond before
@@ -66,7 +70,19 @@ def is_small(d: Dim, sizes: Mapping[str, int]) -> bool:
     return d.name in sizes and 1 < dim_value(d, sizes) <= MAX_TRIPS
 
 
-def split_price(kernels: Iterable[Kernel], calls: int, sizes: Mapping[str, int]) -> float:
+class SplitPrice(NamedTuple):
+    """A lowering's price (:func:`split_price`) and the elements of its largest array."""
+
+    price: float
+    peak: float
+
+
+def prefer(split: SplitPrice, whole: SplitPrice) -> bool:
+    """Whether a split (or recomputing) lowering is kept instead of the whole one."""
+    return split.peak < whole.peak and split.price < whole.price
+
+
+def split_price(kernels: Iterable[Kernel], calls: int, sizes: Mapping[str, int]) -> SplitPrice:
     """The price of a lowering that runs ``kernels`` (costs with a loop's trip count already in
     them) in ``calls`` kernel calls (see the module doc); a size not given counts 1000, as the
     lowering's own tie-breaks do."""
@@ -76,7 +92,7 @@ def split_price(kernels: Iterable[Kernel], calls: int, sizes: Mapping[str, int])
         alloc = float(k.alloc.evaluate(at))
         total += float(k.cost.evaluate(at)) + ALLOC_WEIGHT * alloc
         peak = max(peak, alloc)
-    return total + PEAK_WEIGHT * peak + CALL_OVERHEAD * calls
+    return SplitPrice(total + PEAK_WEIGHT * peak + CALL_OVERHEAD * calls, peak)
 
 
 def inline_small_arrays(prog: Program, sizes: Mapping[str, int]) -> Program | None:
