@@ -74,6 +74,11 @@ class Emitter:
             self.py[f"nnz_{n}"] = self._pyname(f"nnz_{n}", taken)
         self.stmt = ""
         self.tmp = 0
+        self.options = (structured, frozenset(sparse))  # (to lower a variant of the program)
+        self.indent = 0  # loops the next line is in (eqsat_ad.backend.loops)
+        self.loop_symbols: set[str] = set()  # their variables: size-like symbols in indices
+        self.loop_calls = 0  # kernel calls the loops run beyond one of each
+        self.loop_start = 0  # the first line of the loop body being emitted
         self.aranges: dict[tuple, str] = {}
         self.memo: dict[str, str] = {}  # code -> temporary already holding it
         self.facts: list[Affine] = []  # index-free a >= 0 known to hold (guarded by an if)
@@ -99,7 +104,7 @@ class Emitter:
 
     def emit(self, line: str, kernels: tuple[Kernel, ...] = ()) -> None:
         """Append a line of the function body; ``kernels`` are what it runs."""
-        self.lines.append("    " + line)
+        self.lines.append("    " * (1 + self.indent) + line)
         self.kernels += [replace(k, line=len(self.lines) - 1) for k in kernels]
 
     def mark(self) -> tuple[int, int, int]:
@@ -130,6 +135,8 @@ class Emitter:
         if ax.is_full() or len(ax.lo) != 1 or len(ax.hi) != 1:
             return Poly.of_dim(ax.extent)
         d = ax.hi[0] - ax.lo[0]
+        if d.size_names() & self.loop_symbols:  # (bounds at a loop's variable)
+            return Poly.of_dim(ax.extent)
         if d.is_constant():
             return Poly.const(max(d.const, 0))  # an empty range has no points
         coefs = [c for _, c in d.sizes]
@@ -164,8 +171,9 @@ class Emitter:
     def assign(self, name: str, code: str, kernels: tuple[Kernel, ...] = ()) -> None:
         """``name = code``; a temporary just computed is renamed instead of copied."""
         last = self.lines[-1] if self.lines else ""
-        if re.fullmatch(r"_t\d+", code) and last.startswith(f"    {code} = "):
-            self.lines[-1] = f"    {name} = {last[len(code) + 7:]}"
+        pad = "    " * (1 + self.indent)
+        if re.fullmatch(r"_t\d+", code) and last.startswith(f"{pad}{code} = "):
+            self.lines[-1] = f"{pad}{name} = {last[len(pad) + len(code) + 3:]}"
             self.kernels += [replace(k, line=len(self.lines) - 1) for k in kernels]
             # the temporary no longer exists: later uses of its code recompute it (a statement
             # variable may still be written in place, so it cannot stand for the code)
@@ -280,6 +288,8 @@ class Emitter:
 
     def binop(self, op: str, a: Value, b: Value, grid: Mapping[str, Axis]) -> Value:
         a, b = self.shared(self.to_num(a), False), self.shared(self.to_num(b), False)
+        if a.code == b.code and a.axes == b.axes and a.axes and a.prec < _ATOM:
+            a = b = self.shared(a, True)  # (e) * (e): e computed once
         target = self.order(grid, a.axes, b.axes)
         risky = a.risky or b.risky or op == "/"
         ks, size = self.pass_over(Elementwise, target, grid, op, a, b)

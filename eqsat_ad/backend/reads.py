@@ -196,7 +196,7 @@ class Reads(Emitter):
                 continue
             start = lo.scale(c) + off
             stop = hi.scale(c) + off - (c - 1)  # one past the last index read, for c > 0
-            if not (self.nonneg(start) and self.nonneg(stop) and self.nonneg(nd - stop)):
+            if not (self.nonneg(start) and self.nonneg(nd - stop)):
                 provable = False
                 continue
             if ax.is_full() and ax.extent == n and c == 1 and off == Affine():
@@ -204,7 +204,9 @@ class Reads(Emitter):
             else:
                 sc = self.aff_code(start)
                 step = "" if c == 1 else f":{c}"
-                parts.append(f"{'' if sc == '0' else sc}:{self.aff_code(stop)}{step}")
+                # (a stop below 0 is an empty range: never counted from the end)
+                so = self.aff_code(stop) if self.nonneg(stop) else f"max({self.aff_code(stop)}, 0)"
+                parts.append(f"{'' if sc == '0' else sc}:{so}{step}")
         size = self.numel_poly(axes, grid)
         if provable:
             code = f"{py}[{', '.join(parts)}]" if any(p != ":" for p in parts) else py

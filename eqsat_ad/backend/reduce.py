@@ -25,11 +25,12 @@ from ..plan.normal import (
     divisions_out_of_sums,
     eliminate,
     fold,
-    scan_bounds,
 )
 from ..plan.order import contraction_path
 from ..plan.poly import ZERO
+from ..plan.windows import scan_bounds
 from .gathers import Gathers
+from .loops import _NAME
 from .reads import _strong_factors
 from .values import (
     _ADD,
@@ -358,8 +359,21 @@ class Reductions(Gathers):
         """Σ over ``summed`` of the product of ``vals``, one pairwise step at a time in the order
         of the cost model's contraction path; each step that is a matrix product runs on BLAS."""
         allaxes = self.order(g2, *(v.axes for v in vals))
-        letters = {a: _LETTERS[k] for k, a in enumerate(allaxes)}
         out_axes = tuple(a for a in allaxes if a not in summed)
+        if self.indent and len(vals) > 2:
+            # in a loop: the operands that do not change with it are contracted first, in a
+            # step hoisted out of the loop (eqsat_ad.backend.loops)
+            variant = self.loop_variant()
+            # (not a factor over the result's axes only: it scales the small result instead)
+            fixed = [v for v in vals if not set(_NAME.findall(v.code)) & variant
+                     and not set(v.axes) <= set(out_axes)]
+            if len(fixed) >= 2 and len(fixed) < len(vals):
+                moving = [v for v in vals if not any(v is f for f in fixed)]
+                fixed.sort(key=lambda v: -len(v.axes))  # (the widest first: shared products)
+                keep = set(out_axes).union(*(v.axes for v in moving))
+                pre = self.einsum(fixed, [a for a in summed if a not in keep], g2)
+                return self.einsum([pre, *moving], [a for a in summed if a in keep], g2)
+        letters = {a: _LETTERS[k] for k, a in enumerate(allaxes)}
         spec = ",".join("".join(letters[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letters[a] for a in out_axes)
         # Computed operands become temporaries, shared with every later use of the same code.

@@ -13,9 +13,10 @@ from ..ir.expr import (
     Expr,
     free_indices,
 )
-from ..ir.index import Affine
+from ..ir.index import Affine, IndexVar
 from ..ir.printer import print_expr, print_statement
 from ..ir.program import Statement
+from ..plan import split as plan_split
 from ..plan.kernels import (
     Elementwise,
     Fill,
@@ -34,9 +35,11 @@ from ..plan.normal import (
     expand,
     fold,
     outer_groups,
-    unroll_windows,
 )
 from ..plan.poly import ZERO, Poly
+from ..plan.split import SplitPrice, inline_small_arrays, split_price
+from ..plan.windows import unroll_windows
+from .loops import Loops, _calls
 from .reduce import Reductions
 from .values import (
     _ATOM,
@@ -46,14 +49,22 @@ from .values import (
 )
 
 
-class Codegen(Reductions):
+class Codegen(Loops, Reductions):
     def statement(self, s: Statement) -> None:
         self.stmt = s.name
         self.emit(f"# {print_statement(s)}")
+        terms = expand(s.body, self.names)
+        if not self.statement_split(s, terms):
+            self.lower_terms(s, terms)
+
+    def full_axis(self, iv: IndexVar) -> Axis:
+        return Axis.full(iv)
+
+    def lower_terms(self, s: Statement, terms: list[Term], more: bool = False) -> None:
+        """Write ``terms`` into ``s``'s array (``more``: other writes into it follow)."""
         gens = [iv.name for iv in s.indices]
         py = self.py[s.name]
         shape = self._shape_code([Axis.full(iv) for iv in s.indices]) if gens else "()"
-        terms = expand(s.body, self.names)
         full = {iv.name: Axis.full(iv) for iv in s.indices}
         risky = False
         plans = []
@@ -88,7 +99,7 @@ class Codegen(Reductions):
             v = self.combine([t for t, _, _ in dense], full)
             self.decide("assign", "dense", tuple(gens))
             v = self.to_num(v)
-            final = not rest and s.name not in self.returned
+            final = not rest and not more and s.name not in self.returned
             n = self.numel_poly(gens, full)
             copy = v.kernels + self.kernel(Elementwise, n, n, "copy")
             if v.axes == tuple(gens) and (v.fresh or final):
@@ -120,7 +131,7 @@ class Codegen(Reductions):
 
     def windows(self, t: Term) -> list[Term]:
         """A statement term whose sums are windows, as one term per window offset
-        (:func:`eqsat_ad.plan.normal.unroll_windows`)."""
+        (:func:`eqsat_ad.plan.windows.unroll_windows`)."""
         out = unroll_windows(t, self.shapes)
         if out is None:
             return [t]
@@ -257,9 +268,11 @@ class Codegen(Reductions):
             # Reads the guard of a point write proves in range are plain indexing, but only in
             # the guarded line itself: anything emitted before the guard is redone without.
             mark = self.mark()
-            self.facts = [c.aff for c in mask_conds if c.kind == "ge" and not c.indices()]
+            outside = self.facts
+            self.facts = outside + [c.aff for c in mask_conds
+                                    if c.kind == "ge" and not c.indices()]
             v = self.to_num(self.term_value(t, grid))
-            self.facts = []
+            self.facts = outside
             if self.facts_unsafe(mark):
                 self.rollback(mark)
                 v = None
@@ -340,6 +353,28 @@ class Codegen(Reductions):
 
     # --- the program ---------------------------------------------------------------------------
     def program(self) -> Lowered:
+        """The lowered program; in the fast code, arrays over a small axis that are computed
+        elementwise are recomputed where they are read when that is priced cheaper (their
+        readers then loop over the small axis: :mod:`eqsat_ad.plan.split`)."""
+        alt = None if self.strict or not self.sizes else inline_small_arrays(self.prog,
+                                                                            self.sizes)
+        if alt is None:
+            return self.lowered()
+        other = type(self)(alt, self.sizes, self.strict, *self.options)
+        for name in [x.name for x in self.prog.statements if x not in alt.statements]:
+            other.stmt = name
+            other.decide("recomputed", f"{name} computed where it is read, not stored")
+        mine, theirs = self.lowered(), other.lowered()
+        if plan_split.prefer(other.price(theirs), self.price(mine)):
+            return theirs
+        return mine
+
+    def price(self, lowered: Lowered) -> SplitPrice:
+        """:func:`eqsat_ad.plan.split.split_price` of a lowering by this generator."""
+        ks = list(lowered.plan.kernels)
+        return split_price(ks, _calls(ks) + self.loop_calls, self.sizes)
+
+    def lowered(self) -> Lowered:
         prog = self.prog
         fname = self.py.get(prog.name, prog.name) if prog.name.isidentifier() else "f"
         if keyword.iskeyword(fname) or fname in _RESERVED:

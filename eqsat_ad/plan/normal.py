@@ -7,11 +7,8 @@ Iverson brackets (:class:`Cond`, normalized to ``a >= 0``, ``a == 0``, ``a != 0`
 or relation membership) and the factors everything else. Products of sums are flattened into
 one sum (``Σ_I f · Σ_J g = Σ_{I,J} f · g``) so that a contraction is ordered as a whole.
 
-Windows (:func:`_band`, :data:`WINDOW_TERMS`): a summed index confined to a band of constant
-width becomes an offset of constant extent, small constant sums are unrolled into shifted
-reads, and the in-range conditions of shifted reads (:func:`_read_ranges`) narrow the region a
-term writes: the backend then runs slice updates of shifted views, never a mask over a product
-of index spaces. :class:`Axis` is an index with its (narrowed) range.
+:class:`Axis` is an index with its (narrowed) range. Windows, bands and scans (summed indices
+confined by their conditions) are in :mod:`eqsat_ad.plan.windows`.
 """
 
 from __future__ import annotations
@@ -212,51 +209,6 @@ def _decide_static(t: Term) -> Term | None:
                 continue
         kept.append(c)
     return replace(t, conds=kept)
-
-WINDOW_TERMS = 27
-"""A sum over at most this many constant offsets (a 3×3×3 window) is unrolled into slices."""
-
-
-def _band(t: Term, iv: IndexVar) -> Term:
-    """``t`` with the summed ``iv`` written as ``lo + a`` (``a`` a new summed index of constant
-    extent) when two conditions confine it to ``lo <= iv <= lo + c``; else ``t``."""
-    k = iv.name
-    lows: list[tuple[int, Affine]] = []
-    highs: list[tuple[int, Affine]] = []
-    for n, c in enumerate(t.conds):
-        if c.kind != "ge" or abs(c.aff.coeff(k)) != 1:
-            continue
-        rest = c.aff - Affine.var(k).scale(c.aff.coeff(k))
-        (lows if c.aff.coeff(k) == 1 else highs).append((n, -rest if c.aff.coeff(k) == 1
-                                                         else rest))
-    for n1, lo in lows:
-        for n2, hi in highs:
-            width = hi - lo
-            if width.is_constant() and 0 <= width.const < WINDOW_TERMS:
-                a = IndexVar(f"{k}_off", int(width.const) + 1)
-                at = lo + Affine.var(a.name)
-                conds = [c for n, c in enumerate(t.conds) if n not in (n1, n2)]
-                body = Term(t.coef, [], t.factors, conds).substitute({k: at})
-                ext = Affine.of_dim(iv.extent)
-                extra = [Cond("ge", _integral(at)), Cond("ge", _integral(ext - at - 1))]
-                sums = [x for x in t.sums if x.name != k] + [a]
-                return Term(t.coef, sums, body.factors, body.conds + extra)
-    return t
-
-
-def _read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim, ...]]
-                 ) -> list[Cond]:
-    """The in-range conditions of shifted reads ``x[i + c]`` (outside, a read is 0 anyway):
-    stated, they narrow the region written instead of padding the array read."""
-    out: list[Cond] = []
-    for f in factors:
-        if not isinstance(f, Access) or f.name not in shapes:
-            continue
-        for a, d in zip(f.indices, shapes[f.name], strict=False):
-            if len(a.index) == 1 and abs(a.index[0][1]) == 1 and a.is_integral():
-                out += [Cond("ge", a), Cond("ge", Affine.of_dim(d) - a - 1)]
-    return out
-
 
 def _by_component(t: Term) -> Term:
     """A flattened ``Σ_{I,J} f(I) · g(J)`` regrouped as ``(Σ_I f) · (Σ_J g)``: one factor per
@@ -581,60 +533,3 @@ def _product_factors(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "*":
         return _product_factors(e.lhs) + _product_factors(e.rhs)
     return [e]
-
-
-def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]]) -> list[Term] | None:
-    """A statement term whose sums are windows, as one term per window offset; None if not one.
-
-    Equalities on summed indices are solved first; then a summed index confined to a band of
-    constant width (``i - 1 <= k <= i + 1``) is written as ``k = i - 1 + a`` with ``a`` in
-    ``0..2``; when every sum left has a constant extent and there are at most
-    :data:`WINDOW_TERMS` offsets, the sum is unrolled. Each offset's accesses are then shifted
-    reads whose in-range conditions narrow the output region: the term is a slice update of the
-    output from a shifted slice (no mask, no padded copy).
-    """
-    if not t.sums:
-        return None
-    res = eliminate(t, [iv.name for iv in t.sums], {iv.name: iv.extent for iv in t.sums})
-    if res is None:
-        return []
-    g, _ = res
-    for iv in list(g.sums):
-        if not isinstance(iv.extent, int):
-            g = _band(g, iv)
-    if not g.sums or not all(isinstance(iv.extent, int) for iv in g.sums):
-        return None
-    if math.prod(int(iv.extent) for iv in g.sums) > WINDOW_TERMS:
-        return None
-    out: list[Term] = []
-    names = [iv.name for iv in g.sums]
-    for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
-        at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
-        h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
-        h = _decide_static(replace(h, conds=h.conds + _read_ranges(h.factors, shapes)))
-        if h is not None:
-            out.append(h)
-    return out
-
-
-def scan_bounds(j: str, conds: Sequence[Cond]
-                ) -> tuple[str, Affine | None, Affine | None] | None:
-    """``(i, lo, hi)`` when ``conds`` confine the summed ``j`` to ``lo(i) <= j < hi(i)`` (either
-    bound may be missing, not both) for one other index ``i``: a running-sum (scan) pattern."""
-    if not conds:
-        return None
-    lo: list[Affine] = []
-    hi: list[Affine] = []
-    outer: set[str] = set()
-    for c in conds:
-        k = c.aff.coeff(j)
-        if c.kind != "ge" or abs(k) != 1:
-            return None
-        rest = c.aff - Affine.var(j).scale(k)
-        if len(rest.free_indices()) != 1 or not rest.is_integral():
-            return None
-        outer |= rest.free_indices()
-        (lo if k == 1 else hi).append(-rest if k == 1 else rest + 1)
-    if len(outer) != 1 or len(lo) > 1 or len(hi) > 1:
-        return None
-    return next(iter(outer)), (lo[0] if lo else None), (hi[0] if hi else None)
