@@ -227,6 +227,32 @@ def test_a_view_in_numpy_is_not_copied_by_a_loop() -> None:
     assert "np.empty((N, N,)" not in g.source
 
 
+def test_no_loop_nest_calls_the_numpy_program_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    # E10 runs nothing as loops: a call goes to the NumPy backend's compiled program, the
+    # same code as backend="numpy", with no NumbaProgram call in between (out= still does).
+    g = ea.grad(_example("E10"), ("A", "B"), backend="numba")
+    g_np = ea.grad(_example("E10"), ("A", "B"))
+    nb_prog = g.compiled
+    assert nb_prog.numpy_only and nb_prog.runner is nb_prog.numpy
+    assert nb_prog.numpy.source == g_np.source
+    args = _inputs(g.program, {"N": 6}, np.float64)
+
+    def wrapped(*a: object, **k: object) -> None:
+        raise AssertionError("the call went through NumbaProgram")
+
+    monkeypatch.setattr(NumbaProgram, "__call__", wrapped)
+    _agree(g(**args), g_np(**args), 0.0)
+    with pytest.raises(AssertionError, match="went through NumbaProgram"):
+        g(**args, out=(None, None))
+    monkeypatch.undo()
+    bufs = tuple(np.empty_like(a) for a in g_np(**args))
+    got = g(**args, out=bufs)
+    assert got[0] is bufs[0] and got[1] is bufs[1]
+    # A program with a loop nest runs through NumbaProgram (its module).
+    gb = ea.grad(ea.parse(STENCILS["blur"].source), "x", backend="numba")
+    assert not gb.compiled.numpy_only and gb.compiled.runner is gb.compiled
+
+
 def test_a_column_walk_is_priced_a_cache_line_per_read() -> None:
     # E12: x_bar[i] = Σ_j y_bar[j]·R[j, i] walks R down a column in its inner loop; w_bar[i] =
     # Σ_j R[i, j]·x[j] along a row. The column walk costs STRIDED more per point: dearer than

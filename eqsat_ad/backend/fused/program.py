@@ -80,13 +80,15 @@ class NumbaProgram:
 
     ``.source``: the generated module (float64 version); ``.schedule``: where each statement
     runs; ``.compile_seconds``: per float type, the time to load (and, on a cold cache, to
-    compile) the module at its first call.
+    compile) the module at its first call. ``.numpy``: the NumPy backend's compiled program;
+    when the schedule runs no statement as loops (``.numpy_only``) it is the same code, and
+    :attr:`runner` is it: calls go to it directly, with no wrapper in between.
     """
 
     def __init__(self, prog: Program) -> None:
         require_numba()
         self.program = prog
-        self._numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
+        self.numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
         self._prog = _with_outputs(prog)
         self._shapes = {p.name: p.shape for p in prog.params}
         self._shapes.update({s.name: s.shape for s in self._prog.statements})
@@ -98,7 +100,8 @@ class NumbaProgram:
         self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         self.source = self._module_source()
-        self._all_numpy = set(self.schedule.placement.values()) <= {"numpy"}
+        self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
+        self.runner: Any = self.numpy if self.numpy_only else self
         self._modules: dict[str, ModuleType] = {}
         self.compile_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -334,17 +337,17 @@ class NumbaProgram:
         is returned. (A parameter named ``out`` is an input, as written.)"""
         if "out" in self.program.param_names and out is not None:
             kwargs["out"], out = out, None
-        if out is None and self._all_numpy:  # nothing runs as loops: the NumPy program
-            return self._numpy(*args, **kwargs)
-        arrays, sizes = self._numpy.bind(*args, **kwargs)
+        if out is None and self.numpy_only:  # nothing runs as loops: the NumPy program
+            return self.numpy(*args, **kwargs)
+        arrays, sizes = self.numpy.bind(*args, **kwargs)
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
         bufs = self._buffers(out, sizes, dt, arrays)
-        if 0 in sizes.values() or self._all_numpy:
+        if 0 in sizes.values() or self.numpy_only:
             # empty tensors (the interpreter's zeros), or nothing runs as loops: the NumPy
             # backend's program as it is
-            result = self._numpy(*args, **kwargs)
+            result = self.numpy(*args, **kwargs)
         else:
             first = dt.char not in self.compile_seconds
             start = time.perf_counter()
