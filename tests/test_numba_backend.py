@@ -434,3 +434,46 @@ def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
         _agree(g(**args), want, 1e-9 if dtype == np.float64 else 2e-3)
+
+
+@pytest.mark.parametrize("sizes", [{"N": 600, "K": 5}, {"N": 3, "K": 4}, {"N": 257, "K": 1}])
+def test_tiled_interchange_keeps_each_points_summation_order(
+        sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # conv1d's sums over K run a tile of outputs at a time (an accumulator per point, the taps
+    # outer, views of the contiguous reads): vectorizable, and each point still adds its terms
+    # in the same order, so the values equal the untiled loop nest's bit for bit, over several
+    # tiles and a partial one.
+    from eqsat_ad.backend.fused import loops
+    from eqsat_ad.backend.fused.tiles import TILE
+
+    prog = ea.parse(STENCILS["conv1d"].source)
+    g = ea.grad(prog, "x", backend="numba")
+    assert g.source.count(f"for _v0 in range(_lo, _hi, {TILE}):") == 2
+    assert "x_v_x0_4 = x[_v0 + j_x0_1:]" in g.source  # a view taken before the tile's loop
+    args = _inputs(g.program, sizes, np.float64, seed=3)
+    tiled = g(**args)
+    monkeypatch.setattr(loops, "interchange", lambda *a: None)
+    monkeypatch.setattr(importlib.import_module("eqsat_ad.backend.fused"), "_CACHE", {})
+    plain = ea.grad(prog, "x", backend="numba")
+    assert "for _v0" not in plain.source
+    np.testing.assert_array_equal(tiled, plain(**args))
+    _agree(tiled, evaluate(g.program, **args), 1e-12)
+
+
+def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
+    # Σ_k [k != 0]·x[i + k] has strong-zero terms: with K = 1 every term is one, the sum is a
+    # strong zero and its product with inf is 0 (not nan), per point of the tile.
+    src = ("def f(x: [N], y: [N]):\n"
+           "    c[i: N] = Sum[k: K]((k != 0) * x[i + k]) * y[i]\n"
+           "    return c\n")
+    prog = ea.parse(src.replace("x: [N]", "x: [N], w: [K]"))
+    f = ea.compile(prog, backend="numba")
+    assert "_f0[_t] = False" in f.source and "for _v0 in range(" in f.source
+    for k in (1, 2, 3):
+        args = _inputs(prog, {"N": 300, "K": k}, np.float64, seed=k)
+        args["y"][::7] = np.inf
+        args["x"][::5] = -np.inf
+        with np.errstate(all="ignore"):
+            want = evaluate(f.program, **args)
+            got = f(**args)
+        _agree(got, want, 1e-12)

@@ -40,6 +40,7 @@ from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .interior import Index, bounds_of, exact_of, requirement
 from .scans import ScanForm
+from .tiles import interchange, tile_leaf, view
 
 __all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
 
@@ -152,6 +153,16 @@ class LoopWriter:
     pre_depth: int = 0
     prefix: str = ""
     top: list | None = None  # a sum over no free index at all: computed once, at the kernel top
+    # Tiled interchange (.tiles): the interior writer's sums accumulated per tile (tile_pre,
+    # at tile_depth, from the top block tile_blocks); a sub-writer's tile variable and views.
+    tile_pre: list | None = None
+    tile_depth: int = 0
+    tile_blocks: int = -1
+    tile_pre_sums: list = field(default_factory=list)
+    tile_var: str | None = None
+    views: list | None = None
+    view_keys: dict = field(default_factory=dict)
+    view_codes: frozenset = frozenset()
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -328,6 +339,10 @@ class LoopWriter:
         if e.name in self.fused:
             exact = [exact_of(a, env) for a in e.indices]
             return self.inline(self.fused[e.name], codes, conds, env, exact), None
+        if self.views is not None and not conds:  # in a tile: contiguous reads as views
+            tiled = view(self, e, codes, env)
+            if tiled is not None:
+                return tiled, None
         read = f"{e.name}[{', '.join(codes)}]"
         return (f"({read} if {' and '.join(conds)} else F(0))" if conds else read), None
 
@@ -373,8 +388,9 @@ class LoopWriter:
     def sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         """An accumulator loop per summed index; its flag says the sum has no term that is
         not a strong zero (then the sum is one)."""
-        hoisted = self.hoist(e, env)
-        return hoisted if hoisted is not None else self._sum(e, env)
+        done = self.hoist(e, env)
+        done = done if done is not None else interchange(self, e, env)
+        return done if done is not None else self._sum(e, env)
 
     def _sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         form = self.scans.get(e)
@@ -461,6 +477,8 @@ class LoopWriter:
                narrowed: bool) -> bool:
         """The loops of the summed indices ``ivs`` (then the accumulation); whether the flag
         is used. A window of at most :data:`UNROLL` points is unrolled into guarded taps."""
+        if not ivs and self.tile_var is not None and self.views is None:
+            return tile_leaf(self, body, inner, acc, flag, narrowed)
         if not ivs:
             v, z = self.expr(body, inner)
             if z is None:

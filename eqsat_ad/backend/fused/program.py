@@ -36,6 +36,7 @@ from .interior import Index
 from .loops import HELPERS, LoopWriter, Unsupported
 from .scans import statement_scans
 from .schedule import Schedule, schedule
+from .tiles import TILE
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
 
@@ -154,11 +155,13 @@ class NumbaProgram:
 
         inside = body_writer(w.counter)
         inside.interior = last.name
+        inside.tile_pre, inside.tile_depth = [], w.depth + 1
+        inside.tile_blocks = len(inside.blocks)
         reads = self._bodies(group, fused, inside, last.name)
         edge = body_writer(inside.counter)
         self._bodies(group, fused, edge, None)
         w.lines += pre  # the sums free of the innermost index, once per outer point
-        if not inside.lows:  # nothing to drop: one loop with every guard
+        if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
             w.emit(f"for {last.name} in range({dim_str(last.extent)}):")
             w.lines += edge.lines
             w.lines[0:0] = top
@@ -166,8 +169,17 @@ class NumbaProgram:
         lo, hi, v = "_lo", "_hi", last.name
         w.emit(f"for {v} in range({lo}):  # the edge: every guard")
         w.lines += edge.lines
-        w.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
-        w.lines += inside.lines
+        if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
+            w.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves its "
+                       "array; sums a tile at a time")
+            w.emit(f"    _vn = min({TILE}, {hi} - _v0)")
+            w.lines += inside.tile_pre
+            w.emit("    for _t in range(_vn):")
+            w.emit(f"        {v} = _v0 + _t")
+            w.lines += ["    " + line for line in inside.lines]
+        else:
+            w.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
+            w.lines += inside.lines
         w.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
         w.lines += edge.lines
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
