@@ -141,6 +141,10 @@ class LoopWriter:
     # Loop partitioning (.interior): the innermost output variable whose interior this writes,
     # and the bounds (as affines of sizes) of the guards it dropped there.
     interior: str | None = None
+    row: str | None = None  # the next outer output variable, in its interior rows
+    row_lows: list = field(default_factory=list)
+    row_highs: list = field(default_factory=list)
+    tag: str = ""  # names the hoisted sums of one version of a kernel's rows apart
     lows: list = field(default_factory=list)
     highs: list = field(default_factory=list)
     # Hoisting: a sum free of the innermost output variable ``hoist_var`` is computed once per
@@ -209,14 +213,14 @@ class LoopWriter:
     def holds_inside(self, lo: Affine, hi: Affine, d: Dim) -> bool:
         """In an interior: whether the guard ``0 <= a < d``, for ``a`` between ``lo`` and
         ``hi``, is dropped (then the interior is narrowed to where it holds)."""
-        if self.interior is None:
-            return False
-        req = requirement(self.interior, lo, hi, d)
-        if req is None:
-            return False
-        self.lows.append(req[0])
-        self.highs.append(req[1])
-        return True
+        for var, lows, highs in ((self.interior, self.lows, self.highs),
+                                 (self.row, self.row_lows, self.row_highs)):
+            req = None if var is None else requirement(var, lo, hi, d)
+            if req is not None:
+                lows.append(req[0])
+                highs.append(req[1])
+                return True
+        return False
 
     def _in_range(self, idx: Sequence[Affine], dims: Sequence[Dim],
                   env: Mapping[str, Index]) -> tuple[list[str], list[str]]:
@@ -232,7 +236,8 @@ class LoopWriter:
             var = a.as_var()
             if var is not None and env[var].extent is not None and env[var].extent == d:
                 continue  # a loop variable over exactly this axis
-            b = bounds_of(a, env) if den == 1 and self.interior is not None else None
+            inside = self.interior is not None or self.row is not None
+            b = bounds_of(a, env) if den == 1 and inside else None
             if b is not None and self.holds_inside(b[0], b[1], d):
                 # in range everywhere in the interior: unsigned, so Numba adds no wraparound
                 # branch for negative indices
@@ -425,7 +430,7 @@ class LoopWriter:
         if hit is None:
             self.hoisted[key] = None  # taken: a sum hoisted from inside this one is named apart
             sub = LoopWriter(self.shapes, self.fused, self.relations, hoisted=self.hoisted,
-                             prefix=f"_h{len(self.hoisted)}_", top=self.top)
+                             prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag)
             sub.depth = 1 if closed else self.pre_depth
             hit = sub._sum(e, {n: env[n] for n in free})
             (self.top if closed and self.top is not None else self.pre).extend(sub.lines)

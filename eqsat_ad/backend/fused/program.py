@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -74,6 +74,18 @@ def _with_outputs(prog: Program) -> Program:
             stmts.append(Statement(f"_out{k}", (), o))
             outs.append(Access(f"_out{k}"))
     return Program(prog.params, tuple(stmts), tuple(outs), prog.returns_tuple, prog.name)
+
+
+class _Row(NamedTuple):
+    """One version of a kernel's innermost loop: its lines, the lines before the kernel's loops
+    (its interior's bounds), the arrays read and the bounds of the next outer variable its
+    dropped guards need (empty unless written for the interior rows)."""
+
+    lines: list[str]
+    head: list[str]
+    reads: list[str]
+    row_lows: list
+    row_highs: list
 
 
 class NumbaProgram:
@@ -140,60 +152,98 @@ class NumbaProgram:
             w.scan_outer, w.scan_line = ivs[-1].name, len(w.lines) - 1
             w.scan_blocks = len(ivs)
         if not split:
-            reads = self._bodies(group, fused, w, None)
+            reads = self._bodies(group, fused, w, set())
             w.lines[0:0] = top
             return self._finish_kernel(group, fused, w, reads)
-        last = ivs[-1]
+        row = ivs[-2].name if len(ivs) >= 2 else None
+        edge_rows = self._row(group, fused, w, top, hoisted, None)
+        inner_rows = None
+        if row is not None:  # the rows where no read leaves its array along the row index
+            closed = {k: v for k, v in hoisted.items() if not k[1]}  # at the kernel top
+            inner_top: list[str] = []
+            inner_rows = self._row(group, fused, w, inner_top, closed, row)
+            if inner_rows.row_lows:
+                top += [line for line in inner_top if line not in top or "np.empty(" not in line]
+            else:
+                inner_rows = None
+        if inner_rows is None:
+            w.lines += edge_rows.lines
+            w.lines[0:0] = [*top, *edge_rows.head]
+            return self._finish_kernel(group, fused, w, edge_rows.reads)
+        assert row is not None
+        rows = ivs[-2]
+        lows = dict.fromkeys(["0", *(self._size_code(a) for a in inner_rows.row_lows)])
+        highs = dict.fromkeys([dim_str(rows.extent),
+                               *(self._size_code(a) for a in inner_rows.row_highs)])
+        w.lines[-1] += "  # rows: [_rlo, _rhi) with no read leaving its array along them"
+        w.emit(f"if _rlo <= {row} < _rhi:")
+        w.lines += ["    " + line for line in inner_rows.lines]
+        w.emit("else:")
+        w.lines += ["    " + line for line in edge_rows.lines]
+        w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
+                        f"    _rlo = max({', '.join(lows)})",
+                        f"    _rhi = max(_rlo, min({', '.join(highs)}))"]
+        return self._finish_kernel(group, fused, w, edge_rows.reads)
+
+    def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
+             top: list[str], hoisted: dict, row: str | None) -> _Row:
+        """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
+        interior's sums interchanged with tiles of it, :mod:`.tiles`); ``row``: the next outer
+        output variable, when these are its interior rows (their guards along it dropped)."""
+        ivs = group[0].indices
+        last, tag = ivs[-1], "r" if row is not None else ""
         pre: list[str] = []
+        out = LoopWriter(self._shapes, fused, self._relations, depth=w.depth)
 
         def body_writer(counter: int) -> LoopWriter:
             b = self._writer(fused)
             b.depth, b.counter, b.blocks = w.depth + 1, counter, [*w.blocks, -1]
             b.hoist_var, b.outer_vars = last.name, frozenset(iv.name for iv in ivs[:-1])
             b.hoisted, b.pre, b.pre_depth, b.top = hoisted, pre, w.depth, top
+            b.row, b.tag = row, tag
             return b
 
         inside = body_writer(w.counter)
         inside.interior = last.name
         inside.tile_pre, inside.tile_depth = [], w.depth + 1
         inside.tile_blocks = len(inside.blocks)
-        reads = self._bodies(group, fused, inside, last.name)
+        reads = self._bodies(group, fused, inside, {last.name, row})
         edge = body_writer(inside.counter)
-        self._bodies(group, fused, edge, None)
-        w.lines += pre  # the sums free of the innermost index, once per outer point
+        self._bodies(group, fused, edge, {row})
+        row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
+        out.lines += pre  # the sums free of the innermost index, once per outer point
         if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
-            w.emit(f"for {last.name} in range({dim_str(last.extent)}):")
-            w.lines += edge.lines
-            w.lines[0:0] = top
-            return self._finish_kernel(group, fused, w, reads)
-        lo, hi, v = "_lo", "_hi", last.name
-        w.emit(f"for {v} in range({lo}):  # the edge: every guard")
-        w.lines += edge.lines
+            out.emit(f"for {last.name} in range({dim_str(last.extent)}):")
+            out.lines += edge.lines
+            return _Row(out.lines, [], reads, edge.row_lows, edge.row_highs)
+        lo, hi, v = f"_lo{tag}", f"_hi{tag}", last.name
+        out.emit(f"for {v} in range({lo}):  # the edge: every guard")
+        out.lines += edge.lines
         if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
-            w.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves its "
-                       "array; sums a tile at a time")
-            w.emit(f"    _vn = min({TILE}, {hi} - _v0)")
-            w.lines += inside.tile_pre
-            w.emit("    for _t in range(_vn):")
-            w.emit(f"        {v} = _v0 + _t")
-            w.lines += ["    " + line for line in inside.lines]
+            out.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
+                     "its array; sums a tile at a time")
+            out.emit(f"    _vn = min({TILE}, {hi} - _v0)")
+            out.lines += inside.tile_pre
+            out.emit("    for _t in range(_vn):")
+            out.emit(f"        {v} = _v0 + _t")
+            out.lines += ["    " + line for line in inside.lines]
         else:
-            w.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
-            w.lines += inside.lines
-        w.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
-        w.lines += edge.lines
+            out.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
+            out.lines += inside.lines
+        out.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
+        out.lines += edge.lines
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
         highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in inside.highs)])
-        w.lines[0:0] = [*top, f"    {lo} = max({', '.join(lows)})",
-                        f"    {hi} = max({lo}, min({', '.join(highs)}))"]
-        return self._finish_kernel(group, fused, w, reads)
+        head = [f"    {lo} = max({', '.join(lows)})",
+                f"    {hi} = max({lo}, min({', '.join(highs)}))"]
+        return _Row(out.lines, head, reads, row_lows, row_highs)
 
     @staticmethod
     def _size_code(a: Affine) -> str:
         return LoopWriter({}, {}, frozenset()).affine(a, {})[0]
 
     def _bodies(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
-                interior: str | None) -> list[str]:
+                partitioned: set[str | None]) -> list[str]:
         """The statements' values at one point, written by ``w``; the arrays they read."""
         first = group[0]
         target = ", ".join(iv.name for iv in first.indices) or "0"
@@ -201,7 +251,7 @@ class NumbaProgram:
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
             env = {a.name: Index(b.name, b.extent,
-                                 exact=Affine.var(b.name) if b.name == interior else None)
+                                 exact=Affine.var(b.name) if b.name in partitioned else None)
                    for a, b in zip(s.indices, first.indices, strict=True)}
             v, _ = w.expr(s.body, env)
             w.emit(f"{out}[{target}] = {v}")

@@ -22,8 +22,9 @@ is ``v`` plus terms fixed in the ``_t`` loop is a view taken before that loop: L
 A sum is interchanged (:func:`interchange`) when it is in the interior of the innermost output
 loop (its reads' guards dropped, :mod:`.interior`), outside other sums and guarded branches,
 depends on ``v`` and on nothing defined per point, its range does not depend on ``v`` (a band
-or window along ``v`` stays a loop per point, or unrolled taps), and no read walks an array
-across rows along ``v`` (the tile would read a column).
+or window along ``v`` stays a loop per point, or unrolled taps) and is not a few unrolled taps
+(straight-line code per point already), and no read walks an array across rows along ``v``
+(the tile would read a column).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def interchange(w: LoopWriter, e: Sum, env: Mapping[str, Index]
         lo, hi, body, _, taps = w.bounds(iv.name, dim_str(iv.extent), body, probe)
         if any(token.search(c) for c in (lo, hi, taps[0] if taps else "")):
             return None
+        if taps is not None and iv is e.indices[0]:  # a few unrolled taps: straight-line code
+            return None
         probe[iv.name] = Index(f"_probe_{iv.name}", iv.extent)
     from .loops import LoopWriter
 
@@ -91,7 +94,7 @@ def interchange(w: LoopWriter, e: Sum, env: Mapping[str, Index]
     acc, flag = f"_a{k}", f"_f{k}"
     sub = LoopWriter(w.shapes, w.fused, w.relations, hoisted=w.hoisted, pre=w.pre,
                      pre_depth=w.pre_depth, top=w.top, prefix=f"_x{k}_", interior=v,
-                     hoist_var=w.hoist_var, outer_vars=w.outer_vars)
+                     hoist_var=w.hoist_var, outer_vars=w.outer_vars, row=w.row, tag=w.tag)
     sub.depth, sub.sum_depth, sub.tile_var = w.tile_depth, 1, v
     sub.emit("for _t in range(_vn):")
     sub.emit(f"    {acc}[_t] = F(0)")
@@ -108,6 +111,8 @@ def interchange(w: LoopWriter, e: Sum, env: Mapping[str, Index]
     w.tile_pre += sub.lines
     w.lows += sub.lows
     w.highs += sub.highs
+    w.row_lows += sub.row_lows
+    w.row_highs += sub.row_highs
     return f"{acc}[_t]", (f"{flag}[_t]" if used else None)
 
 
