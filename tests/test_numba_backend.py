@@ -449,7 +449,7 @@ def test_tiled_interchange_keeps_each_points_summation_order(
     prog = ea.parse(STENCILS["conv1d"].source)
     g = ea.grad(prog, "x", backend="numba")
     assert g.source.count(f"for _v0 in range(_lo, _hi, {TILE}):") == 2
-    assert "x_v_x0_4 = x[_v0 + j_x0_1:]" in g.source  # a view taken before the tile's loop
+    assert "= x[_v0 + j_x0_1:]" in g.source  # a view taken before the tile's loop
     args = _inputs(g.program, sizes, np.float64, seed=3)
     tiled = g(**args)
     monkeypatch.setattr(loops, "interchange", lambda *a: None)
@@ -469,7 +469,7 @@ def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
     prog = ea.parse(src.replace("x: [N]", "x: [N], w: [K]"))
     f = ea.compile(prog, backend="numba")
     assert "_f0[_t] = False" in f.source and "for _v0 in range(" in f.source
-    for k in (1, 2, 3):
+    for k in (1, 2, 3, 6):  # 6: a pass of JAM = 4 terms, then two one at a time
         args = _inputs(prog, {"N": 300, "K": k}, np.float64, seed=k)
         args["y"][::7] = np.inf
         args["x"][::5] = -np.inf

@@ -40,7 +40,7 @@ from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .interior import Index, bounds_of, exact_of, requirement
 from .scans import ScanForm
-from .tiles import interchange, tile_leaf, view
+from .tiles import interchange, jammed, tile_leaf, view
 
 __all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
 
@@ -516,6 +516,8 @@ class LoopWriter:
                 if guarded:
                     self.close()
             return used
+        if not rest and self.tile_var is not None and self.views is None:
+            return jammed(self, iv, lo, hi, body, inner, acc, flag, narrowed or tight, span)
         var = self.fresh(iv.name)
         # (a narrowed range is intersected with [0, extent): the variable stays in it)
         self._open_loop(var, lo, hi)

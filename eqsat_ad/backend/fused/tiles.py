@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...ir.expr import Access, And, Bracket, Expr, Rel, Sum, children, free_indices
 from ...ir.index import Affine, dim_str
@@ -41,11 +41,14 @@ from .schedule import strided
 if TYPE_CHECKING:
     from .loops import LoopWriter
 
-__all__ = ["TILE", "interchange", "tile_leaf", "view"]
+__all__ = ["JAM", "TILE", "interchange", "jammed", "tile_leaf", "view"]
 
 TILE = 256
 """Output points per tile: each interchanged sum keeps one accumulator per point (2 KiB of
 float64, in L1)."""
+
+JAM = 4
+"""Values of the innermost summed index per pass over a tile (:func:`jammed`)."""
 
 
 def _reads(e: Expr) -> list[Access | Rel]:
@@ -118,34 +121,73 @@ def interchange(w: LoopWriter, e: Sum, env: Mapping[str, Index]
 
 def tile_leaf(w: LoopWriter, body: Expr, inner: dict[str, Index], acc: str, flag: str,
               narrowed: bool) -> bool:
-    """The accumulation of an interchanged sum: its term at every point ``_t`` of the tile;
-    views of the contiguous reads are taken just before the ``_t`` loop. Whether the flag is
-    used."""
+    """The accumulation of an interchanged sum whose indices are all placed: its term at
+    every point ``_t`` of the tile. Whether the flag is used."""
+    return _terms(w, body, [inner], acc, flag, narrowed)
+
+
+def jammed(w: LoopWriter, iv: Any, lo: str, hi: str, body: Expr, inner: dict[str, Index],
+           acc: str, flag: str, narrowed: bool, span: tuple[Affine, Affine]) -> bool:
+    """The innermost summed loop of an interchanged sum, :data:`JAM` values of its index per
+    pass over the tile (unroll-and-jam: each point loads and stores its accumulator once per
+    ``JAM`` terms, still adding them in order), then the rest one at a time."""
+    var = w.fresh(iv.name)
+    w.emit(f"{var} = {lo}")
+    w.emit(f"while {var} + {JAM} <= {hi}:")
+    w.open()
+    names = [var]
+    for u in range(1, JAM):
+        names.append(w.fresh(iv.name))
+        w.emit(f"{names[-1]} = {var} + {u}")
+    envs = [{**inner, iv.name: Index(n, iv.extent, span=span)} for n in names]
+    used = _terms(w, body, envs, acc, flag, narrowed)
+    w.emit(f"{var} += {JAM}")
+    w.close()
+    w.emit(f"while {var} < {hi}:")
+    w.open()
+    used |= _terms(w, body, [{**inner, iv.name: Index(var, iv.extent, span=span)}], acc, flag,
+                   narrowed)
+    w.emit(f"{var} += 1")
+    w.close()
+    return used
+
+
+def _terms(w: LoopWriter, body: Expr, envs: list[dict[str, Index]], acc: str, flag: str,
+           narrowed: bool) -> bool:
+    """One pass over the tile adding the terms of ``body`` at each of ``envs`` in turn to
+    each point's accumulator; views of the contiguous reads are taken just before the ``_t``
+    loop. Whether the flag is used."""
     at, pad = len(w.lines), "    " * w.depth
     w.views, w.view_keys = [], {}
-    w.view_codes = frozenset(ix.code for ix in inner.values() if ix.code.isidentifier())
     w.emit("for _t in range(_vn):")
     w.open()
     w.emit(f"{w.tile_var} = _v0 + _t")
-    val, z = w.expr(body, inner)
-    if z is None:
-        w.emit(f"{acc} += {val}")
-        if narrowed:
-            w.emit(f"{flag} = False")
-    elif z != "True":
-        w.emit(f"if not {z}:")
-        w.emit(f"    {acc} += {val}")
-        w.emit(f"    {flag} = False")
+    total = w.fresh("_s")
+    w.emit(f"{total} = {acc}")
+    used = False
+    for env in envs:
+        w.view_codes = frozenset(ix.code for ix in env.values() if ix.code.isidentifier())
+        val, z = w.expr(body, env)
+        if z is None:
+            w.emit(f"{total} += {val}")
+            if narrowed:
+                w.emit(f"{flag} = False")
+        elif z != "True":
+            w.emit(f"if not {z}:")
+            w.emit(f"    {total} += {val}")
+            w.emit(f"    {flag} = False")
+        used |= z is not None or narrowed
+    w.emit(f"{acc} = {total}")
     w.close()
     w.lines[at:at] = [pad + line for line in w.views]
     w.views = None
-    return z is not None or narrowed
+    return used
 
 
 def view(w: LoopWriter, a: Access, codes: list[str], env: Mapping[str, Index]) -> str | None:
     """``a`` (every guard dropped) as ``view[_t]`` of a view taken before the tile's ``_t``
     loop, when its last index is ``v`` plus terms fixed in that loop and the others are fixed
-    too; None otherwise."""
+    too; as a scalar read before that loop when every index is fixed; None otherwise."""
     v = w.tile_var
     assert v is not None and w.views is not None
     fixed = w.view_codes - {v}
@@ -165,6 +207,13 @@ def view(w: LoopWriter, a: Access, codes: list[str], env: Mapping[str, Index]) -
     parts = [split(ix) for ix in a.indices]
     if any(p is None for p in parts) or not a.indices[-1].is_integral():
         return None
+    if all(p[0] == 0 for p in parts):  # type: ignore[index]  # fixed in the loop: one read
+        key = (a.name, tuple(codes), None)
+        name = w.view_keys.get(key)
+        if name is None:
+            name = w.view_keys[key] = w.fresh(f"{a.name}_s")
+            w.views.append(f"{name} = {a.name}[{', '.join(codes)}]")
+        return name
     if any(p[0] != 0 for p in parts[:-1]) or parts[-1][0] != 1:  # type: ignore[index]
         return None
     rest_code, den = w.affine(parts[-1][1], env)  # type: ignore[index]
