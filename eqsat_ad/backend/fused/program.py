@@ -156,20 +156,23 @@ class NumbaProgram:
             w.lines[0:0] = top
             return self._finish_kernel(group, fused, w, reads)
         row = ivs[-2].name if len(ivs) >= 2 else None
-        edge_rows = self._row(group, fused, w, top, hoisted, None)
         inner_rows = None
         if row is not None:  # the rows where no read leaves its array along the row index
-            closed = {k: v for k, v in hoisted.items() if not k[1]}  # at the kernel top
             inner_top: list[str] = []
-            inner_rows = self._row(group, fused, w, inner_top, closed, row)
-            if inner_rows.row_lows:
-                top += [line for line in inner_top if line not in top or "np.empty(" not in line]
-            else:
+            inner_hoisted: dict = {}
+            inner_rows = self._row(group, fused, w, inner_top, inner_hoisted, row)
+            if not inner_rows.row_lows:
                 inner_rows = None
         if inner_rows is None:
+            edge_rows = self._row(group, fused, w, top, hoisted, None)
             w.lines += edge_rows.lines
             w.lines[0:0] = [*top, *edge_rows.head]
             return self._finish_kernel(group, fused, w, edge_rows.reads)
+        top += inner_top
+        # The edge rows (a few): one loop with every guard; they reuse the sums over no free
+        # index hoisted to the kernel top.
+        closed = {k: v for k, v in inner_hoisted.items() if not k[1]}
+        edge_rows = self._row(group, fused, w, top, closed, None, whole=True)
         assert row is not None
         rows = ivs[-2]
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inner_rows.row_lows)])
@@ -186,10 +189,11 @@ class NumbaProgram:
         return self._finish_kernel(group, fused, w, edge_rows.reads)
 
     def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
-             top: list[str], hoisted: dict, row: str | None) -> _Row:
+             top: list[str], hoisted: dict, row: str | None, whole: bool = False) -> _Row:
         """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
-        interior's sums interchanged with tiles of it, :mod:`.tiles`); ``row``: the next outer
-        output variable, when these are its interior rows (their guards along it dropped)."""
+        interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
+        loop with every guard; ``row``: the next outer output variable, when these are its
+        interior rows (their guards along it dropped)."""
         ivs = group[0].indices
         last, tag = ivs[-1], "r" if row is not None else ""
         pre: list[str] = []
@@ -207,9 +211,10 @@ class NumbaProgram:
         inside.interior = last.name
         inside.tile_pre, inside.tile_depth = [], w.depth + 1
         inside.tile_blocks = len(inside.blocks)
-        reads = self._bodies(group, fused, inside, {last.name, row})
+        reads = [] if whole else self._bodies(group, fused, inside, {last.name, row})
         edge = body_writer(inside.counter)
-        self._bodies(group, fused, edge, {row})
+        edge_reads = self._bodies(group, fused, edge, {row})
+        reads = edge_reads if whole else reads
         row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
         out.lines += pre  # the sums free of the innermost index, once per outer point
         if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
