@@ -436,13 +436,14 @@ def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
         _agree(g(**args), want, 1e-9 if dtype == np.float64 else 2e-3)
 
 
-@pytest.mark.parametrize("sizes", [{"N": 600, "K": 5}, {"N": 3, "K": 4}, {"N": 257, "K": 1}])
+@pytest.mark.parametrize("sizes", [{"N": 600, "K": 5}, {"N": 3, "K": 4}, {"N": 257, "K": 1},
+                                   {"N": 20, "K": 8}])
 def test_tiled_interchange_keeps_each_points_summation_order(
         sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     # conv1d's sums over K run a tile of outputs at a time (an accumulator per point, the taps
     # outer, views of the contiguous reads): vectorizable, and each point still adds its terms
     # in the same order, so the values equal the untiled loop nest's bit for bit, over several
-    # tiles and a partial one.
+    # tiles and a partial one (an interior narrower than TILE_MIN runs point by point).
     from eqsat_ad.backend.fused import loops
     from eqsat_ad.backend.fused.tiles import TILE
 

@@ -41,11 +41,15 @@ from .schedule import strided
 if TYPE_CHECKING:
     from .loops import LoopWriter
 
-__all__ = ["JAM", "TILE", "interchange", "jammed", "tile_leaf", "view"]
+__all__ = ["JAM", "TILE", "TILE_MIN", "interchange", "jammed", "tile_leaf", "view"]
 
 TILE = 256
 """Output points per tile: each interchanged sum keeps one accumulator per point (2 KiB of
 float64, in L1)."""
+
+TILE_MIN = 16
+"""An interior narrower than this runs point by point (the tile's per-term views would cost
+more than the few points share)."""
 
 JAM = 4
 """Values of the innermost summed index per pass over a tile (:func:`jammed`)."""
