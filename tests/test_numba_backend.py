@@ -498,3 +498,24 @@ def test_interior_rows_equal_the_interpreter_at_every_size(sizes: dict) -> None:
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **args)
         _agree(g(**args), want, 1e-12)
+
+
+def test_intermediates_are_reused_and_never_returned() -> None:
+    # conv1d's c_bar (read by x_bar's loop nest only) lives in this thread's scratch arrays
+    # from call to call; the result is a new array each call, and a new size gets new arrays.
+    src, wrt, _ = STENCILS["conv1d"]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    assert "c_bar = _tmp.get('c_bar')" in g.source
+    a1 = _inputs(g.program, {"N": 40, "K": 3}, np.float64, seed=1)
+    a2 = _inputs(g.program, {"N": 40, "K": 3}, np.float64, seed=2)
+    a3 = _inputs(g.program, {"N": 25, "K": 3}, np.float64, seed=3)
+    r1 = g(**a1)
+    keep = r1.copy()
+    r2 = g(**a2)
+    r3 = g(**a3)
+    np.testing.assert_array_equal(r1, keep)  # not overwritten by the later calls
+    for r, a in ((r1, a1), (r2, a2), (r3, a3)):
+        _agree(r, evaluate(g.program, **a), 1e-12)
+    scratch = g.compiled._scratch(np.dtype(np.float64))
+    assert scratch["c_bar"].shape == (25,)
+    assert not any(np.may_share_memory(scratch["c_bar"], r) for r in (r1, r2, r3))

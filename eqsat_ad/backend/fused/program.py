@@ -118,6 +118,7 @@ class NumbaProgram:
         self._modules: dict[str, ModuleType] = {}
         self.compile_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._local = threading.local()
 
     # --- generation ----------------------------------------------------------------------------
     def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
@@ -342,9 +343,13 @@ class NumbaProgram:
         fused = {s.name: s for s in self._prog.statements if place[s.name] == "fused"}
         kernels: list[str] = []
         sizes = ", ".join(self._sizes)
-        params = ", ".join([*self.program.param_names, *self._sizes, "_buf"])
+        params = ", ".join([*self.program.param_names, *self._sizes, "_buf", "_tmp"])
         run = [f"def run({params}):"]
-        # _buf[k]: the caller's array for output k (out=), written in place by its loop nest
+        # _buf[k]: the caller's array for output k (out=), written in place by its loop nest;
+        # _tmp: this thread's arrays of the intermediates, kept from call to call (a fresh
+        # array each call costs its page faults when the allocator hands the memory back)
+        seen_by_numpy = {n for t in self._prog.statements if place[t.name] == "numpy"
+                         for n in accessed_names(t.body)}
         position: dict[str, int] = {}
         for k, o in enumerate(self._prog.outputs):
             assert isinstance(o, Access)
@@ -370,6 +375,13 @@ class NumbaProgram:
                     k = position.get(t.name)
                     if k is not None and t.shape:
                         new = f"_buf[{k}] if _buf[{k}] is not None else {new}"
+                    elif k is None and t.shape and t.name not in seen_by_numpy:
+                        # never returned nor read by NumPy code (a view of it cannot escape)
+                        run.append(f"    {t.name} = _tmp.get({t.name!r})")
+                        run.append(f"    if {t.name} is None or {t.name}.shape != ({shape},):")
+                        new = f"_tmp[{t.name!r}] = {new}"
+                        run.append(f"        {t.name} = {new}")
+                        continue
                     run.append(f"    {t.name} = {new}")
                 names = [t.name for t in group]
                 run.append(f"    _k_{s.name}({', '.join([*names, *reads, *self._sizes])})")
@@ -432,7 +444,8 @@ class NumbaProgram:
             start = time.perf_counter()
             mod = self._module(dt)
             with np.errstate(all="ignore"):
-                result = mod.run(*arrays, *(sizes[n] for n in self._sizes), bufs)
+                result = mod.run(*arrays, *(sizes[n] for n in self._sizes), bufs,
+                                 self._scratch(dt))
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 self.compile_seconds[dt.char] = time.perf_counter() - start
         if any(b is not None for b in bufs):
@@ -444,6 +457,14 @@ class NumbaProgram:
                     values[k] = b
             result = tuple(values) if several else values[0]
         return _finish(result, self.program)
+
+    def _scratch(self, dt: np.dtype) -> dict[str, np.ndarray]:
+        """This thread's intermediate arrays for float type ``dt`` (reused by later calls)."""
+        store = getattr(self._local, dt.char, None)
+        if store is None:
+            store = {}
+            setattr(self._local, dt.char, store)
+        return store
 
     def _buffers(self, out: Any, sizes: dict[str, int], dt: np.dtype,
                  arrays: list[Any]) -> tuple[np.ndarray | None, ...]:
