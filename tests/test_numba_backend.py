@@ -443,7 +443,7 @@ def test_tiled_interchange_keeps_each_points_summation_order(
     # conv1d's sums over K run a tile of outputs at a time (an accumulator per point, the taps
     # outer, views of the contiguous reads): vectorizable, and each point still adds its terms
     # in the same order, so the values equal the untiled loop nest's bit for bit, over several
-    # tiles and a partial one (an interior narrower than TILE_MIN runs point by point).
+    # tiles and a partial one (an interior narrower than TILE_MIN runs with the edges).
     from eqsat_ad.backend.fused import loops
     from eqsat_ad.backend.fused.tiles import TILE
 

@@ -217,12 +217,6 @@ class NumbaProgram:
         edge_reads = self._bodies(group, fused, edge, {row})
         reads = edge_reads if whole else reads
         row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
-        plain = None
-        if inside.tile_pre:  # a narrow interior runs its points one by one (no tile to share)
-            plain = body_writer(edge.counter)
-            plain.interior = last.name
-            self._bodies(group, fused, plain, {last.name, row})
-            row_lows, row_highs = row_lows + plain.row_lows, row_highs + plain.row_highs
         out.lines += pre  # the sums free of the innermost index, once per outer point
         if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
             out.emit(f"for {last.name} in range({dim_str(last.extent)}):")
@@ -231,29 +225,25 @@ class NumbaProgram:
         lo, hi, v = f"_lo{tag}", f"_hi{tag}", last.name
         out.emit(f"for {v} in range({lo}):  # the edge: every guard")
         out.lines += edge.lines
-        if plain is not None:  # sums interchanged with a tile of v (.tiles)
-            out.emit(f"if {hi} - {lo} >= {TILE_MIN}:")
-            out.emit(f"    for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
+        if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
+            out.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
                      "its array; sums a tile at a time")
-            out.emit(f"        _vn = min({TILE}, {hi} - _v0)")
-            out.lines += ["    " + line for line in inside.tile_pre]
-            out.emit("        for _t in range(_vn):")
-            out.emit(f"            {v} = _v0 + _t")
-            out.lines += ["        " + line for line in inside.lines]
-            out.emit("else:")
-            out.emit(f"    for {v} in range({lo}, {hi}):  # the interior, point by point")
-            out.lines += ["    " + line for line in plain.lines]
+            out.emit(f"    _vn = min({TILE}, {hi} - _v0)")
+            out.lines += inside.tile_pre
+            out.emit("    for _t in range(_vn):")
+            out.emit(f"        {v} = _v0 + _t")
+            out.lines += ["    " + line for line in inside.lines]
         else:
             out.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
             out.lines += inside.lines
         out.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
         out.lines += edge.lines
-        need_lo = inside.lows + (plain.lows if plain is not None else [])
-        need_hi = inside.highs + (plain.highs if plain is not None else [])
-        lows = dict.fromkeys(["0", *(self._size_code(a) for a in need_lo)])
-        highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in need_hi)])
+        lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
+        highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in inside.highs)])
         head = [f"    {lo} = max({', '.join(lows)})",
                 f"    {hi} = max({lo}, min({', '.join(highs)}))"]
+        if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
+            head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
         return _Row(out.lines, head, reads, row_lows, row_highs)
 
     @staticmethod

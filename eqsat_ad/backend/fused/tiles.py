@@ -48,8 +48,8 @@ TILE = 256
 float64, in L1)."""
 
 TILE_MIN = 16
-"""An interior narrower than this runs point by point (the tile's per-term views would cost
-more than the few points share)."""
+"""An interior narrower than this runs with the edges, point by point (the tile's per-term
+views would cost more than the few points share)."""
 
 JAM = 4
 """Values of the innermost summed index per pass over a tile (:func:`jammed`)."""
