@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,12 @@ class _Stage:
     specialization: Specialization | None = None
     constants: ConstantArrays | None = None
     """arrays the function captured (closure, module globals): extra arguments of each call"""
+    run: Any = field(init=False, repr=False, compare=False)
+    """What a call without ``out=`` runs: the NumPy backend's program itself where the numba
+    backend runs no loop nest (the same code, no wrapper), else ``compiled``."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "run", getattr(self.compiled, "runner", self.compiled))
 
 
 BACKENDS = ("numpy", "numba")
@@ -364,7 +370,8 @@ class Compiled:
                                "backend='numba'; the NumPy backend allocates its results")
         if self._fn is None:
             assert self._latest is not None
-            out = self._latest.compiled(*args, **kwargs, **buf)
+            stage = self._latest
+            out = (stage.compiled if buf else stage.run)(*args, **kwargs, **buf)
             return out if post is None else post(out)
         assert self._signature is not None
         if not kwargs and all(type(a) is np.ndarray for a in args):
@@ -372,10 +379,11 @@ class Compiled:
             if hit is not None:
                 stage, key, positions = hit
                 self._latest, self._latest_key = stage, key
-                out = stage.compiled(*[args[k] for k in positions], **buf)
+                out = (stage.compiled if buf else stage.run)(*[args[k] for k in positions],
+                                                              **buf)
                 return out if post is None else post(out)
         stage, call = self._prepare(args, kwargs)
-        out = stage.compiled(**call, **buf)
+        out = (stage.compiled if buf else stage.run)(**call, **buf)
         return out if post is None else post(out)
 
     def _out_is_buffer(self) -> bool:

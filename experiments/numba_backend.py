@@ -230,19 +230,24 @@ def measure(name: str, quick: bool, dtype: type, repeat: int,
 
 NOTES = [
     "* Stencils (blur, total variation) and the prefix sum: one or two loop nests, producers "
-    "fused, the innermost output loop partitioned so its interior runs without read guards "
-    "(vectorized by LLVM); float32 stays float32 (constants are `F(c)`, checked above).",
-    "* conv1d: each loop nest sums K taps (K a size symbol) innermost, in the interpreter's "
-    "order; LLVM does not vectorize a floating-point reduction without reassociating it, and "
-    "across the output index it does not vectorize an outer loop. JAX sees K = 16 as a static "
-    "shape, unrolls it and vectorizes across the output. The known fix keeps the summation "
-    "order: a tiled interchange (for a tile of outputs: for each tap: for each output of the "
-    "tile, acc += ...), 3-8x faster in a hand-written Numba microbenchmark when the reads are "
-    "contiguous slices; not generated yet.",
-    "* N-body: the gradient's x_bar sums N terms per (i, k) twice (one reading d2_bar by rows, "
-    "one by columns), scalar reductions for the same reason; JAX reassociates and vectorizes "
-    "them. No `** -1.5` appears in the optimized adjoint (it is `1 / (2 sqrt(s)) * (m m / "
-    "sqrt(s) ** 2)`, squares and square roots emitted as multiplications and `np.sqrt`).",
+    "fused; the innermost output loop runs as edge / interior / edge and the next outer one "
+    "as interior rows / edge rows, so the interior runs without read guards (vectorized by "
+    "LLVM); float32 stays float32 (constants are `F(c)`, checked above). Blur's 3x3 taps keep "
+    "the optimized program's arithmetic (9 products by 1/9 and their sums, in the "
+    "interpreter's order), so its kernel is bound by that arithmetic, not by memory.",
+    "* conv1d: the sums over K run as a tiled interchange (backend/fused/tiles.py): for a "
+    "tile of 256 outputs, the taps outer (four per pass over the tile, unroll-and-jam), the "
+    "tile's points inner, reading contiguous views; each output still adds its terms in the "
+    "interpreter's order (bit for bit the untiled loop's values), and the tile loop "
+    "vectorizes. An interior narrower than 16 points runs point by point.",
+    "* N-body: d2 and d2_bar run as one vectorized loop nest (d2 fused); x_bar stays the "
+    "NumPy plan's code (its loop nest would walk d2_bar down columns: priced above 8x the "
+    "plan), which is most of the time; the NumPy lowering of that statement is another "
+    "branch's work. The adjoint's arithmetic is the extracted program's (`1 / (2 sqrt(s)) * "
+    "(m m / sqrt(s) ** 2)`: two divisions and a square root per pair), not `** -1.5`.",
+    "* Intermediates that are never returned (conv1d's c_bar, N-body's d2_bar) live in "
+    "per-thread scratch arrays reused by later calls: a fresh multi-megabyte array per call "
+    "costs its page faults whenever the allocator has handed the memory back to the system.",
     "* First calls: cold = Numba compiling every kernel; warm = loading them from Numba's "
     "cache, dominated by Numba's one-time target initialization in the process (importing "
     "numba.np.arraymath, checking SciPy's BLAS: about 0.8 s of the warm first call on this "
@@ -273,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         jax_note = (f"JAX {jax.__version__} (CPU, x64 enabled): `jax.jit(jax.grad(f))` of the "
                     "same function written in jax.numpy, after a warm-up call, "
                     "`block_until_ready`.")
+    started, load0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0]
     rows = []
     for name in a.only:
         for dtype in (np.float64, np.float32):
@@ -291,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         "process (s) with a cold and a warm Numba cache (build = parse + optimize + lower, "
         "first call = module load + Numba compile or cache load + one run). " + jax_note,
         "One pinned core, one BLAS thread. The machine (2 cores) is shared with other jobs "
-        "while this runs: timings are noisy (ratios from one run).",
+        "while this runs: timings are noisy (ratios from one run). This run: started "
+        f"{started}, load average {load0:.1f} at the start and {os.getloadavg()[0]:.1f} at "
+        "the end.",
         "",
         "Target (issue 15): numba / JAX jit <= 0.5; first call <= 3 s cold, <= 0.5 s warm.",
         "",

@@ -279,6 +279,13 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
         emit("error:numba", "Numba is not installed")
     except Exception as e:  # noqa: BLE001
         emit("error:numba", "small sizes: " + _short(e))
+    if "numba" in built and "opt" in built:
+        try:  # no loop nest: the numba gradient calls the NumPy backend's program itself
+            nb = built["numba"].compiled
+            emit("same_code_numba", bool(nb.numpy_only)
+                 and same_code(nb.numpy.source, built["opt"].source))
+        except Exception as e:  # noqa: BLE001
+            emit("error:same_code_numba", _short(e))
     if "naive" in built and "opt" in built:
         try:
             emit("same_code", same_code(built["naive"].source, built["opt"].source))

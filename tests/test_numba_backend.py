@@ -227,6 +227,32 @@ def test_a_view_in_numpy_is_not_copied_by_a_loop() -> None:
     assert "np.empty((N, N,)" not in g.source
 
 
+def test_no_loop_nest_calls_the_numpy_program_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    # E10 runs nothing as loops: a call goes to the NumPy backend's compiled program, the
+    # same code as backend="numpy", with no NumbaProgram call in between (out= still does).
+    g = ea.grad(_example("E10"), ("A", "B"), backend="numba")
+    g_np = ea.grad(_example("E10"), ("A", "B"))
+    nb_prog = g.compiled
+    assert nb_prog.numpy_only and nb_prog.runner is nb_prog.numpy
+    assert nb_prog.numpy.source == g_np.source
+    args = _inputs(g.program, {"N": 6}, np.float64)
+
+    def wrapped(*a: object, **k: object) -> None:
+        raise AssertionError("the call went through NumbaProgram")
+
+    monkeypatch.setattr(NumbaProgram, "__call__", wrapped)
+    _agree(g(**args), g_np(**args), 0.0)
+    with pytest.raises(AssertionError, match="went through NumbaProgram"):
+        g(**args, out=(None, None))
+    monkeypatch.undo()
+    bufs = tuple(np.empty_like(a) for a in g_np(**args))
+    got = g(**args, out=bufs)
+    assert got[0] is bufs[0] and got[1] is bufs[1]
+    # A program with a loop nest runs through NumbaProgram (its module).
+    gb = ea.grad(ea.parse(STENCILS["blur"].source), "x", backend="numba")
+    assert not gb.compiled.numpy_only and gb.compiled.runner is gb.compiled
+
+
 def test_a_column_walk_is_priced_a_cache_line_per_read() -> None:
     # E12: x_bar[i] = Σ_j y_bar[j]·R[j, i] walks R down a column in its inner loop; w_bar[i] =
     # Σ_j R[i, j]·x[j] along a row. The column walk costs STRIDED more per point: dearer than
@@ -408,3 +434,88 @@ def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
         _agree(g(**args), want, 1e-9 if dtype == np.float64 else 2e-3)
+
+
+@pytest.mark.parametrize("sizes", [{"N": 600, "K": 5}, {"N": 3, "K": 4}, {"N": 257, "K": 1},
+                                   {"N": 20, "K": 8}])
+def test_tiled_interchange_keeps_each_points_summation_order(
+        sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # conv1d's sums over K run a tile of outputs at a time (an accumulator per point, the taps
+    # outer, views of the contiguous reads): vectorizable, and each point still adds its terms
+    # in the same order, so the values equal the untiled loop nest's bit for bit, over several
+    # tiles and a partial one (an interior narrower than TILE_MIN runs with the edges).
+    from eqsat_ad.backend.fused import loops
+    from eqsat_ad.backend.fused.tiles import TILE
+
+    prog = ea.parse(STENCILS["conv1d"].source)
+    g = ea.grad(prog, "x", backend="numba")
+    assert g.source.count(f"for _v0 in range(_lo, _hi, {TILE}):") == 2
+    assert "= x[_v0 + j_x0_1:]" in g.source  # a view taken before the tile's loop
+    args = _inputs(g.program, sizes, np.float64, seed=3)
+    tiled = g(**args)
+    monkeypatch.setattr(loops, "interchange", lambda *a: None)
+    monkeypatch.setattr(importlib.import_module("eqsat_ad.backend.fused"), "_CACHE", {})
+    plain = ea.grad(prog, "x", backend="numba")
+    assert "for _v0" not in plain.source
+    np.testing.assert_array_equal(tiled, plain(**args))
+    _agree(tiled, evaluate(g.program, **args), 1e-12)
+
+
+def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
+    # Σ_k [k != 0]·x[i + k] has strong-zero terms: with K = 1 every term is one, the sum is a
+    # strong zero and its product with inf is 0 (not nan), per point of the tile.
+    src = ("def f(x: [N], y: [N]):\n"
+           "    c[i: N] = Sum[k: K]((k != 0) * x[i + k]) * y[i]\n"
+           "    return c\n")
+    prog = ea.parse(src.replace("x: [N]", "x: [N], w: [K]"))
+    f = ea.compile(prog, backend="numba")
+    assert "_f0[_t] = False" in f.source and "for _v0 in range(" in f.source
+    for k in (1, 2, 3, 6):  # 6: a pass of JAM = 4 terms, then two one at a time
+        args = _inputs(prog, {"N": 300, "K": k}, np.float64, seed=k)
+        args["y"][::7] = np.inf
+        args["x"][::5] = -np.inf
+        with np.errstate(all="ignore"):
+            want = evaluate(f.program, **args)
+            got = f(**args)
+        _agree(got, want, 1e-12)
+
+
+@pytest.mark.parametrize("sizes", [{"H": 1, "W": 1}, {"H": 2, "W": 5}, {"H": 3, "W": 3},
+                                   {"H": 9, "W": 7}, {"H": 6, "W": 300}])
+def test_interior_rows_equal_the_interpreter_at_every_size(sizes: dict) -> None:
+    # blur's and total variation's loops also split their rows: rows whose reads stay in their
+    # arrays along the row index run without those guards (_rlo <= i < _rhi), the others with
+    # every guard; where no row is interior (H < 3) or the columns' interior is empty, the
+    # values are still the interpreter's, inf and nan included.
+    for name in ("blur", "tv"):
+        src, wrt, _ = STENCILS[name]
+        g = ea.grad(ea.parse(src), wrt, backend="numba")
+        assert "if _rlo <= i < _rhi:" in g.source
+        args = _inputs(g.program, sizes, np.float64, seed=7)
+        first = next(iter(args))
+        args[first][0, 0] = np.inf
+        args[first][-1, -1] = -np.inf
+        with np.errstate(all="ignore"):
+            want = evaluate(g.program, **args)
+        _agree(g(**args), want, 1e-12)
+
+
+def test_intermediates_are_reused_and_never_returned() -> None:
+    # conv1d's c_bar (read by x_bar's loop nest only) lives in this thread's scratch arrays
+    # from call to call; the result is a new array each call, and a new size gets new arrays.
+    src, wrt, _ = STENCILS["conv1d"]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    assert "c_bar = _tmp.get('c_bar')" in g.source
+    a1 = _inputs(g.program, {"N": 40, "K": 3}, np.float64, seed=1)
+    a2 = _inputs(g.program, {"N": 40, "K": 3}, np.float64, seed=2)
+    a3 = _inputs(g.program, {"N": 25, "K": 3}, np.float64, seed=3)
+    r1 = g(**a1)
+    keep = r1.copy()
+    r2 = g(**a2)
+    r3 = g(**a3)
+    np.testing.assert_array_equal(r1, keep)  # not overwritten by the later calls
+    for r, a in ((r1, a1), (r2, a2), (r3, a3)):
+        _agree(r, evaluate(g.program, **a), 1e-12)
+    scratch = g.compiled._scratch(np.dtype(np.float64))
+    assert scratch["c_bar"].shape == (25,)
+    assert not any(np.may_share_memory(scratch["c_bar"], r) for r in (r1, r2, r3))

@@ -40,6 +40,7 @@ from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .interior import Index, bounds_of, exact_of, requirement
 from .scans import ScanForm
+from .tiles import interchange, jammed, tile_leaf, view
 
 __all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
 
@@ -140,6 +141,10 @@ class LoopWriter:
     # Loop partitioning (.interior): the innermost output variable whose interior this writes,
     # and the bounds (as affines of sizes) of the guards it dropped there.
     interior: str | None = None
+    row: str | None = None  # the next outer output variable, in its interior rows
+    row_lows: list = field(default_factory=list)
+    row_highs: list = field(default_factory=list)
+    tag: str = ""  # names the hoisted sums of one version of a kernel's rows apart
     lows: list = field(default_factory=list)
     highs: list = field(default_factory=list)
     # Hoisting: a sum free of the innermost output variable ``hoist_var`` is computed once per
@@ -152,6 +157,16 @@ class LoopWriter:
     pre_depth: int = 0
     prefix: str = ""
     top: list | None = None  # a sum over no free index at all: computed once, at the kernel top
+    # Tiled interchange (.tiles): the interior writer's sums accumulated per tile (tile_pre,
+    # at tile_depth, from the top block tile_blocks); a sub-writer's tile variable and views.
+    tile_pre: list | None = None
+    tile_depth: int = 0
+    tile_blocks: int = -1
+    tile_pre_sums: list = field(default_factory=list)
+    tile_var: str | None = None
+    views: list | None = None
+    view_keys: dict = field(default_factory=dict)
+    view_codes: frozenset = frozenset()
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -198,14 +213,14 @@ class LoopWriter:
     def holds_inside(self, lo: Affine, hi: Affine, d: Dim) -> bool:
         """In an interior: whether the guard ``0 <= a < d``, for ``a`` between ``lo`` and
         ``hi``, is dropped (then the interior is narrowed to where it holds)."""
-        if self.interior is None:
-            return False
-        req = requirement(self.interior, lo, hi, d)
-        if req is None:
-            return False
-        self.lows.append(req[0])
-        self.highs.append(req[1])
-        return True
+        for var, lows, highs in ((self.interior, self.lows, self.highs),
+                                 (self.row, self.row_lows, self.row_highs)):
+            req = None if var is None else requirement(var, lo, hi, d)
+            if req is not None:
+                lows.append(req[0])
+                highs.append(req[1])
+                return True
+        return False
 
     def _in_range(self, idx: Sequence[Affine], dims: Sequence[Dim],
                   env: Mapping[str, Index]) -> tuple[list[str], list[str]]:
@@ -221,7 +236,8 @@ class LoopWriter:
             var = a.as_var()
             if var is not None and env[var].extent is not None and env[var].extent == d:
                 continue  # a loop variable over exactly this axis
-            b = bounds_of(a, env) if den == 1 and self.interior is not None else None
+            inside = self.interior is not None or self.row is not None
+            b = bounds_of(a, env) if den == 1 and inside else None
             if b is not None and self.holds_inside(b[0], b[1], d):
                 # in range everywhere in the interior: unsigned, so Numba adds no wraparound
                 # branch for negative indices
@@ -328,6 +344,10 @@ class LoopWriter:
         if e.name in self.fused:
             exact = [exact_of(a, env) for a in e.indices]
             return self.inline(self.fused[e.name], codes, conds, env, exact), None
+        if self.views is not None and not conds:  # in a tile: contiguous reads as views
+            tiled = view(self, e, codes, env)
+            if tiled is not None:
+                return tiled, None
         read = f"{e.name}[{', '.join(codes)}]"
         return (f"({read} if {' and '.join(conds)} else F(0))" if conds else read), None
 
@@ -373,8 +393,9 @@ class LoopWriter:
     def sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         """An accumulator loop per summed index; its flag says the sum has no term that is
         not a strong zero (then the sum is one)."""
-        hoisted = self.hoist(e, env)
-        return hoisted if hoisted is not None else self._sum(e, env)
+        done = self.hoist(e, env)
+        done = done if done is not None else interchange(self, e, env)
+        return done if done is not None else self._sum(e, env)
 
     def _sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         form = self.scans.get(e)
@@ -409,7 +430,7 @@ class LoopWriter:
         if hit is None:
             self.hoisted[key] = None  # taken: a sum hoisted from inside this one is named apart
             sub = LoopWriter(self.shapes, self.fused, self.relations, hoisted=self.hoisted,
-                             prefix=f"_h{len(self.hoisted)}_", top=self.top)
+                             prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag)
             sub.depth = 1 if closed else self.pre_depth
             hit = sub._sum(e, {n: env[n] for n in free})
             (self.top if closed and self.top is not None else self.pre).extend(sub.lines)
@@ -461,6 +482,8 @@ class LoopWriter:
                narrowed: bool) -> bool:
         """The loops of the summed indices ``ivs`` (then the accumulation); whether the flag
         is used. A window of at most :data:`UNROLL` points is unrolled into guarded taps."""
+        if not ivs and self.tile_var is not None and self.views is None:
+            return tile_leaf(self, body, inner, acc, flag, narrowed)
         if not ivs:
             v, z = self.expr(body, inner)
             if z is None:
@@ -493,6 +516,8 @@ class LoopWriter:
                 if guarded:
                     self.close()
             return used
+        if not rest and self.tile_var is not None and self.views is None:
+            return jammed(self, iv, lo, hi, body, inner, acc, flag, narrowed or tight, span)
         var = self.fresh(iv.name)
         # (a narrowed range is intersected with [0, extent): the variable stays in it)
         self._open_loop(var, lo, hi)

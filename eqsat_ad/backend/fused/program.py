@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from .interior import Index
 from .loops import HELPERS, LoopWriter, Unsupported
 from .scans import statement_scans
 from .schedule import Schedule, schedule
+from .tiles import TILE, TILE_MIN
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
 
@@ -75,18 +76,32 @@ def _with_outputs(prog: Program) -> Program:
     return Program(prog.params, tuple(stmts), tuple(outs), prog.returns_tuple, prog.name)
 
 
+class _Row(NamedTuple):
+    """One version of a kernel's innermost loop: its lines, the lines before the kernel's loops
+    (its interior's bounds), the arrays read and the bounds of the next outer variable its
+    dropped guards need (empty unless written for the interior rows)."""
+
+    lines: list[str]
+    head: list[str]
+    reads: list[str]
+    row_lows: list
+    row_highs: list
+
+
 class NumbaProgram:
     """``prog`` compiled to fused loop nests: call it like the program.
 
     ``.source``: the generated module (float64 version); ``.schedule``: where each statement
     runs; ``.compile_seconds``: per float type, the time to load (and, on a cold cache, to
-    compile) the module at its first call.
+    compile) the module at its first call. ``.numpy``: the NumPy backend's compiled program;
+    when the schedule runs no statement as loops (``.numpy_only``) it is the same code, and
+    :attr:`runner` is it: calls go to it directly, with no wrapper in between.
     """
 
     def __init__(self, prog: Program) -> None:
         require_numba()
         self.program = prog
-        self._numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
+        self.numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
         self._prog = _with_outputs(prog)
         self._shapes = {p.name: p.shape for p in prog.params}
         self._shapes.update({s.name: s.shape for s in self._prog.statements})
@@ -98,10 +113,12 @@ class NumbaProgram:
         self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         self.source = self._module_source()
-        self._all_numpy = set(self.schedule.placement.values()) <= {"numpy"}
+        self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
+        self.runner: Any = self.numpy if self.numpy_only else self
         self._modules: dict[str, ModuleType] = {}
         self.compile_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._local = threading.local()
 
     # --- generation ----------------------------------------------------------------------------
     def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
@@ -136,49 +153,105 @@ class NumbaProgram:
             w.scan_outer, w.scan_line = ivs[-1].name, len(w.lines) - 1
             w.scan_blocks = len(ivs)
         if not split:
-            reads = self._bodies(group, fused, w, None)
+            reads = self._bodies(group, fused, w, set())
             w.lines[0:0] = top
             return self._finish_kernel(group, fused, w, reads)
-        last = ivs[-1]
+        row = ivs[-2].name if len(ivs) >= 2 else None
+        inner_rows = None
+        if row is not None:  # the rows where no read leaves its array along the row index
+            inner_top: list[str] = []
+            inner_hoisted: dict = {}
+            inner_rows = self._row(group, fused, w, inner_top, inner_hoisted, row)
+            if not inner_rows.row_lows:
+                inner_rows = None
+        if inner_rows is None:
+            edge_rows = self._row(group, fused, w, top, hoisted, None)
+            w.lines += edge_rows.lines
+            w.lines[0:0] = [*top, *edge_rows.head]
+            return self._finish_kernel(group, fused, w, edge_rows.reads)
+        top += inner_top
+        # The edge rows (a few): one loop with every guard; they reuse the sums over no free
+        # index hoisted to the kernel top.
+        closed = {k: v for k, v in inner_hoisted.items() if not k[1]}
+        edge_rows = self._row(group, fused, w, top, closed, None, whole=True)
+        assert row is not None
+        rows = ivs[-2]
+        lows = dict.fromkeys(["0", *(self._size_code(a) for a in inner_rows.row_lows)])
+        highs = dict.fromkeys([dim_str(rows.extent),
+                               *(self._size_code(a) for a in inner_rows.row_highs)])
+        w.lines[-1] += "  # rows: [_rlo, _rhi) with no read leaving its array along them"
+        w.emit(f"if _rlo <= {row} < _rhi:")
+        w.lines += ["    " + line for line in inner_rows.lines]
+        w.emit("else:")
+        w.lines += ["    " + line for line in edge_rows.lines]
+        w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
+                        f"    _rlo = max({', '.join(lows)})",
+                        f"    _rhi = max(_rlo, min({', '.join(highs)}))"]
+        return self._finish_kernel(group, fused, w, edge_rows.reads)
+
+    def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
+             top: list[str], hoisted: dict, row: str | None, whole: bool = False) -> _Row:
+        """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
+        interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
+        loop with every guard; ``row``: the next outer output variable, when these are its
+        interior rows (their guards along it dropped)."""
+        ivs = group[0].indices
+        last, tag = ivs[-1], "r" if row is not None else ""
         pre: list[str] = []
+        out = LoopWriter(self._shapes, fused, self._relations, depth=w.depth)
 
         def body_writer(counter: int) -> LoopWriter:
             b = self._writer(fused)
             b.depth, b.counter, b.blocks = w.depth + 1, counter, [*w.blocks, -1]
             b.hoist_var, b.outer_vars = last.name, frozenset(iv.name for iv in ivs[:-1])
             b.hoisted, b.pre, b.pre_depth, b.top = hoisted, pre, w.depth, top
+            b.row, b.tag = row, tag
             return b
 
         inside = body_writer(w.counter)
         inside.interior = last.name
-        reads = self._bodies(group, fused, inside, last.name)
+        inside.tile_pre, inside.tile_depth = [], w.depth + 1
+        inside.tile_blocks = len(inside.blocks)
+        reads = [] if whole else self._bodies(group, fused, inside, {last.name, row})
         edge = body_writer(inside.counter)
-        self._bodies(group, fused, edge, None)
-        w.lines += pre  # the sums free of the innermost index, once per outer point
-        if not inside.lows:  # nothing to drop: one loop with every guard
-            w.emit(f"for {last.name} in range({dim_str(last.extent)}):")
-            w.lines += edge.lines
-            w.lines[0:0] = top
-            return self._finish_kernel(group, fused, w, reads)
-        lo, hi, v = "_lo", "_hi", last.name
-        w.emit(f"for {v} in range({lo}):  # the edge: every guard")
-        w.lines += edge.lines
-        w.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
-        w.lines += inside.lines
-        w.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
-        w.lines += edge.lines
+        edge_reads = self._bodies(group, fused, edge, {row})
+        reads = edge_reads if whole else reads
+        row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
+        out.lines += pre  # the sums free of the innermost index, once per outer point
+        if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
+            out.emit(f"for {last.name} in range({dim_str(last.extent)}):")
+            out.lines += edge.lines
+            return _Row(out.lines, [], reads, edge.row_lows, edge.row_highs)
+        lo, hi, v = f"_lo{tag}", f"_hi{tag}", last.name
+        out.emit(f"for {v} in range({lo}):  # the edge: every guard")
+        out.lines += edge.lines
+        if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
+            out.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
+                     "its array; sums a tile at a time")
+            out.emit(f"    _vn = min({TILE}, {hi} - _v0)")
+            out.lines += inside.tile_pre
+            out.emit("    for _t in range(_vn):")
+            out.emit(f"        {v} = _v0 + _t")
+            out.lines += ["    " + line for line in inside.lines]
+        else:
+            out.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
+            out.lines += inside.lines
+        out.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
+        out.lines += edge.lines
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
         highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in inside.highs)])
-        w.lines[0:0] = [*top, f"    {lo} = max({', '.join(lows)})",
-                        f"    {hi} = max({lo}, min({', '.join(highs)}))"]
-        return self._finish_kernel(group, fused, w, reads)
+        head = [f"    {lo} = max({', '.join(lows)})",
+                f"    {hi} = max({lo}, min({', '.join(highs)}))"]
+        if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
+            head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
+        return _Row(out.lines, head, reads, row_lows, row_highs)
 
     @staticmethod
     def _size_code(a: Affine) -> str:
         return LoopWriter({}, {}, frozenset()).affine(a, {})[0]
 
     def _bodies(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
-                interior: str | None) -> list[str]:
+                partitioned: set[str | None]) -> list[str]:
         """The statements' values at one point, written by ``w``; the arrays they read."""
         first = group[0]
         target = ", ".join(iv.name for iv in first.indices) or "0"
@@ -186,7 +259,7 @@ class NumbaProgram:
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
             env = {a.name: Index(b.name, b.extent,
-                                 exact=Affine.var(b.name) if b.name == interior else None)
+                                 exact=Affine.var(b.name) if b.name in partitioned else None)
                    for a, b in zip(s.indices, first.indices, strict=True)}
             v, _ = w.expr(s.body, env)
             w.emit(f"{out}[{target}] = {v}")
@@ -260,9 +333,13 @@ class NumbaProgram:
         fused = {s.name: s for s in self._prog.statements if place[s.name] == "fused"}
         kernels: list[str] = []
         sizes = ", ".join(self._sizes)
-        params = ", ".join([*self.program.param_names, *self._sizes, "_buf"])
+        params = ", ".join([*self.program.param_names, *self._sizes, "_buf", "_tmp"])
         run = [f"def run({params}):"]
-        # _buf[k]: the caller's array for output k (out=), written in place by its loop nest
+        # _buf[k]: the caller's array for output k (out=), written in place by its loop nest;
+        # _tmp: this thread's arrays of the intermediates, kept from call to call (a fresh
+        # array each call costs its page faults when the allocator hands the memory back)
+        seen_by_numpy = {n for t in self._prog.statements if place[t.name] == "numpy"
+                         for n in accessed_names(t.body)}
         position: dict[str, int] = {}
         for k, o in enumerate(self._prog.outputs):
             assert isinstance(o, Access)
@@ -288,6 +365,13 @@ class NumbaProgram:
                     k = position.get(t.name)
                     if k is not None and t.shape:
                         new = f"_buf[{k}] if _buf[{k}] is not None else {new}"
+                    elif k is None and t.shape and t.name not in seen_by_numpy:
+                        # never returned nor read by NumPy code (a view of it cannot escape)
+                        run.append(f"    {t.name} = _tmp.get({t.name!r})")
+                        run.append(f"    if {t.name} is None or {t.name}.shape != ({shape},):")
+                        new = f"_tmp[{t.name!r}] = {new}"
+                        run.append(f"        {t.name} = {new}")
+                        continue
                     run.append(f"    {t.name} = {new}")
                 names = [t.name for t in group]
                 run.append(f"    _k_{s.name}({', '.join([*names, *reads, *self._sizes])})")
@@ -334,23 +418,24 @@ class NumbaProgram:
         is returned. (A parameter named ``out`` is an input, as written.)"""
         if "out" in self.program.param_names and out is not None:
             kwargs["out"], out = out, None
-        if out is None and self._all_numpy:  # nothing runs as loops: the NumPy program
-            return self._numpy(*args, **kwargs)
-        arrays, sizes = self._numpy.bind(*args, **kwargs)
+        if out is None and self.numpy_only:  # nothing runs as loops: the NumPy program
+            return self.numpy(*args, **kwargs)
+        arrays, sizes = self.numpy.bind(*args, **kwargs)
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
         bufs = self._buffers(out, sizes, dt, arrays)
-        if 0 in sizes.values() or self._all_numpy:
+        if 0 in sizes.values() or self.numpy_only:
             # empty tensors (the interpreter's zeros), or nothing runs as loops: the NumPy
             # backend's program as it is
-            result = self._numpy(*args, **kwargs)
+            result = self.numpy(*args, **kwargs)
         else:
             first = dt.char not in self.compile_seconds
             start = time.perf_counter()
             mod = self._module(dt)
             with np.errstate(all="ignore"):
-                result = mod.run(*arrays, *(sizes[n] for n in self._sizes), bufs)
+                result = mod.run(*arrays, *(sizes[n] for n in self._sizes), bufs,
+                                 self._scratch(dt))
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 self.compile_seconds[dt.char] = time.perf_counter() - start
         if any(b is not None for b in bufs):
@@ -362,6 +447,14 @@ class NumbaProgram:
                     values[k] = b
             result = tuple(values) if several else values[0]
         return _finish(result, self.program)
+
+    def _scratch(self, dt: np.dtype) -> dict[str, np.ndarray]:
+        """This thread's intermediate arrays for float type ``dt`` (reused by later calls)."""
+        store = getattr(self._local, dt.char, None)
+        if store is None:
+            store = {}
+            setattr(self._local, dt.char, store)
+        return store
 
     def _buffers(self, out: Any, sizes: dict[str, int], dt: np.dtype,
                  arrays: list[Any]) -> tuple[np.ndarray | None, ...]:
