@@ -10,7 +10,9 @@ from fractions import Fraction
 from ..ir.errors import ProgramError
 from ..ir.expr import (
     Access,
+    Binary,
     Expr,
+    Neg,
     free_indices,
 )
 from ..ir.index import Affine
@@ -36,6 +38,7 @@ from ..plan.normal import (
     unroll_windows,
 )
 from ..plan.poly import ZERO, Poly
+from .reads import _is_zero
 from .reduce import Reductions
 from .values import (
     _ATOM,
@@ -52,7 +55,8 @@ class Codegen(Reductions):
         gens = [iv.name for iv in s.indices]
         py = self.py[s.name]
         shape = self._shape_code([Axis.full(iv) for iv in s.indices]) if gens else "()"
-        terms = expand(s.body, self.names)
+        body, plus_zero = _zero_addend(s.body)
+        terms = expand(body, self.names)
         full = {iv.name: Axis.full(iv) for iv in s.indices}
         risky = False
         plans = []
@@ -63,7 +67,7 @@ class Codegen(Reductions):
         if not gens:
             total = self.to_num(self.combine([t for t, _, _ in plans], {}))
             self.decide("assign", "scalar")
-            self.emit(f"{py} = _dt({total.code})", total.kernels)
+            self.emit(f"{py} = _dt({total.code}){' + 0.0' if plus_zero else ''}", total.kernels)
             self.risky_vars.discard(s.name)
             if total.risky:
                 self.risky_vars.add(s.name)
@@ -112,6 +116,9 @@ class Codegen(Reductions):
                       self.kernel(Fill, n, n, "zero-fill"))
         for t, axes, solved in rest:
             risky |= self.write(py, s, t, axes, solved)
+        if plus_zero:  # IEEE: -0.0 + 0 is +0.0 (the normal form has no literal zero term)
+            n = self.numel_poly(gens, full)
+            self.emit(f"{py} = {py} + 0.0", self.kernel(Elementwise, n, n, "+ 0.0"))
         if risky:
             self.risky_vars.add(s.name)
         self.shapes[s.name] = s.shape
@@ -396,3 +403,13 @@ class Codegen(Reductions):
         return Lowered(src, tuple(self.decisions), fname, dict(self.extras), plan)
 
 
+def _zero_addend(e: Expr) -> tuple[Expr, bool]:
+    """A statement body ``e + 0``, ``0 + e`` or ``0 - e`` as ``e`` (``-e``) and True: the
+    literal zero is added after the terms are written, since IEEE makes ``-0.0 + 0`` +0.0
+    (``e - 0`` is ``e`` exactly: False)."""
+    match e:
+        case Binary("+" | "-" as op, lhs, rhs) if _is_zero(lhs) != _is_zero(rhs):
+            if _is_zero(rhs):
+                return lhs, op == "+"
+            return (rhs if op == "+" else Neg(rhs)), True
+    return e, False
