@@ -214,3 +214,21 @@ def test_a_sum_of_strong_zeros_is_a_strong_zero(source: str, shapes: dict, input
     code now guards such a product by the count of live terms."""
     np.testing.assert_array_equal(_value(source, **inputs), want)
     _agree(source, shapes, {"N": 2}, inputs)
+
+
+def test_the_chain_rule_multiplies_a_stored_zero_adjoint_by_an_infinite_derivative() -> None:
+    """Class 2: ``y = sqrt(x)`` stored, only ``y[1]`` returned. The adjoint of ``y[0]`` is a
+    stored 0.0 and ``sqrt'(0) = inf``: IEEE gives nan for ``d/dx[0]`` (JAX's ``jax.grad(lambda
+    x: jnp.sqrt(x)[1])`` too), though the function does not depend on ``x[0]``. The
+    interpreter, ``optimize=False`` and the optimized gradient (which reruns the unoptimized
+    program: ``1 / sqrt(x)`` is not proven finite at ``x = 0``) agree; away from 0 the
+    optimized gradient is the fast path's."""
+    p = ea.parse("def f(x: [N]):\n    y[i: N] = sqrt(x[i])\n    return y[1]\n")
+    x = np.array([0.0, 4.0, 9.0])
+    want = evaluate(ea.vjp(p, wrt="x"), x=x, ybar=1.0)
+    np.testing.assert_array_equal(want, [np.nan, 0.25, 0.0])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.grad(p, optimize=optimize)(x), want)
+    g = ea.grad(p)
+    np.testing.assert_array_equal(g(np.array([1.0, 4.0, 9.0])), [0.0, 0.25, 0.0])
+    assert g.compiled.fallback.calls == 0
