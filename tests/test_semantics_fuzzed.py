@@ -232,3 +232,22 @@ def test_the_chain_rule_multiplies_a_stored_zero_adjoint_by_an_infinite_derivati
     g = ea.grad(p)
     np.testing.assert_array_equal(g(np.array([1.0, 4.0, 9.0])), [0.0, 0.25, 0.0])
     assert g.compiled.fallback.calls == 0
+
+
+@pytest.mark.xfail(strict=True, reason="open (class 6 of experiments/results/fuzz.md): the "
+                   "strict code masks each part of a difference by the relation and then "
+                   "contracts it with w by einsum, so the relation's strong zero is a plain 0.0 "
+                   "there and 0 * inf = nan")
+def test_a_relation_guards_a_difference_times_an_infinite_weight() -> None:
+    """``Σ_e a[e, i] (x[i] - z[i]) w[e]`` with ``w[0] = inf``: where ``a[e, i]`` is false the
+    term is a strong zero (0), so only ``i = 0`` (a member with ``e = 0``) is inf. Found when
+    a sparse mesh gradient at a self-edge reran its unoptimized program (tests/test_sparse.py)."""
+    src = ("def f(x: [V], z: [V], w: [E], a: rel[E, V]):\n"
+           "    y[i: V] = Sum[e: E](a[e, i] * (x[i] - z[i]) * w[e])\n    return y\n")
+    x, z, w = np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.0, 1.0]), np.array([np.inf, 1.0])
+    a = np.array([[True, False, False], [False, True, True]])
+    want = evaluate(ea.parse(src), x=x, z=z, w=w, a=a)
+    np.testing.assert_array_equal(want, [np.inf, 1.0, 2.0])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.compile(ea.parse(src), optimize=optimize)(x, z, w, a),
+                                      want)
