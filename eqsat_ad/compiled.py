@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .backend.fold import compile_any
+from .backend.guard import with_fallback
 from .frontend.closures import ConstantArrays
 from .ir.errors import EqsatError, EqsatTypeError, ProgramError, ShapeError
 from .ir.outline import outline
@@ -207,7 +208,10 @@ class Compiled:
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
-        stage = _Stage(naive, program, report, _compile(program, self.structured, self.backend),
+        compiled = _compile(program, self.structured, self.backend)
+        if optimize:  # inlining is finite-only: a non-finite call reruns the naive program
+            compiled = with_fallback(compiled, naive, self.structured)
+        stage = _Stage(naive, program, report, compiled,
                        spec, constants if constants is not None and constants.found else None)
         self._stages[key] = stage
         self._forwards[key] = forward

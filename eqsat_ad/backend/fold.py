@@ -25,7 +25,7 @@ from ..ir.printer import print_fold
 from ..ir.program import Fold, Param, Program, Statement, Step
 from . import runtime
 from .numpy import CompiledProgram
-from .runtime import NonFinite, finite, float_type
+from .runtime import NonFinite, finite, finite_result, float_type
 
 
 def compile_any(prog: Program, structured: bool = False) -> Any:
@@ -247,6 +247,8 @@ class FoldProgram:
     def __repr__(self) -> str:
         return f"<FoldProgram {self.program.name}({', '.join(self.program.param_names)})>"
 
+    fallback: Any = None  # optimized code: the unoptimized program's run (backend/guard.py)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         arrays, sizes = bind_arguments(self.program, *args, **kwargs)
         env: dict[str, Any] = dict(arrays)
@@ -256,7 +258,13 @@ class FoldProgram:
                     step.run(env, sizes)
                 else:
                     step.run(env)
-            return self._final.run(env)
+            result = self._final.run(env)
+        if self.fallback is not None and not (
+            finite(*(np.asarray(arrays[p.name]) for p in self.program.params
+                     if p.kind == "tensor")) and finite_result(result)
+        ):  # finite-only rewrites met inf or nan (the bounds do not enter folds: docs)
+            return self.fallback(*args, **kwargs)
+        return result
 
 
 def _needed_after(prog: Program) -> list[set[str]]:

@@ -53,6 +53,7 @@ from ..ir.relations import (
 )
 from ..plan.kernels import Plan
 from . import runtime
+from .guard import keep_structure, proven_finite
 from .statements import Codegen
 from .structured import Outer, Sparse
 from .values import (
@@ -287,7 +288,31 @@ class CompiledProgram:
                                                       sparse=sparse)
         return hit
 
+    fallback: Any = None
+    """For optimized code: the unoptimized program's strict run (:class:`.guard.Fallback`),
+    taken whenever a call meets a non-finite value; None: this code is exact on every value."""
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fallback is not None:
+            try:
+                return self._run(args, kwargs, trust_finite=True)
+            except runtime.NonFinite:
+                want = self.fallback(*args, **kwargs)
+                if not self.structured:
+                    return want
+                return keep_structure(self._run(args, kwargs, force_strict=True), want)
+        return self._run(args, kwargs)
+
+    def strict(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the strict code whatever the arguments (exact on every value)."""
+        return self._run(args, kwargs, force_strict=True)
+
+    def _run(self, args: tuple, kwargs: dict[str, Any], trust_finite: bool = False,
+             force_strict: bool = False) -> Any:
+        """One call. ``trust_finite``: the code holds only where every value is finite (it was
+        optimized with finite-only rewrites): raise :class:`~.runtime.NonFinite` when an
+        argument, a value the code computes (IEEE overflow, division by zero or invalid
+        operation flags) or the result is inf or nan. ``force_strict``: the strict code."""
         key = hit = None
         if not kwargs and len(args) == len(self._param_names) and all(
             type(a) is np.ndarray for a in args
@@ -313,6 +338,13 @@ class CompiledProgram:
             # (a relation given as numbers is checked to hold 0/1 at every call: not cached)
             if key is not None and not relation_cast and len(self._by_arrays) < 64:
                 self._by_arrays[key] = (fn, check, sizes, casts)
+        if trust_finite:
+            if not proven_finite(self.fallback, self.program, arrays, sizes):
+                raise runtime.NonFinite("the unoptimized program may meet inf or nan")
+            return _finish(_trusted(fn, arrays), self.program)
+        if force_strict and check:
+            fn = self.function_for(arrays, sizes, strict=True)[0]
+            check = False
         with np.errstate(all="ignore"):
             if check:
                 # The fast code trusts the parameters it reads to be finite (it guards only
@@ -327,6 +359,23 @@ class CompiledProgram:
                 fn = self.function_for(arrays, sizes, strict=True)[0]
             result = fn(*arrays)
         return _finish(result, self.program)
+
+
+def _trusted(fn: Any, arrays: Sequence[Any]) -> Any:
+    """``fn(*arrays)`` when every value it computes and its result are finite; raises
+    :class:`~.runtime.NonFinite` otherwise. (With finite arguments, an inf or nan comes from an
+    IEEE operation that raises the overflow, division-by-zero or invalid flag, which NumPy turns
+    into an exception here, so a nan a comparison or ``np.where`` hides later is seen where it
+    is made: a different order of operations in the optimized code that overflows where the
+    unoptimized program does not.)"""
+    try:
+        with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
+            result = fn(*arrays)
+    except FloatingPointError:
+        raise runtime.NonFinite("a computed value is inf or nan") from None
+    if not runtime.finite_result(result):
+        raise runtime.NonFinite("the result holds inf or nan")
+    return result
 
 
 class _Slow(Exception):

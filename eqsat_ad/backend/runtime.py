@@ -154,6 +154,19 @@ def finite(*arrays: np.ndarray) -> bool:
     return all(bool(np.isfinite(a).all()) for a in arrays)
 
 
+def finite_result(result: object) -> bool:
+    """Whether a generated function's result (an array, a number, a structured output or a
+    tuple of them) holds only finite values."""
+    if isinstance(result, tuple):
+        return all(finite_result(r) for r in result)
+    if isinstance(result, Outer):
+        return finite(*(np.asarray(f) for f in result.factors))
+    if isinstance(result, Sparse):
+        return finite(np.asarray(result.values))
+    a = np.asarray(result)
+    return a.dtype.kind not in "fc" or bool(np.isfinite(a).all())
+
+
 class NonFinite(ArithmeticError):
     """A checked result holds inf/nan: the fast code's assumption that its inputs are finite
     may not hold, so the caller reruns the strict (strong-zero everywhere) code."""

@@ -10,7 +10,9 @@ from fractions import Fraction
 from ..ir.errors import ProgramError
 from ..ir.expr import (
     Access,
+    Binary,
     Expr,
+    Neg,
     free_indices,
 )
 from ..ir.index import Affine, IndexVar
@@ -40,6 +42,7 @@ from ..plan.poly import ZERO, Poly
 from ..plan.split import SplitPrice, inline_small_arrays, split_price
 from ..plan.windows import unroll_windows
 from .loops import Loops, _calls
+from .reads import _is_zero
 from .reduce import Reductions
 from .values import (
     _ATOM,
@@ -53,15 +56,19 @@ class Codegen(Loops, Reductions):
     def statement(self, s: Statement) -> None:
         self.stmt = s.name
         self.emit(f"# {print_statement(s)}")
-        terms = expand(s.body, self.names)
-        if not self.statement_split(s, terms):
-            self.lower_terms(s, terms)
+        body, plus_zero = _zero_addend(s.body)
+        terms = expand(body, self.names)
+        # (a literal zero addend is added after the writes: such a statement is not split)
+        if plus_zero or not self.statement_split(s, terms):
+            self.lower_terms(s, terms, plus_zero=plus_zero)
 
     def full_axis(self, iv: IndexVar) -> Axis:
         return Axis.full(iv)
 
-    def lower_terms(self, s: Statement, terms: list[Term], more: bool = False) -> None:
-        """Write ``terms`` into ``s``'s array (``more``: other writes into it follow)."""
+    def lower_terms(self, s: Statement, terms: list[Term], more: bool = False,
+                    plus_zero: bool = False) -> None:
+        """Write ``terms`` into ``s``'s array (``more``: other writes into it follow;
+        ``plus_zero``: then add a literal 0.0, as IEEE does to a -0.0)."""
         gens = [iv.name for iv in s.indices]
         py = self.py[s.name]
         shape = self._shape_code([Axis.full(iv) for iv in s.indices]) if gens else "()"
@@ -75,7 +82,7 @@ class Codegen(Loops, Reductions):
         if not gens:
             total = self.to_num(self.combine([t for t, _, _ in plans], {}))
             self.decide("assign", "scalar")
-            self.emit(f"{py} = _dt({total.code})", total.kernels)
+            self.emit(f"{py} = _dt({total.code}){' + 0.0' if plus_zero else ''}", total.kernels)
             self.risky_vars.discard(s.name)
             if total.risky:
                 self.risky_vars.add(s.name)
@@ -124,6 +131,9 @@ class Codegen(Loops, Reductions):
                       self.kernel(Fill, n, n, "zero-fill"))
         for t, axes, solved in rest:
             risky |= self.write(py, s, t, axes, solved)
+        if plus_zero:  # IEEE: -0.0 + 0 is +0.0 (the normal form has no literal zero term)
+            n = self.numel_poly(gens, full)
+            self.emit(f"{py} = {py} + 0.0", self.kernel(Elementwise, n, n, "+ 0.0"))
         if risky:
             self.risky_vars.add(s.name)
         self.shapes[s.name] = s.shape
@@ -435,3 +445,13 @@ class Codegen(Loops, Reductions):
         return Lowered(src, tuple(self.decisions), fname, dict(self.extras), plan)
 
 
+def _zero_addend(e: Expr) -> tuple[Expr, bool]:
+    """A statement body ``e + 0``, ``0 + e`` or ``0 - e`` as ``e`` (``-e``) and True: the
+    literal zero is added after the terms are written, since IEEE makes ``-0.0 + 0`` +0.0
+    (``e - 0`` is ``e`` exactly: False)."""
+    match e:
+        case Binary("+" | "-" as op, lhs, rhs) if _is_zero(lhs) != _is_zero(rhs):
+            if _is_zero(rhs):
+                return lhs, op == "+"
+            return (rhs if op == "+" else Neg(rhs)), True
+    return e, False

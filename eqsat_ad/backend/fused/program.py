@@ -31,6 +31,7 @@ from ...ir.expr import Access, Expr, accessed_names
 from ...ir.index import Affine, dim_str, dim_value
 from ...ir.program import Param, Program, Statement
 from ...plan.poly import ZERO, Poly
+from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .interior import Index
 from .loops import HELPERS, LoopWriter, Unsupported
@@ -412,6 +413,8 @@ class NumbaProgram:
                 self._modules[key] = mod
         return mod
 
+    fallback: Any = None  # optimized code: the unoptimized program's run (backend/guard.py)
+
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
         """Run the program. ``out``: an array (a tuple of arrays or None, one per output, for a
         program returning a tuple) of the result's shape and float type to write into; it
@@ -438,6 +441,9 @@ class NumbaProgram:
                                  self._scratch(dt))
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 self.compile_seconds[dt.char] = time.perf_counter() - start
+            if self.fallback is not None and not trusted(
+                    self.fallback, self.program, arrays, sizes, result):
+                result = self.fallback(*args, **kwargs)  # finite-only rewrites met inf/nan
         if any(b is not None for b in bufs):
             several = self.program.returns_tuple
             values = list(result) if several else [result]

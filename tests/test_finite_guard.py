@@ -1,0 +1,153 @@
+"""Optimized code is a fast path (backend/guard.py): statement inlining is finite-only, so a call
+is kept only where the unoptimized program is proven finite (interval bounds, ir/bounds.py) and
+the optimized code computed no inf/nan; otherwise the unoptimized program reruns. Class 1 of
+experiments/results/fuzz.md."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.fuzz.case import draw_inputs
+from eqsat_ad.fuzz.index_gen import generate_index
+from eqsat_ad.ir.bounds import program_is_finite
+from eqsat_ad.ir.expr import Access
+from eqsat_ad.ir.index import dim_value
+from eqsat_ad.ir.interpreter import evaluate
+from eqsat_ad.ir.program import Program
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def _fallbacks(c: ea.Compiled) -> int:
+    return c.compiled.fallback.calls
+
+
+def test_a_stored_zero_times_nan_reruns_the_unoptimized_program() -> None:
+    """``t0[N]`` reads outside ``t0``: a stored 0.0, so ``t0[N] * nan`` is nan in the
+    interpreter; the optimizer inlines the read as a false bracket (a strong zero: 0)."""
+    src = ("def f(A1: [M, N]):\n    t0[i: N] = 1.0\n"
+           "    t1[i: 3, j: N] = softplus(A1[M - 1 - j, j + i] ** 0.5)\n"
+           "    return t0[N] * t1[1, 1]\n")
+    prog = ea.parse(src)
+    a1 = np.array([[1.06, 1.09, -0.47], [1.22, -1.47, 1.72]])
+    assert np.isnan(evaluate(prog, A1=a1))
+    c = ea.compile(prog)
+    assert np.isnan(c(a1))
+    assert _fallbacks(c) == 1
+    assert c(np.abs(a1)) == 0.0 and _fallbacks(c) == 1  # proven finite: the fast path
+
+
+def test_the_gradient_through_a_stored_seed_follows_the_interpreter() -> None:
+    """``log(log(x))[0]`` at ``x = [1, 1]``: the adjoint seed ``(i == 0) * 1`` is stored, so its
+    0.0 at i = 1 times ``log'(log(1)) = inf`` is nan (JAX gives ``[inf, nan]`` too)."""
+    g = ea.grad(ea.parse("def f(x: [N]):\n    y[i: N] = log(log(x[i]))\n    return y[0]\n"))
+    x = np.array([1.0, 1.0])
+    np.testing.assert_array_equal(g(x), [np.inf, np.nan])
+    np.testing.assert_allclose(g(np.array([2.0, 3.0])), [1 / (2 * np.log(2)), 0.0])
+    assert _fallbacks(g) == 1
+
+
+def test_a_nan_hidden_by_a_comparison_is_not_trusted() -> None:
+    """The unoptimized program's nan (a stored 0.0 times ``log(0)``) disappears in a data
+    comparison, so the result is finite either way and only the bounds can tell: ``log`` of an
+    argument that may be 0 is not proven finite, and the unoptimized program reruns."""
+    src = ("def f(x: [N]):\n    t[i: N] = (i == 0) * 1\n    u[i: N] = t[i] * log(x[i])\n"
+           "    return Sum[i: N](ge(u[i], 0))\n")
+    prog = ea.parse(src)
+    x = np.array([2.0, 0.0])
+    want = evaluate(prog, x=x)
+    assert want == 1.0  # ge(nan, 0) is false
+    assert ea.compile(prog)(x) == want
+    assert ea.compile(prog, optimize=False)(x) == want
+
+
+def test_finite_calls_of_the_sweep_kind_stay_on_the_fast_path() -> None:
+    """Softened potentials, logsumexp and a tanh layer are proven finite for ordinary inputs:
+    no call falls back."""
+    def nbody(x, m):
+        d = x[:, None, :] - x[None, :, :]
+        r2 = np.sum(d * d, axis=2) + 0.01
+        return np.sum(m[:, None] * m[None, :] / np.sqrt(r2))
+
+    def mlp(X, W, y):
+        r = np.tanh(X @ W) - y
+        return np.sum(r * r)
+
+    lse = ea.parse("def lse(x: [B, N], w: [B]):\n    s[b: B] = log(Sum[n: N](exp(x[b, n])))\n"
+                   "    return Sum[b: B](w[b] * s[b])\n")
+    rng = np.random.default_rng(0)
+    g = ea.grad(nbody, wrt="x")
+    g(rng.standard_normal((6, 3)), rng.random(6) + 0.5)
+    assert _fallbacks(g) == 0
+    g = ea.grad(mlp, wrt="W")
+    g(rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal((4, 2)))
+    assert _fallbacks(g) == 0
+    g = ea.grad(lse)
+    g(rng.standard_normal((3, 5)), rng.standard_normal(3))
+    assert _fallbacks(g) == 0
+
+
+def test_non_finite_arguments_rerun_the_unoptimized_program() -> None:
+    g = ea.grad(ea.parse("def f(x: [N]):\n    return Sum[i: N](x[i] * x[i])\n"))
+    np.testing.assert_array_equal(g(np.array([np.inf, 1.0])), [np.inf, 2.0])
+    assert _fallbacks(g) == 1
+
+
+@pytest.mark.parametrize("src, ranges, sizes, proven", [
+    ("def f(x: [N]):\n    return Sum[i: N](1 / sqrt(x[i] * x[i] + 0.01))\n",
+     {"x": (-3.0, 3.0)}, {"N": 4}, True),
+    ("def f(x: [N]):\n    return Sum[i: N](1 / x[i])\n", {"x": (-3.0, 3.0)}, {"N": 4}, False),
+    ("def f(x: [N]):\n    return Sum[i: N](1 / x[i])\n", {"x": (0.5, 3.0)}, {"N": 4}, False),
+    ("def f(x: [N]):\n    y[i: N] = 1 / (1 + exp(x[i]))\n    return y\n",
+     {"x": (-3.0, 3.0)}, {"N": 4}, True),
+    ("def f(x: [N]):\n    return Sum[i: N](exp(x[i]))\n", {"x": (0.0, 800.0)}, {"N": 4}, False),
+    ("def f(x: [N]):\n    return Sum[i: N](x[i] ** 0.5)\n", {"x": (-1.0, 2.0)}, {"N": 4}, False),
+    ("def f(x: [N]):\n    return Sum[i: N](x[i] ** 3)\n", {"x": (-1e200, 2.0)}, {"N": 4}, False),
+    ("def f(x: [N]):\n    return Sum[i: N](log(x[i] ** 2 + 1))\n", {"x": (-5.0, 2.0)}, {"N": 4},
+     True),
+])
+def test_interval_bounds(src: str, ranges: dict, sizes: dict, proven: bool) -> None:
+    """``1 / x`` with x in [0.5, 3] is not proven: a read outside ``x`` is 0."""
+    assert program_is_finite(ea.parse(src), ranges, sizes) is proven
+
+
+def _every_statement(prog: Program) -> Program:
+    names = tuple(s.name for s in prog.statements)
+    return Program(prog.params, prog.statements, (*prog.outputs, *(Access(n) for n in names)),
+                   True, prog.name)
+
+
+def test_interval_bounds_are_sound_on_generated_programs() -> None:
+    """Where the bounds prove a program finite, the interpreter finds every statement, output
+    and naive adjoint value finite (the fuzzer's index programs, finite and extreme inputs)."""
+    rng = np.random.default_rng(12)
+    proven = 0
+    for _ in range(60):
+        case = generate_index(rng)
+        prog = ea.parse(case.source)
+        progs = [prog]
+        floats = [p.name for p in prog.params if p.kind == "tensor"]
+        if floats and not prog.returns_tuple:
+            try:
+                progs.append(ea.vjp(prog, wrt=floats))
+            except ea.EqsatError:
+                pass
+        for kind in ("finite", "extreme"):
+            inputs = draw_inputs(case, kind, rng)
+            ranges = {n: (float(np.min(v, initial=0)), float(np.max(v, initial=0)))
+                      for n, v in inputs.items() if n not in case.relations}
+            for p in progs:
+                args: dict = dict(inputs)
+                for q in p.params:  # the cotangent: ones (within the bounds given to none)
+                    if q.name not in args:
+                        args[q.name] = np.ones([dim_value(d, case.sizes) for d in q.shape])
+                        ranges[q.name] = (1.0, 1.0)
+                if not program_is_finite(p, ranges, dict(case.sizes)):
+                    continue
+                proven += 1
+                values = evaluate(_every_statement(p), **args)
+                for v in values:
+                    assert np.all(np.isfinite(np.asarray(v, dtype=float))), case.source
+    assert proven >= 20
