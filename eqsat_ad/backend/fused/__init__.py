@@ -1,6 +1,8 @@
 """The fused loop backend: Tensor SSA statements as scalar loop nests compiled by Numba.
 
-:mod:`.loops` writes a statement's loop nest (:mod:`.scans`: its running sums),
+:mod:`.loops` writes a statement's loop nest (:mod:`.scans`: its running sums,
+:mod:`.interior`: edge / interior partitions, :mod:`.tiles`: sums interchanged with tiles of
+the innermost output loop),
 :mod:`.schedule` decides what runs as loops, what stays a NumPy call and which producers fuse
 into their consumers, :mod:`.program` writes the module, loads it through Numba's on-disk cache
 and runs it. Numba is an optional dependency
