@@ -237,6 +237,11 @@ class Reductions(Gathers):
         vals = [self.to_num(v) for v in vals]
         if not vals:
             return Value(_num(coef), (), prec=_ATOM if coef >= 0 else _UNARY)
+        if coef != 1 and math.isfinite(coef) and len(vals) > 1 and not vals[0].axes:
+            # a coefficient times a number first: no pass of its own over the array
+            vals[0] = self.binop("*", Value(_num(coef), (), prec=_ATOM if coef >= 0 else _UNARY),
+                                 vals[0], grid)
+            coef = 1.0
         out = vals[0]
         for v in vals[1:]:
             out = self.binop("*", out, v, grid)
