@@ -151,3 +151,23 @@ def test_interval_bounds_are_sound_on_generated_programs() -> None:
                 for v in values:
                     assert np.all(np.isfinite(np.asarray(v, dtype=float))), case.source
     assert proven >= 20
+
+
+def test_the_numba_backend_reruns_the_unoptimized_program_too() -> None:
+    """Compiled loops cannot watch their intermediate values: the Numba backend keeps a call
+    where the unoptimized program is proven finite and the result is finite."""
+    pytest.importorskip("numba")
+    p = ea.parse("def f(x: [N]):\n    y[i: N] = log(log(x[i]))\n    return y[0]\n")
+    g = ea.grad(p, backend="numba")
+    np.testing.assert_array_equal(g(np.array([1.0, 1.0])), [np.inf, np.nan])
+    np.testing.assert_allclose(g(np.array([2.0, 3.0])), [1 / (2 * np.log(2)), 0.0])
+    assert g.compiled.fallback.calls == 1
+
+
+def test_an_empty_call_reruns_the_unoptimized_program() -> None:
+    """At N = 0 a call is evaluated by the interpreter: of the unoptimized program, whose
+    ``t1[N]`` is a stored (out-of-range) 0.0, so ``/ 0.0`` is nan."""
+    p = ea.parse("def f(A: [N, N]):\n    t1[i: N] = 1.0\n    return t1[N] / 0.0\n")
+    a = np.zeros((0, 0))
+    assert np.isnan(evaluate(p, A=a))
+    assert np.isnan(ea.compile(p)(a))

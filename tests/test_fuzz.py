@@ -354,6 +354,9 @@ KNOWN_REPRODUCERS = {
     "s2027_gradient_numpy_grad_002.py":
         "optimizer (statement inlining): the gradient of A ** 4 read at one row, A holding "
         "1e300: the stored adjoint 0.0 times an overflowed local derivative",
+    "s2027b_nan_pattern_index_compile_010.py":
+        "optimizer (statement inlining) at N = 0: t1[N] / 0.0 with t1 empty: the empty call "
+        "evaluated the optimized program (the inlined bracket's 0 / 0.0 = 0), not the original",
 }
 
 
@@ -376,6 +379,7 @@ FIXED_REPRODUCERS = frozenset({
     "s2027_nan_pattern_numpy_compile_000.py",
     "s2027_gradient_index_grad_001.py",
     "s2027_gradient_numpy_grad_002.py",
+    "s2027b_nan_pattern_index_compile_010.py",
 })
 
 

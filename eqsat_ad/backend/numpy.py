@@ -289,8 +289,9 @@ class CompiledProgram:
         return hit
 
     fallback: Any = None
-    """For optimized code: the unoptimized program's strict run (:class:`.guard.Fallback`),
-    taken whenever a call meets a non-finite value; None: this code is exact on every value."""
+    """For optimized code: the unoptimized program's run (:class:`.guard.Fallback`), taken
+    whenever a call is not proven finite (docs/semantics.md, "Optimized code is a fast path");
+    None: this code is exact on every value."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.fallback is not None:
@@ -302,10 +303,6 @@ class CompiledProgram:
                     return want
                 return keep_structure(self._run(args, kwargs, force_strict=True), want)
         return self._run(args, kwargs)
-
-    def strict(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the strict code whatever the arguments (exact on every value)."""
-        return self._run(args, kwargs, force_strict=True)
 
     def _run(self, args: tuple, kwargs: dict[str, Any], trust_finite: bool = False,
              force_strict: bool = False) -> Any:
@@ -326,6 +323,8 @@ class CompiledProgram:
         else:
             arrays, sizes = self.bind(*args, **kwargs)
             if 0 in sizes.values():
+                if trust_finite:  # (this program's inlined reads are no reference there)
+                    raise runtime.NonFinite("empty tensors: the unoptimized program decides")
                 # Empty tensors: nothing to compute fast; the interpreter defines the zeros.
                 from ..ir.interpreter import evaluate
 
