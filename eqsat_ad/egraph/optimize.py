@@ -413,4 +413,5 @@ def _rewrites_on_path(ex: Extractor, files: Sequence[RuleFile], chosen: Program,
     snap = ex.snap
     nodes = chosen_nodes(snap, found[1].walks(), node_children)
     candidates = [r for r in rewrites(files) if fired.get(r[0], 0) > 0]
-    return rules_on_path(snap, nodes, input_nodes(snap, ex.enc.text), candidates)
+    trace = rules_on_path(snap, nodes, input_nodes(snap, ex.enc.text), candidates)
+    return trace.rules, trace.cut

@@ -23,12 +23,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
+from typing import NamedTuple
 
 from .check_instances import SIGS, SExp, parse_sexps, rule_name
 from .rules import RuleFile
 from .saturate import Snapshot
 
-__all__ = ["MATCH_BUDGET", "PathCut", "Rewrite", "input_nodes", "rewrites", "rules_on_path"]
+__all__ = ["MATCH_BUDGET", "PathTrace", "Rewrite", "input_nodes", "rewrites", "rules_on_path"]
 
 CLASS_SORTS = frozenset({"E", "Lin", "IL", "Pred"})
 E_HEADS = frozenset(name for name, (sort, _) in SIGS.items() if sort == "E")
@@ -119,9 +120,9 @@ class _Matcher:
         self._shape: dict[tuple[int, int], bool] = {}
 
     def _step(self) -> None:
-        self.steps += 1
-        if self.steps > self.budget:
+        if self.steps >= self.budget:
             raise PathCut(f"path trace cut after {self.budget} match steps")
+        self.steps += 1
 
     def fits(self, pat: SExp, c: int) -> bool:
         """Whether some node of class ``c`` has the shape of ``pat`` (variables unbound): a
@@ -253,14 +254,22 @@ reading back the path is a report nicety and never dominates a first call; past 
 trace is cut, and the report's "rewrites:" line says so. Sweep programs take at most ~11,000."""
 
 
+class PathTrace(NamedTuple):
+    """What :func:`rules_on_path` read: the rules, whether the budget cut it, steps taken."""
+
+    rules: list[str]
+    cut: bool
+    steps: int
+
+
 def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
-                  rules: Sequence[Rewrite], budget: float = MATCH_BUDGET,
-                  ) -> tuple[list[str], bool]:
+                  rules: Sequence[Rewrite], budget: float = MATCH_BUDGET) -> PathTrace:
     """The names of ``rules`` that made a node of the extracted term (the ``chosen`` e-nodes
     that are not ``inputs``, or input nodes a rewrite moved into another input node's class):
     the rule's right side matches the node and its left side the node's class under the same
-    variables. In the order of ``rules``; with whether the trace was cut: past ``budget`` match
-    steps (nodes tried) the rules found so far are returned and the rest not looked for.
+    variables. In the order of ``rules``; with whether the trace was cut (the budget of match
+    steps, nodes tried, ran out: the rules found so far are listed, the rest not looked for)
+    and the steps taken (never more than ``budget``).
 
     Only the last rewrite at each node is seen: earlier steps (``[j >= 0]`` became 1 before
     ``1 * e`` became ``e``) left no node in the result. Tracing the left side's nodes back in
@@ -275,7 +284,7 @@ def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
     except PathCut:
         cut = True
     names = list(dict.fromkeys(r[0] for r in rules))
-    return [n for n in names if n in on], cut
+    return PathTrace([n for n in names if n in on], cut, m.steps)
 
 
 def _trace(m: _Matcher, chosen: set[int], inputs: set[int], rules: Sequence[Rewrite],
