@@ -111,13 +111,21 @@ class _Matcher:
     def __init__(self, snap: Snapshot, budget: float = float("inf")) -> None:
         self.all = list(snap.nodes) + list(getattr(snap, "subsumed", ()))
         self.nodes_of: dict[int, list[int]] = {}
-        self.by_head: dict[tuple[int, str], list[int]] = {}
-        for k, (op, c, _) in enumerate(self.all):
+        self._heads: dict[int, dict[str, list[int]]] = {}  # per class, built when first matched
+        for k, (_, c, _) in enumerate(self.all):
             self.nodes_of.setdefault(c, []).append(k)
-            self.by_head.setdefault((c, op), []).append(k)
         self.budget = budget
         self.steps = 0
         self._shape: dict[tuple[int, int], bool] = {}
+
+    def headed(self, c: int, head: str) -> list[int]:
+        """The nodes of class ``c`` whose constructor is ``head``."""
+        heads = self._heads.get(c)
+        if heads is None:
+            heads = self._heads[c] = {}
+            for k in self.nodes_of.get(c, ()):
+                heads.setdefault(self.all[k][0], []).append(k)
+        return heads.get(head, [])
 
     def _step(self) -> None:
         if self.steps >= self.budget:
@@ -135,7 +143,7 @@ class _Matcher:
         key = (id(pat), c)
         hit = self._shape.get(key)
         if hit is None:
-            hit = any(self._fits_node(pat, k) for k in self.by_head.get((c, head), ()))
+            hit = any(self._fits_node(pat, k) for k in self.headed(c, head))
             self._shape[key] = hit
         return hit
 
@@ -172,7 +180,7 @@ class _Matcher:
             return
         if not self.fits(pat, c):
             return
-        for k in self.by_head.get((c, head), ()):
+        for k in self.headed(c, head):
             yield from self.at_node(pat, k, env)
 
     def at_node(self, pat: list, k: int, env: Env) -> Iterator[Env]:
@@ -254,6 +262,10 @@ reading back the path is a report nicety and never dominates a first call; past 
 trace is cut, and the report's "rewrites:" line says so. Sweep programs take at most ~11,000."""
 
 
+_DIRECT = 4
+"""Right-side matches at a node checked one by one before the join takes over."""
+
+
 class PathTrace(NamedTuple):
     """What :func:`rules_on_path` read: the rules, whether the budget cut it, steps taken."""
 
@@ -304,22 +316,28 @@ def _trace(m: _Matcher, chosen: set[int], inputs: set[int], rules: Sequence[Rewr
         c = m.all[k][1]
         input_classes[c] = input_classes.get(c, 0) + 1
     results = chosen - inputs | {k for k in chosen & inputs if input_classes[m.all[k][1]] > 1}
-    # a hash join: the left side's matches at a class (memoized), keyed by the variables both
-    # sides bind, against the right side's at the node; nested loops took their product
+    # the right side's matches at the node, each looked for in the node's class (the left side
+    # bound by it); past a few, a hash join against the left side's matches there (memoized),
+    # keyed by the variables both sides bind: nested loops took the product of the two
     left: dict[tuple[int, int], set[tuple]] = {}
     for k in sorted(results):
         op, c, _ = m.all[k]
         for name, lhs, rhs in by_head.get(op, ()):
             if name in on or not m.fits(lhs, c):
                 continue
-            shared = sorted(_variables(lhs) & _variables(rhs))
-            keys = left.get((id(lhs), c))
-            if keys is None:
-                keys = left[id(lhs), c] = {
-                    tuple(e[v] for v in shared) for e in m.at_class(lhs, c, {})}
-            if keys and any(tuple(e[v] for v in shared) in keys
-                            for e in m.at_node(rhs, k, {})):
-                on.add(name)
+            for i, env in enumerate(m.at_node(rhs, k, {})):
+                if i < _DIRECT:
+                    found = next(m.at_class(lhs, c, env), None) is not None
+                else:
+                    shared = sorted(_variables(lhs) & _variables(rhs))
+                    keys = left.get((id(lhs), c))
+                    if keys is None:
+                        keys = left[id(lhs), c] = {
+                            tuple(e[v] for v in shared) for e in m.at_class(lhs, c, {})}
+                    found = tuple(env[v] for v in shared) in keys
+                if found:
+                    on.add(name)
+                    break
     # a rewrite to a bare variable (1 * a -> a): the class of a chosen node holds its left side
     # with the variable bound to the class itself, through a node extraction did not choose
     for c in sorted({m.all[k][1] for k in chosen}):
@@ -327,7 +345,7 @@ def _trace(m: _Matcher, chosen: set[int], inputs: set[int], rules: Sequence[Rewr
             if name in on or not isinstance(lhs, list) or not m.fits(lhs, c):
                 continue
             if any(next(m.at_node(lhs, n, {var: c}), None) is not None
-                   for n in m.by_head.get((c, lhs[0]), ()) if n not in chosen):
+                   for n in m.headed(c, lhs[0]) if n not in chosen):
                 on.add(name)
 
 
