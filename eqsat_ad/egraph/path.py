@@ -44,23 +44,29 @@ Env = dict[str, object]
 
 def rewrites(files: Sequence[RuleFile]) -> list[Rewrite]:
     """The expression rewrites of the rule files, as (name, lhs, rhs) patterns."""
+    return [r for f in files for r in _file_rewrites(f.text)]
+
+
+@functools.lru_cache(maxsize=64)
+def _file_rewrites(text: str) -> tuple[Rewrite, ...]:
+    """A rule file's rewrites, parsed once per text (every optimization reads them; the
+    patterns are never changed)."""
     out: list[Rewrite] = []
-    for f in files:
-        for cmd in parse_sexps(f.text):
-            if not isinstance(cmd, list) or not cmd:
-                continue
-            if cmd[0] in ("rewrite", "birewrite") and _is_e(cmd[1]):
-                out.append((rule_name(cmd), cmd[1], cmd[2]))
-                if cmd[0] == "birewrite":
-                    out.append((rule_name(cmd), cmd[2], cmd[1]))
-            elif cmd[0] == "rule":
-                bound = {q[1]: q[2] for q in cmd[1]
-                         if isinstance(q, list) and len(q) == 3 and q[0] == "=" and _is_e(q[2])}
-                for act in cmd[2]:
-                    if isinstance(act, list) and len(act) == 3 and act[0] == "union" and (
-                            act[1] in bound):
-                        out.append((rule_name(cmd), bound[act[1]], act[2]))
-    return out
+    for cmd in parse_sexps(text):
+        if not isinstance(cmd, list) or not cmd:
+            continue
+        if cmd[0] in ("rewrite", "birewrite") and _is_e(cmd[1]):
+            out.append((rule_name(cmd), cmd[1], cmd[2]))
+            if cmd[0] == "birewrite":
+                out.append((rule_name(cmd), cmd[2], cmd[1]))
+        elif cmd[0] == "rule":
+            bound = {q[1]: q[2] for q in cmd[1]
+                     if isinstance(q, list) and len(q) == 3 and q[0] == "=" and _is_e(q[2])}
+            for act in cmd[2]:
+                if isinstance(act, list) and len(act) == 3 and act[0] == "union" and (
+                        act[1] in bound):
+                    out.append((rule_name(cmd), bound[act[1]], act[2]))
+    return tuple(out)
 
 
 def _is_e(p: SExp) -> bool:
