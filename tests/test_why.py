@@ -271,3 +271,79 @@ def test_path_candidates_are_the_expression_rewrites_of_the_rule_files():
     assert {"mul-comm", "sum-elim", "one-mul", "scan-prefix-lo", "scan-band"} <= names
     assert not names & {"int-lin-term", "scan-lo-ge", "nonneg-const", "lattice-access"}
     assert names <= expression_rules(None)
+
+
+def _join_snapshot(n: int):
+    """An e-graph where ``(Mul a (Add b c)) -> (Add (Mul a b) c)`` has one instance among n
+    candidates on each side: the root class R holds ``Mul(L_i, T)`` (T holds ``Add(M_last, C)``)
+    and the chosen ``Add(P, C)``; P holds ``Mul(L_i, M_i)``. Nested loops over the two sides'
+    matches take n² steps, a join of them about n."""
+    from eqsat_ad.egraph.saturate import Snapshot
+
+    nodes: list[tuple[str, int, tuple]] = []
+    leaf = iter(range(1000, 10**6))
+
+    def num(v: float) -> int:
+        c = next(leaf)
+        nodes.append(("Num", c, (v,)))
+        return c
+
+    R, P, T, C = 0, 1, 2, 3
+    ls = [num(float(i)) for i in range(n)]
+    ms = [num(-1.0 - i) for i in range(n)]
+    nodes.append(("Add", T, (ms[-1], C)))
+    nodes.append(("Num", C, (0.5,)))
+    nodes += [("Mul", R, (li, T)) for li in ls]
+    nodes += [("Mul", P, (li, mi)) for li, mi in zip(ls, ms, strict=True)]
+    nodes.append(("Add", R, (P, C)))
+    sort = {c: "E" for _, c, _ in nodes}
+    return Snapshot(nodes=nodes, sort=sort), len(nodes) - 1
+
+
+REASSOCIATE = [
+    ("r", ["Mul", "a", ["Add", "b", "c"]], ["Add", ["Mul", "a", "b"], "c"]),
+    ("never", ["Mul", "a", ["Mul", "b", "c"]], ["Add", ["Mul", "a", "c"], "b"]),
+]
+
+
+def test_path_reading_joins_the_two_sides_and_is_bounded_by_its_budget():
+    from eqsat_ad.egraph.path import MATCH_BUDGET, rules_on_path
+
+    traces = {}
+    for n in (200, 400):
+        snap, root = _join_snapshot(n)
+        traces[n] = rules_on_path(snap, {root}, set(), REASSOCIATE)
+        assert traces[n].rules == ["r"] and not traces[n].cut  # the one instance is found
+    # linear in the class sizes (nested loops over both sides' matches would be 4x)
+    assert traces[200].steps < 10 * 200 and traces[400].steps <= 2.2 * traces[200].steps
+    assert traces[400].steps < MATCH_BUDGET
+    snap, root = _join_snapshot(400)
+    for budget in (1, 50, traces[400].steps // 2, traces[400].steps - 1):
+        cut = rules_on_path(snap, {root}, set(), REASSOCIATE, budget=budget)
+        assert cut.cut and cut.steps <= budget and set(cut.rules) <= {"r"}
+        assert budget > 50 or cut.rules == []  # cut before the instance was reached
+
+
+def test_a_cut_trace_says_so_in_the_report():
+    from eqsat_ad.cost.report import CostReport, SaturationStats
+
+    naive = ea.parse("""
+def f(x: [N]):
+    return Sum[i: N](2 * x[i])
+""")
+    opt = ea.parse("""
+def f(x: [N]):
+    return 2 * Sum[i: N](x[i])
+""")
+
+    def line(**kw) -> str | None:
+        stats = SaturationStats(stop_reason="saturated", **kw)
+        report = CostReport.build(naive, opt, {"N": 8}, stats)
+        return next((w for w in report.why() if w.startswith("rewrites:")), None)
+
+    assert line(path=("factor-out-of-sum",)) == "rewrites: factor-out-of-sum"
+    assert line(path=("factor-out-of-sum",), path_cut=True) == (
+        "rewrites: factor-out-of-sum (trace cut at budget)")
+    assert line(path=(), path_cut=True) == "rewrites: (trace cut at budget)"
+    assert line(path=()) is None
+    assert SaturationStats(path_cut=True).to_dict()["path_cut"] is True

@@ -53,6 +53,8 @@ class SaturationStats:
     path: tuple[str, ...] | None = None
     """The rewrites on the path from the naive term to the extracted one (an instance of each
     is in the extracted term, see :mod:`eqsat_ad.egraph.path`); None where unknown."""
+    path_cut: bool = False
+    """Whether reading back the path stopped at its budget (``path`` then lists only some)."""
 
     STOP_REASONS: ClassVar[tuple[str, ...]] = (
         "saturated", "iteration limit", "node limit", "time limit", "not run",
@@ -94,6 +96,7 @@ class SaturationStats:
             "stop_reason": self.stop_reason,
             "rule_counts": dict(self.rule_counts),
             "path": None if self.path is None else list(self.path),
+            "path_cut": self.path_cut,
             "note": self.note,
         }
 
@@ -311,8 +314,11 @@ class CostReport:
                 out.append(f"{name}: removed (read where it is used), was {b.big_o}")
         fired = list(self.stats.path) if self.stats.path is not None else [
             k for k, _ in sorted(self.stats.rule_counts.items(), key=lambda kv: -kv[1])]
-        if fired:
-            out.append("rewrites: " + ", ".join(fired[:8]) + (", ..." if len(fired) > 8 else ""))
+        listed = ", ".join(fired[:8]) + (", ..." if len(fired) > 8 else "")
+        if self.stats.path_cut:  # the budget stopped the reading: only some are listed
+            listed = f"{listed} (trace cut at budget)".lstrip()
+        if listed:
+            out.append("rewrites: " + listed)
         return out
 
     # --- output --------------------------------------------------------------------------------

@@ -345,6 +345,7 @@ def _optimize(
         return fallback[0]
 
     path: tuple[str, ...] = ()
+    path_cut = False
     if result is prog:  # the input kept, nothing extracted: only its shared reads are added
         result = shared_input()
         spent = time.process_time() - start + run.seconds
@@ -354,7 +355,7 @@ def _optimize(
         # what the limits bound ends here; reading back the path of rewrites is report work
         spent = time.process_time() - start + run.seconds
         assert extractor is not None
-        on_path = _rewrites_on_path(extractor, files, candidates[k], run.rule_counts)
+        on_path, path_cut = _rewrites_on_path(extractor, files, candidates[k], run.rule_counts)
         path = tuple(dict.fromkeys([*pre_pass, *on_path]))
     stats = SaturationStats(
         iterations=run.iterations,
@@ -368,6 +369,7 @@ def _optimize(
         ),
         note=note,
         path=path,
+        path_cut=path_cut,
     )
     if progress is not None:
         progress(Progress(
@@ -387,14 +389,17 @@ def _optimize(
     except EqsatError:
         result = shared_input()  # a program the cost model cannot price is not returned
     if fallback and result is fallback[0]:  # nothing of the e-graph's: no rewrite on the path
-        report = CostReport.build(prog, result, sizes, replace(stats, path=()), structured)
+        report = CostReport.build(
+            prog, result, sizes, replace(stats, path=(), path_cut=False), structured
+        )
     return Optimized(result, report)
 
 
 def _rewrites_on_path(ex: Extractor, files: Sequence[RuleFile], chosen: Program,
-                      fired: Mapping[str, int]) -> list[str]:
+                      fired: Mapping[str, int]) -> tuple[list[str], bool]:
     """The rewrites of ``files`` that ``fired`` and have an instance in the extracted term of
-    ``chosen`` (one of the programs ``ex`` extracted; see :mod:`.path`)."""
+    ``chosen`` (one of the programs ``ex`` extracted; see :mod:`.path`), and whether the trace
+    was cut at its budget (``path.MATCH_BUDGET``)."""
     from .extract import node_children
     from .path import chosen_nodes, input_nodes, rewrites, rules_on_path
 
@@ -402,10 +407,11 @@ def _rewrites_on_path(ex: Extractor, files: Sequence[RuleFile], chosen: Program,
     try:
         found = ex.price({s.name for s in chosen.statements})
     except ExtractionError:
-        return []
+        return [], False
     if found is None:
-        return []
+        return [], False
     snap = ex.snap
     nodes = chosen_nodes(snap, found[1].walks(), node_children)
     candidates = [r for r in rewrites(files) if fired.get(r[0], 0) > 0]
-    return rules_on_path(snap, nodes, input_nodes(snap, ex.enc.text), candidates)
+    trace = rules_on_path(snap, nodes, input_nodes(snap, ex.enc.text), candidates)
+    return trace.rules, trace.cut

@@ -20,14 +20,16 @@ fired. Analyses (free indices, bounds, lattices) never union expressions and are
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
+from typing import NamedTuple
 
 from .check_instances import SIGS, SExp, parse_sexps, rule_name
 from .rules import RuleFile
 from .saturate import Snapshot
 
-__all__ = ["Rewrite", "input_nodes", "rewrites", "rules_on_path"]
+__all__ = ["MATCH_BUDGET", "PathTrace", "Rewrite", "input_nodes", "rewrites", "rules_on_path"]
 
 CLASS_SORTS = frozenset({"E", "Lin", "IL", "Pred"})
 E_HEADS = frozenset(name for name, (sort, _) in SIGS.items() if sort == "E")
@@ -42,23 +44,29 @@ Env = dict[str, object]
 
 def rewrites(files: Sequence[RuleFile]) -> list[Rewrite]:
     """The expression rewrites of the rule files, as (name, lhs, rhs) patterns."""
+    return [r for f in files for r in _file_rewrites(f.text)]
+
+
+@functools.lru_cache(maxsize=64)
+def _file_rewrites(text: str) -> tuple[Rewrite, ...]:
+    """A rule file's rewrites, parsed once per text (every optimization reads them; the
+    patterns are never changed)."""
     out: list[Rewrite] = []
-    for f in files:
-        for cmd in parse_sexps(f.text):
-            if not isinstance(cmd, list) or not cmd:
-                continue
-            if cmd[0] in ("rewrite", "birewrite") and _is_e(cmd[1]):
-                out.append((rule_name(cmd), cmd[1], cmd[2]))
-                if cmd[0] == "birewrite":
-                    out.append((rule_name(cmd), cmd[2], cmd[1]))
-            elif cmd[0] == "rule":
-                bound = {q[1]: q[2] for q in cmd[1]
-                         if isinstance(q, list) and len(q) == 3 and q[0] == "=" and _is_e(q[2])}
-                for act in cmd[2]:
-                    if isinstance(act, list) and len(act) == 3 and act[0] == "union" and (
-                            act[1] in bound):
-                        out.append((rule_name(cmd), bound[act[1]], act[2]))
-    return out
+    for cmd in parse_sexps(text):
+        if not isinstance(cmd, list) or not cmd:
+            continue
+        if cmd[0] in ("rewrite", "birewrite") and _is_e(cmd[1]):
+            out.append((rule_name(cmd), cmd[1], cmd[2]))
+            if cmd[0] == "birewrite":
+                out.append((rule_name(cmd), cmd[2], cmd[1]))
+        elif cmd[0] == "rule":
+            bound = {q[1]: q[2] for q in cmd[1]
+                     if isinstance(q, list) and len(q) == 3 and q[0] == "=" and _is_e(q[2])}
+            for act in cmd[2]:
+                if isinstance(act, list) and len(act) == 3 and act[0] == "union" and (
+                        act[1] in bound):
+                    out.append((rule_name(cmd), bound[act[1]], act[2]))
+    return tuple(out)
 
 
 def _is_e(p: SExp) -> bool:
@@ -67,11 +75,18 @@ def _is_e(p: SExp) -> bool:
 
 def _literal(tok: SExp) -> object:
     """A literal of a pattern as the snapshot stores it, or _ANY (a computed value)."""
+    if isinstance(tok, str):
+        return _token(tok)
     if isinstance(tok, list):
         if (len(tok) == 3 and tok[0] == "bigrat" and all(
                 isinstance(b, list) and len(b) == 2 and b[0] == "bigint" for b in tok[1:])):
             return Fraction(int(tok[1][1]), int(tok[2][1]))
         return _ANY
+    return _token(tok)
+
+
+@functools.cache
+def _token(tok: str) -> object:
     if tok.startswith('"'):
         return tok[1:-1]
     try:
@@ -84,16 +99,74 @@ def _literal(tok: SExp) -> object:
         return None  # a variable
 
 
+class PathCut(Exception):
+    """The match budget ran out: the rules found so far are listed, the rest not looked for."""
+
+
 class _Matcher:
     """E-matching over a snapshot's nodes, the subsumed ones included (a rewrite whose result
     a later rule subsumed, such as ``1 * a`` after ``[n > i]`` became 1, still happened):
-    node ``k`` is ``snap.nodes[k]``, or ``snap.subsumed[k - len(snap.nodes)]``."""
+    node ``k`` is ``snap.nodes[k]``, or ``snap.subsumed[k - len(snap.nodes)]``.
 
-    def __init__(self, snap: Snapshot) -> None:
+    Nodes are indexed by (class, head), and whether a class can match a pattern at all (its
+    shape, variables ignored) is memoized per (pattern, class): without both, matching a
+    pattern backtracked over every node of every class under it, and large e-graphs (a
+    commutative class holds many nodes) took seconds. ``steps`` counts the nodes tried;
+    past ``budget`` a match raises :class:`PathCut`."""
+
+    def __init__(self, snap: Snapshot, budget: float = float("inf")) -> None:
         self.all = list(snap.nodes) + list(getattr(snap, "subsumed", ()))
         self.nodes_of: dict[int, list[int]] = {}
+        self._heads: dict[int, dict[str, list[int]]] = {}  # per class, built when first matched
         for k, (_, c, _) in enumerate(self.all):
             self.nodes_of.setdefault(c, []).append(k)
+        self.budget = budget
+        self.steps = 0
+        self._shape: dict[tuple[int, int], bool] = {}
+
+    def headed(self, c: int, head: str) -> list[int]:
+        """The nodes of class ``c`` whose constructor is ``head``."""
+        heads = self._heads.get(c)
+        if heads is None:
+            heads = self._heads[c] = {}
+            for k in self.nodes_of.get(c, ()):
+                heads.setdefault(self.all[k][0], []).append(k)
+        return heads.get(head, [])
+
+    def _step(self) -> None:
+        if self.steps >= self.budget:
+            raise PathCut(f"path trace cut after {self.budget} match steps")
+        self.steps += 1
+
+    def fits(self, pat: SExp, c: int) -> bool:
+        """Whether some node of class ``c`` has the shape of ``pat`` (variables unbound): a
+        necessary condition for a match, memoized (patterns live as long as their rules)."""
+        if isinstance(pat, str):
+            return _literal(pat) is None
+        head = pat[0]
+        if head in _OPERATIONS or head not in SIGS:
+            return True
+        key = (id(pat), c)
+        hit = self._shape.get(key)
+        if hit is None:
+            hit = any(self._fits_node(pat, k) for k in self.headed(c, head))
+            self._shape[key] = hit
+        return hit
+
+    def _fits_node(self, pat: list, k: int) -> bool:
+        self._step()
+        op, _, args = self.all[k]
+        if len(pat) - 1 != len(args):
+            return False
+        for sub, arg, sort in zip(pat[1:], args, SIGS[op][1], strict=True):
+            if sort in CLASS_SORTS:
+                if not self.fits(sub, int(arg)):
+                    return False
+            else:
+                lit = _literal(sub)
+                if lit is not _ANY and lit is not None and lit != arg:
+                    return False
+        return True
 
     def at_class(self, pat: SExp, c: int, env: Env) -> Iterator[Env]:
         """Extensions of ``env`` under which class ``c`` matches ``pat``."""
@@ -111,24 +184,27 @@ class _Matcher:
         if head in _OPERATIONS or head not in SIGS:
             yield env
             return
-        for k in self.nodes_of.get(c, ()):
+        if not self.fits(pat, c):
+            return
+        for k in self.headed(c, head):
             yield from self.at_node(pat, k, env)
 
     def at_node(self, pat: list, k: int, env: Env) -> Iterator[Env]:
-        """Extensions of ``env`` under which e-node ``k`` matches ``pat`` (head included)."""
+        """Extensions of ``env`` under which e-node ``k`` matches ``pat`` (head included),
+        lazily: a caller that needs one match stops at the first."""
+        self._step()
         op, _, args = self.all[k]
         if op != pat[0] or len(pat) - 1 != len(args):
             return
-        sorts = SIGS[op][1]
-        envs = [env]
-        for sub, arg, sort in zip(pat[1:], args, sorts, strict=True):
-            nxt: list[Env] = []
-            for e in envs:
-                nxt.extend(self._arg(sub, arg, sort, e))
-            envs = nxt
-            if not envs:
-                return
-        yield from envs
+        yield from self._args(pat, args, SIGS[op][1], 0, env)
+
+    def _args(self, pat: list, args: tuple, sorts: Sequence[str], i: int,
+              env: Env) -> Iterator[Env]:
+        if i == len(args):
+            yield env
+            return
+        for e in self._arg(pat[i + 1], args[i], sorts[i], env):
+            yield from self._args(pat, args, sorts, i + 1, e)
 
     def _arg(self, sub: SExp, arg: object, sort: str, env: Env) -> Iterator[Env]:
         if sort in CLASS_SORTS:
@@ -186,20 +262,52 @@ def input_nodes(snap: Snapshot, encoded_text: str) -> set[int]:
     return found
 
 
+MATCH_BUDGET = 100_000
+"""Match steps (nodes tried) :func:`rules_on_path` may take, a few tenths of a second of CPU:
+reading back the path is a report nicety and never dominates a first call; past the budget the
+trace is cut, and the report's "rewrites:" line says so. Sweep programs take at most ~11,000."""
+
+
+_DIRECT = 4
+"""Right-side matches at a node checked one by one before the join takes over."""
+
+
+class PathTrace(NamedTuple):
+    """What :func:`rules_on_path` read: the rules, whether the budget cut it, steps taken."""
+
+    rules: list[str]
+    cut: bool
+    steps: int
+
+
 def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
-                  rules: Sequence[Rewrite]) -> list[str]:
+                  rules: Sequence[Rewrite], budget: float = MATCH_BUDGET) -> PathTrace:
     """The names of ``rules`` that made a node of the extracted term (the ``chosen`` e-nodes
     that are not ``inputs``, or input nodes a rewrite moved into another input node's class):
     the rule's right side matches the node and its left side the node's class under the same
-    variables. In the order of ``rules``.
+    variables. In the order of ``rules``; with whether the trace was cut (the budget of match
+    steps, nodes tried, ran out: the rules found so far are listed, the rest not looked for)
+    and the steps taken (never more than ``budget``).
 
     Only the last rewrite at each node is seen: earlier steps (``[j >= 0]`` became 1 before
     ``1 * e`` became ``e``) left no node in the result. Tracing the left side's nodes back in
     turn does not help: without creation times every class leads everywhere through
     commutativity, and every rule that fired would be listed (``explain()`` replays the run
     for the whole chain)."""
-    m = _Matcher(snap)
-    chosen = set(chosen)
+    m = _Matcher(snap, budget)
+    on: set[str] = set()
+    try:
+        _trace(m, set(chosen), inputs, rules, on)
+        cut = False
+    except PathCut:
+        cut = True
+    names = list(dict.fromkeys(r[0] for r in rules))
+    return PathTrace([n for n in names if n in on], cut, m.steps)
+
+
+def _trace(m: _Matcher, chosen: set[int], inputs: set[int], rules: Sequence[Rewrite],
+           on: set[str]) -> None:
+    """Adds to ``on`` the rules with an instance at the chosen nodes (see rules_on_path)."""
     by_head: dict[str, list[Rewrite]] = {}
     bare: list[Rewrite] = []
     for r in rules:
@@ -207,7 +315,6 @@ def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
             by_head.setdefault(r[2][0], []).append(r)
         elif isinstance(r[2], str) and _literal(r[2]) is None:
             bare.append(r)
-    on: set[str] = set()
     # results: chosen nodes the input did not hold, and input nodes chosen in a class that also
     # holds another input node (a rewrite to a subterm: abs(abs(x)) -> abs(x) merged them)
     input_classes: dict[int, int] = {}
@@ -215,24 +322,51 @@ def rules_on_path(snap: Snapshot, chosen: Iterable[int], inputs: set[int],
         c = m.all[k][1]
         input_classes[c] = input_classes.get(c, 0) + 1
     results = chosen - inputs | {k for k in chosen & inputs if input_classes[m.all[k][1]] > 1}
+    # the right side's matches at the node, each looked for in the node's class (the left side
+    # bound by it); past a few, a hash join against the left side's matches there (memoized),
+    # keyed by the variables both sides bind: nested loops took the product of the two
+    left: dict[tuple[int, int], set[tuple]] = {}
     for k in sorted(results):
         op, c, _ = m.all[k]
         for name, lhs, rhs in by_head.get(op, ()):
-            if name not in on and any(
-                    next(m.at_class(lhs, c, env), None) is not None
-                    for env in m.at_node(rhs, k, {})):
-                on.add(name)
+            if name in on or not m.fits(lhs, c):
+                continue
+            for i, env in enumerate(m.at_node(rhs, k, {})):
+                if i < _DIRECT:
+                    found = next(m.at_class(lhs, c, env), None) is not None
+                else:
+                    shared = sorted(_variables(lhs) & _variables(rhs))
+                    keys = left.get((id(lhs), c))
+                    if keys is None:
+                        keys = left[id(lhs), c] = {
+                            tuple(e[v] for v in shared) for e in m.at_class(lhs, c, {})}
+                    found = tuple(env[v] for v in shared) in keys
+                if found:
+                    on.add(name)
+                    break
     # a rewrite to a bare variable (1 * a -> a): the class of a chosen node holds its left side
     # with the variable bound to the class itself, through a node extraction did not choose
     for c in sorted({m.all[k][1] for k in chosen}):
         for name, lhs, var in bare:
-            if name in on or not isinstance(lhs, list):
+            if name in on or not isinstance(lhs, list) or not m.fits(lhs, c):
                 continue
             if any(next(m.at_node(lhs, n, {var: c}), None) is not None
-                   for n in m.nodes_of.get(c, ()) if n not in chosen):
+                   for n in m.headed(c, lhs[0]) if n not in chosen):
                 on.add(name)
-    names = list(dict.fromkeys(r[0] for r in rules))
-    return [n for n in names if n in on]
+
+
+def _variables(pat: SExp) -> set[str]:
+    """The variables a match of ``pat`` binds (none under an operation, which matches
+    anything, nor in a computed literal)."""
+    if isinstance(pat, str):
+        return {pat} if _literal(pat) is None else set()
+    if pat[0] in _OPERATIONS or pat[0] not in SIGS:
+        return set()
+    out: set[str] = set()
+    for sub, sort in zip(pat[1:], SIGS[pat[0]][1], strict=False):
+        if sort in CLASS_SORTS or isinstance(sub, str):
+            out |= _variables(sub)
+    return out
 
 
 def chosen_nodes(snap: Snapshot, walks: Iterable[tuple[int, Mapping[int, int]]],
