@@ -1,0 +1,124 @@
+"""Equality brackets in the fused backend's loop nests: each solves one summed index, placed
+innermost (one guarded point), and the scheduler prices the loops that are left."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.ir.interpreter import evaluate
+
+pytest.importorskip("numba")
+
+from eqsat_ad.backend.fused.brackets import solve_order, sum_points  # noqa: E402
+from eqsat_ad.backend.fused.schedule import loop_price  # noqa: E402
+from eqsat_ad.plan.poly import Poly  # noqa: E402
+
+CONV1D = """\
+def conv1d(x: [N], w: [K]):
+    y[i: N] = Sum[k: K](w[k] * x[i + k])
+    return Sum[i: N](y[i] ** 2)
+"""
+
+# Programs with equality brackets between summed indices (coefficients 1 and -1, two
+# equalities sharing an index, a solved index read by another bracket's bound).
+PROGRAMS = [
+    "def f(x: [N], w: [K]):\n"
+    "    y[i: N] = Sum[j: N, k: K]((i == j + k) * x[j] * w[k])\n    return y\n",
+    "def f(x: [N], w: [K]):\n"
+    "    y[i: N] = Sum[j: N, k: K]((j == i + k) * exp(x[j]) * w[k])\n    return y\n",
+    "def f(x: [N], w: [K]):\n"
+    "    y[i: N] = Sum[j: N, k: K]((k - j == 1 - i) * x[j] / w[k])\n    return y\n",
+    "def f(A: [N, M], w: [K]):\n"
+    "    y[i: N, m: M] = Sum[a: N, b: M, k: K]((i == a + k) * (m == b + k) * A[a, b] * w[k])\n"
+    "    return y\n",
+    "def f(x: [N], w: [K]):\n"
+    "    y[i: N] = Sum[j: N, k: K]((i == j + k) * (j <= i - 1) * x[j] * w[k])\n    return y\n",
+]
+SIZES = {"N": 11, "M": 6, "K": 3}
+
+
+def _inputs(prog: ea.Program, seed: int, special: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in prog.params:
+        shape = tuple(d if isinstance(d, int) else SIZES[d.name] for d in p.shape)
+        v = rng.standard_normal(shape)
+        if special and v.size > 4:  # strong zeros: brackets kill inf and nan where false
+            flat = v.reshape(-1)
+            flat[0], flat[3], flat[-1] = np.nan, np.inf, -np.inf
+        out[p.name] = v
+    return out
+
+
+def _agree(got: object, want: object) -> None:
+    got_t = got if isinstance(got, tuple) else (got,)
+    want_t = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got_t, want_t, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def _sum_of(prog: ea.Program, name: str):  # noqa: ANN202
+    (s,) = [s for s in prog.statements if s.name == name]
+    return s
+
+
+def _linear_in(price: Poly, n: str) -> bool:
+    """``price`` grows linearly in size ``n`` (others fixed): 1000× ``n``, ~1000× the price."""
+    small = float(price.evaluate({"N": 1000, "M": 7, "K": 9}))
+    big = float(price.evaluate({"N": 10**6, "M": 7, "K": 9}))
+    return big / small < 1100 if n == "N" else False
+
+
+def test_conv1d_naive_gradient_is_priced_and_run_in_n_k() -> None:
+    # x_bar[i] = Σ_{i1, k} [i == i1 + k]·y_bar[i1]·w[k]: the equality solves i1 = i - k
+    # (the longer range), so the loop nest runs K points per output, and is priced so.
+    g = ea.grad(ea.parse(CONV1D), ("x", "w"), optimize=False, backend="numba")
+    prog = g.compiled._prog
+    x_bar = _sum_of(prog, "x_bar")
+    assert g.compiled.schedule.placement["x_bar"] == "loop"
+    assert _linear_in(loop_price(x_bar), "N")
+    (sm,) = [e for e in [x_bar.body] if hasattr(e, "indices")] or [None]
+    if sm is not None:
+        order = solve_order(sm.indices, sm.body)
+        assert [iv.extent for iv in order][-1] == [iv.extent for iv in sm.indices
+                                                   if str(iv.extent) == "N"][0]
+        assert sum_points(sm.indices, sm.body) == Poly.symbol("K")
+    for special in (False, True):
+        args = _inputs(g.program, 1, special)
+        with np.errstate(all="ignore"):
+            want = evaluate(g.program, **args)
+        _agree(g(**args), want)
+
+
+@pytest.mark.parametrize("k", range(len(PROGRAMS)))
+def test_equality_brackets_solve_one_index_each(k: int) -> None:
+    prog = ea.parse(PROGRAMS[k])
+    f = ea.compile(prog, backend="numba", optimize=False)
+    (y,) = [s for s in prog.statements if s.name == "y"]
+    # Every equality leaves at most one loop of the sum: a price free of N·N.
+    assert _linear_in(loop_price(y), "N")
+    for special in (False, True):
+        args = _inputs(f.program, k, special)
+        with np.errstate(all="ignore"):
+            want = evaluate(f.program, **args)
+        _agree(f(**args), want)
+
+
+def test_one_equality_solves_one_index_in_the_price() -> None:
+    # Σ_{j: N, k: K} [i == j + k]: one equality, two indices it could solve. Pricing both as
+    # one point (the old rule) under-priced the N-long loop the writer then ran.
+    prog = ea.parse(PROGRAMS[0])
+    (y,) = [s for s in prog.statements if s.name == "y"]
+    sm = y.body
+    assert [iv.name for iv in solve_order(sm.indices, sm.body)] == ["k", "j"]
+    assert sum_points(sm.indices, sm.body) == Poly.symbol("K")
+    # Two equalities sharing k: a and b solved, k's loop left.
+    prog2 = ea.parse(PROGRAMS[3])
+    (y2,) = [s for s in prog2.statements if s.name == "y"]
+    assert [iv.name for iv in solve_order(y2.body.indices, y2.body.body)] == ["k", "a", "b"]
+    assert sum_points(y2.body.indices, y2.body.body) == Poly.symbol("K")
