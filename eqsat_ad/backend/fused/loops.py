@@ -38,6 +38,7 @@ from ...ir.expr import (
 )
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
+from .brackets import bounds, solve_order
 from .interior import Index, bounds_of, exact_of, requirement
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
@@ -410,7 +411,8 @@ class LoopWriter:
         init = "    " * self.depth + f"{flag} = True"
         self.lines.append(init)
         self.sum_depth += 1
-        used = self._level(list(e.indices), e.body, dict(env), acc, flag, False)
+        used = self._level(list(solve_order(e.indices, e.body)), e.body, dict(env), acc, flag,
+                           False)
         self.sum_depth -= 1
         if not used:
             self.lines.remove(init)
@@ -533,85 +535,9 @@ class LoopWriter:
 
     def bounds(self, name: str, extent: str, body: Expr, env: Mapping[str, Index]
                ) -> tuple[str, str, Expr, bool, tuple[str, int, Affine] | None]:
-        """The range of a summed index, narrowed by the brackets of the body that bound it
-        (``lo <= j``, ``j <= hi``, ``j == a``), the body without those brackets, whether it was
-        narrowed, and (first, count, first as an affine) when the range is a window of constant
-        width."""
-        factors = _factors(body)
-        lows, highs, rest = ["0"], [extent], []
-        low_affs: list[Affine] = []
-        high_affs: list[Affine] = []
-        for f in factors:
-            conds = _cmps(f)
-            if conds is None:
-                rest.append(f)
-                continue
-            kept: list[Cmp] = []
-            for c in conds:
-                b = self._bound(name, c, env)
-                if b is None:
-                    kept.append(c)
-                    continue
-                lo, hi, lo_aff, hi_aff = b
-                if lo is not None:
-                    lows.append(lo)
-                    low_affs.append(lo_aff)
-                if hi is not None:
-                    highs.append(hi)
-                    high_affs.append(hi_aff)
-            if kept:
-                rest.append(Bracket(kept[0] if len(kept) == 1 else And(tuple(kept))))
-        if len(lows) == 1 and len(highs) == 1:
-            return "0", extent, body, False, None
-        lo = lows[0] if len(lows) == 1 else f"max({', '.join(lows)})"
-        hi = highs[0] if len(highs) == 1 else f"min({', '.join(highs)})"
-        new = rest[0] if rest else Const(1.0)
-        for f in rest[1:]:
-            new = Binary("*", new, f)
-        taps = None
-        if len(low_affs) == 1 and len(high_affs) == 1:
-            width = high_affs[0] - low_affs[0]
-            if width.is_constant() and 0 < width.const <= UNROLL:
-                taps = (lows[1], int(width.const), low_affs[0])
-        return lo, hi, new, True, taps
-
-    def _bound(self, name: str, c: Cmp, env: Mapping[str, Index]
-               ) -> tuple[str | None, str | None, Affine, Affine] | None:
-        """``c`` as a bound ``lo <= j < hi`` on index ``name`` (None: not of that form), as
-        code and as affine expressions."""
-        d = c.lhs - c.rhs
-        k = d.coeff(name)
-        if k not in (1, -1) or not d.is_integral():
-            return None
-        other = (d - Affine.var(name).scale(k)).scale(-k)  # j op' other (op flipped if k < 0)
-        if any(n not in env for n, _ in other.index):
-            return None
-        op = c.op if k == 1 else {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==",
-                                  "!=": "!="}[c.op]
-        lo_aff = {"==": other, ">=": other, ">": other + 1}.get(op)
-        hi_aff = {"==": other + 1, "<=": other + 1, "<": other}.get(op)
-        if lo_aff is None and hi_aff is None:
-            return None
-        lo = None if lo_aff is None else self.affine(lo_aff, env)[0]
-        hi = None if hi_aff is None else self.affine(hi_aff, env)[0]
-        return lo, hi, lo_aff or Affine(), hi_aff or Affine()
+        """:func:`~.brackets.bounds` with this writer's code and :data:`UNROLL`."""
+        return bounds(self, name, extent, body, env, UNROLL)
 
 
 def _unit(e: Expr) -> bool:
     return isinstance(e, Bracket) or (isinstance(e, Call) and e.fn in _COMPARISONS)
-
-
-def _factors(e: Expr) -> list[Expr]:
-    if isinstance(e, Binary) and e.op == "*":
-        return _factors(e.lhs) + _factors(e.rhs)
-    return [e]
-
-
-def _cmps(e: Expr) -> list[Cmp] | None:
-    """The index comparisons of a bracket of comparisons (None for anything else)."""
-    if not isinstance(e, Bracket):
-        return None
-    preds = e.pred.preds if isinstance(e.pred, And) else (e.pred,)
-    if not all(isinstance(p, Cmp) for p in preds):
-        return None
-    return list(preds)  # type: ignore[arg-type]

@@ -4,15 +4,19 @@ Prices are polynomials in the size symbols (:class:`~eqsat_ad.plan.poly.Poly`), 
 plan prices NumPy kernels in:
 
 * A loop nest costs, per point of its output, the points its body visits: one per read and
-  per arithmetic operation, a ``Sum`` its range (1 when an equality bracket fixes the summed
-  index, the width of a band of constant width) times its body, plus one write
-  (:func:`loop_price`).
+  per arithmetic operation, a ``Sum`` its range times its body, plus one write
+  (:func:`loop_price`): 1 for each index an equality bracket solves (one index per equality,
+  :func:`~.brackets.solve_order`, as the loop writer runs it), the width of a band of constant
+  width.
 * A statement stays a NumPy call when its loop nest is dearer than :data:`LOOP_RATIO` times
   the NumPy backend's kernels for it (the plan's ``statement_cost``: a scan, a contraction
   order or point writes that loops would not find), when the plan runs it as BLAS does (a
   matrix product, or matrix-vector products alone at its leading degree), when it calls a
   function with no loop form, or when the plan writes it as zeros and a few points
   (``np.zeros``' lazily zeroed pages beat writing every entry).
+* A loop nest with a term that grows faster in some size than every term of the plan's
+  price (``N**2`` against ``K*N``: an equality that solved the shorter index) stays NumPy
+  (:func:`dominated`), whatever the constant factors.
 * A statement NumPy binds as a view (the plan prices it 0: ``y_bar = c``) stays NumPy: a loop
   nest would read and write every element for nothing.
 * A read that walks a row-major array down a column in the innermost loop (``c[i, j]`` summed
@@ -40,7 +44,6 @@ from ...ir.expr import (
     Binary,
     Bracket,
     Call,
-    Cmp,
     Const,
     Expr,
     Neg,
@@ -49,10 +52,10 @@ from ...ir.expr import (
     Sum,
     free_indices,
 )
-from ...ir.index import Affine
 from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
+from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
 
 __all__ = ["LOOP_RATIO", "MEMORY", "STRIDED", "Schedule", "loop_price", "schedule"]
@@ -87,41 +90,14 @@ class Schedule:
         return tuple(n for n, k in self.placement.items() if k == kind)
 
 
-def _sum_count(iv_name: str, extent: Poly, body: Expr) -> Poly:
-    """Points a sum visits: 1 under an equality on its index, a band's width, else all."""
-    lows: list = []
-    highs: list = []
-    cmps: list[Cmp] = []
-    for f in _factors(body):
-        if isinstance(f, Bracket):
-            preds = f.pred.preds if isinstance(f.pred, And) else (f.pred,)
-            cmps += [p for p in preds if isinstance(p, Cmp)]
-    for c in cmps:
-        d = c.lhs - c.rhs
-        k = d.coeff(iv_name)
-        if k not in (1, -1) or c.op == "!=":
-            continue
-        if c.op == "==":
-            return ONE
-        rest = d - Affine.var(iv_name).scale(k)
-        op = c.op if k == 1 else {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[c.op]
-        bound = rest.scale(-k)  # the index is op this bound; strict bounds move by one
-        if op in (">", ">="):
-            lows.append(bound + 1 if op == ">" else bound)
-        else:
-            highs.append(bound - 1 if op == "<" else bound)
-    for lo in lows:
-        for hi in highs:
-            width = hi - lo
-            if width.is_constant():
-                return Poly.const(abs(int(width.const)) + 1)
-    return extent
-
-
-def _factors(e: Expr) -> list[Expr]:
-    if isinstance(e, Binary) and e.op == "*":
-        return _factors(e.lhs) + _factors(e.rhs)
-    return [e]
+def dominated(a: Poly, b: Poly) -> bool:
+    """Each term of ``a`` grows, in every size, at most as fast as some term of ``b``
+    (``K*N`` under ``K*N + N``; ``N**2`` not under ``K*N``): ``compare`` alone, which weighs
+    terms of one degree with all sizes equal, would rank ``N**2`` with ``8*K*N``."""
+    def under(m: tuple, n: tuple) -> bool:
+        have = dict(n)
+        return all(e <= have.get(x, 0) for x, e in m)
+    return all(any(under(m, n) for n in b.terms) for m in a.terms)
 
 
 def strided(a: Access | Rel, inner: str) -> bool:
@@ -176,10 +152,9 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
             total = total + work(a, fused_work, inner=inner)
         return total
     if isinstance(e, Sum):
-        count = ONE
-        for iv in e.indices:
-            count = count * _sum_count(iv.name, Poly.of_dim(iv.extent), e.body)
-        return count * (work(e.body, fused_work, inner=e.indices[-1].name) + ONE)
+        count = sum_points(e.indices, e.body)
+        inner_iv = solve_order(e.indices, e.body)[-1]
+        return count * (work(e.body, fused_work, inner=inner_iv.name) + ONE)
     return ONE
 
 
@@ -227,10 +202,7 @@ def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly
         seen.add(e.indices)
         return [mult]
     if isinstance(e, Sum):
-        count = ONE
-        for iv in e.indices:
-            count = count * _sum_count(iv.name, Poly.of_dim(iv.extent), e.body)
-        return _sites(e.body, name, mult * count, set())
+        return _sites(e.body, name, mult * sum_points(e.indices, e.body), set())
     out: list[Poly] = []
     for c in _children(e):
         out += _sites(c, name, mult, seen)
@@ -307,6 +279,10 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
                 # sum): run alone they recompute it ({own}), and so would its loop nest. Only
                 # the whole NumPy program computes it once.
                 reused.append(f"{s.name} (alone {own}, in the plan {numpy})")
+            continue
+        if not numpy.is_zero() and not dominated(loop, numpy):
+            placement[s.name] = "numpy"
+            why[s.name] = f"loops {loop} grow faster in some size than the NumPy plan's {numpy}"
             continue
         placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
     if reused:

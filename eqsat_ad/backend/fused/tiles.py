@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...ir.expr import Access, And, Bracket, Expr, Rel, Sum, children, free_indices
 from ...ir.index import Affine, dim_str
+from .brackets import solve_order
 from .interior import Index
 from .schedule import strided
 
@@ -87,11 +88,12 @@ def interchange(w: LoopWriter, e: Sum, env: Mapping[str, Index]
     probe: dict[str, Index] = dict(env)
     body = e.body
     token = re.compile(rf"\b{re.escape(v)}\b")
-    for iv in e.indices:
+    order = solve_order(e.indices, e.body)
+    for iv in order:
         lo, hi, body, _, taps = w.bounds(iv.name, dim_str(iv.extent), body, probe)
         if any(token.search(c) for c in (lo, hi, taps[0] if taps else "")):
             return None
-        if taps is not None and iv is e.indices[0]:  # a few unrolled taps: straight-line code
+        if taps is not None and iv is order[0]:  # a few unrolled taps: straight-line code
             return None
         probe[iv.name] = Index(f"_probe_{iv.name}", iv.extent)
     from .loops import LoopWriter
@@ -108,7 +110,7 @@ def interchange(w: LoopWriter, e: Sum, env: Mapping[str, Index]
     init = len(sub.lines)
     sub.emit("for _t in range(_vn):")
     sub.emit(f"    {flag}[_t] = True")
-    used = sub._level(list(e.indices), e.body, dict(env), f"{acc}[_t]", f"{flag}[_t]", False)
+    used = sub._level(list(order), e.body, dict(env), f"{acc}[_t]", f"{flag}[_t]", False)
     if not used:
         del sub.lines[init:init + 2]
     assert w.top is not None
