@@ -480,6 +480,20 @@ class LoopWriter:
         self.close()
         return run, f"not {seen}"
 
+    def accumulate(self, acc: str, v: str, z: str | None, flag: str, narrowed: bool) -> bool:
+        """``acc += v`` where the term's strong-zero condition ``z`` does not hold (None: never
+        zero; "True": always), clearing the all-zero ``flag`` when a term is added (or, for a
+        ``narrowed`` range, whenever one is visited); whether the flag is used."""
+        if z is None:
+            self.emit(f"{acc} += {v}")
+            if narrowed:
+                self.emit(f"{flag} = False")
+        elif z != "True":
+            self.emit(f"if not {z}:")
+            self.emit(f"    {acc} += {v}")
+            self.emit(f"    {flag} = False")
+        return z is not None or narrowed
+
     def _level(self, ivs: list, body: Expr, inner: dict[str, Index], acc: str, flag: str,
                narrowed: bool) -> bool:
         """The loops of the summed indices ``ivs`` (then the accumulation); whether the flag
@@ -488,15 +502,7 @@ class LoopWriter:
             return tile_leaf(self, body, inner, acc, flag, narrowed)
         if not ivs:
             v, z = self.expr(body, inner)
-            if z is None:
-                self.emit(f"{acc} += {v}")
-                if narrowed:
-                    self.emit(f"{flag} = False")
-            elif z != "True":
-                self.emit(f"if not {z}:")
-                self.emit(f"    {acc} += {v}")
-                self.emit(f"    {flag} = False")
-            return z is not None or narrowed
+            return self.accumulate(acc, v, z, flag, narrowed)
         iv, rest = ivs[0], ivs[1:]
         extent = dim_str(iv.extent)
         lo, hi, body, tight, taps = self.bounds(iv.name, extent, body, inner)

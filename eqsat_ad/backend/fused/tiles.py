@@ -174,15 +174,7 @@ def _terms(w: LoopWriter, body: Expr, envs: list[dict[str, Index]], acc: str, fl
     for env in envs:
         w.view_codes = frozenset(ix.code for ix in env.values() if ix.code.isidentifier())
         val, z = w.expr(body, env)
-        if z is None:
-            w.emit(f"{total} += {val}")
-            if narrowed:
-                w.emit(f"{flag} = False")
-        elif z != "True":
-            w.emit(f"if not {z}:")
-            w.emit(f"    {total} += {val}")
-            w.emit(f"    {flag} = False")
-        used |= z is not None or narrowed
+        used |= w.accumulate(total, val, z, flag, narrowed)
     w.emit(f"{acc} = {total}")
     w.close()
     w.lines[at:at] = [pad + line for line in w.views]
