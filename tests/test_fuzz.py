@@ -357,6 +357,13 @@ KNOWN_REPRODUCERS = {
     "s2027b_nan_pattern_index_compile_010.py":
         "optimizer (statement inlining) at N = 0: t1[N] / 0.0 with t1 empty: the empty call "
         "evaluated the optimized program (the inlined bracket's 0 / 0.0 = 0), not the original",
+    "s2027b_gradient_index_grad_optimize_false_005.py":
+        "backend strict code (class 6): [i != 0] ((N >= 1) + B) times B = -inf lost the "
+        "bracket's strong zero (the factor masked alone, then multiplied)",
+    "s2027b_gradient_index_grad_006.py":
+        "backend strict code (class 6): as 005, the diagonal read A[i, i]",
+    "s2027b_numpy_numpy_translate_011.py":
+        "front end: np.sign was (x > 0) - (x < 0), 0 at nan where NumPy gives nan",
 }
 
 
@@ -380,6 +387,10 @@ FIXED_REPRODUCERS = frozenset({
     "s2027_gradient_index_grad_001.py",
     "s2027_gradient_numpy_grad_002.py",
     "s2027b_nan_pattern_index_compile_010.py",
+    # class 6 (strict code): a factor's brackets guard the whole product (backend/reduce.py)
+    "s2027b_gradient_index_grad_optimize_false_005.py",
+    "s2027b_gradient_index_grad_006.py",
+    "s2027b_numpy_numpy_translate_011.py",  # np.sign is the IEEE built-in sign
 })
 
 

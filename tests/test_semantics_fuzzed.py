@@ -234,10 +234,6 @@ def test_the_chain_rule_multiplies_a_stored_zero_adjoint_by_an_infinite_derivati
     assert g.compiled.fallback.calls == 0
 
 
-@pytest.mark.xfail(strict=True, reason="open (class 6 of experiments/results/fuzz.md): the "
-                   "strict code masks each part of a difference by the relation and then "
-                   "contracts it with w by einsum, so the relation's strong zero is a plain 0.0 "
-                   "there and 0 * inf = nan")
 def test_a_relation_guards_a_difference_times_an_infinite_weight() -> None:
     """``Σ_e a[e, i] (x[i] - z[i]) w[e]`` with ``w[0] = inf``: where ``a[e, i]`` is false the
     term is a strong zero (0), so only ``i = 0`` (a member with ``e = 0``) is inf. Found when
@@ -251,3 +247,71 @@ def test_a_relation_guards_a_difference_times_an_infinite_weight() -> None:
     for optimize in (False, True):
         np.testing.assert_array_equal(ea.compile(ea.parse(src), optimize=optimize)(x, z, w, a),
                                       want)
+
+
+@pytest.mark.parametrize("source, want", [
+    # class 6: the factor [i != 0] ((N >= 1) + B) of a product, its strong zero at i = 0 kept
+    ("def f(A: [N, N], B: []):\n    y[i: N] = (i != 0) * ((N >= 1) + B) * A[i, i]\n"
+     "    return y\n", [0.0, np.inf]),
+    # ... and under a sum, with a factor outside the bracket's sum of terms
+    ("def f(A: [N, N], B: []):\n    y[j: N] = Sum[i: N]((i != 0) * (A[i, j] + 1.0) * B)\n"
+     "    return y\n", [-np.inf, np.nan]),
+])
+def test_a_guarded_sum_of_terms_times_an_infinite_factor_keeps_its_strong_zero(
+        source: str, want: list[float]) -> None:
+    """A factor ``[p] * (a + b)`` evaluated alone holds a plain 0.0 where p is false; the
+    strict code applies p to the whole product instead, so another factor's inf does not make
+    it nan (the strict code's guard masks, backend/reduce.py ``split_guards``)."""
+    A, B = np.array([[1.0, np.inf], [1.0, -1.0]]), -np.inf
+    got = _value(source, A=A, B=B)
+    np.testing.assert_array_equal(got, want)
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.compile(ea.parse(source), optimize=optimize)(A, B),
+                                      want)
+    _agree(source, {"A": ("N", "N"), "B": ()}, {"N": 2}, {"A": A, "B": B})
+
+
+@pytest.mark.parametrize("source, A", [
+    # the two class-6 reproducers (experiments/results/fuzz_repros/s2027b_gradient_index_*)
+    ("def f(A: [N, N], B: []):\n    return (Sum[i:N]((i != 0) * A[i, i]) * ((N >= 1) + B)) ** 2\n",
+     [[1.0, np.inf], [1.0, 1.0]]),
+    ("def f(A: [N, N], B: []):\n"
+     "    return (Sum[i:N]((i != 0) * A[i / 2, i]) * ((N >= 1) + B)) ** 2\n",
+     [[-1.34, np.inf], [-1.89, -1.66]]),
+])
+def test_the_gradient_of_a_guarded_sum_times_an_infinite_factor(source: str, A: list) -> None:
+    """``A_bar[i, i] = [i != 0] ((N >= 1) + B) ...``: 0 at i = 0 whatever B is (B = -inf), in the
+    interpreted, unoptimized and optimized gradients alike."""
+    p, a, b = ea.parse(source), np.array(A), -np.inf
+    want = evaluate(ea.vjp(p, wrt="A"), A=a, B=b, ybar=1.0)
+    assert want[0, 0] == 0.0
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.grad(p, wrt="A", optimize=optimize)(a, b), want)
+    _agree(source, {"A": ("N", "N"), "B": ()}, {"N": 2}, {"A": a, "B": b})
+
+
+def test_np_sign_is_nan_at_nan() -> None:
+    """``np.sign`` is the built-in ``sign`` (IEEE: nan at nan, +0.0 at -0.0 as NumPy), not
+    ``(x > 0) - (x < 0)`` (0 at nan); its derivative is 0 almost everywhere."""
+    def f(x):
+        return np.sign(x)
+
+    def g(x):
+        return np.sign(np.sqrt(x)) > x  # the front-end reproducer: nan > x is False
+
+    def h(x):
+        return np.sum(np.sign(x) * x)
+
+    x = np.array([-np.inf, -1.0, -0.0, 0.0, 1.0, np.inf, np.nan])
+    shapes = {"x": ("N",)}
+    for optimize in (False, True):
+        got = ea.compile(f, shapes=shapes, optimize=optimize)(x)
+        np.testing.assert_array_equal(got, np.sign(x))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(np.sign(x)))
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(ea.compile(g, shapes=shapes, optimize=optimize)(x),
+                                          g(x))
+        x1 = np.array([-2.0, 3.0, 0.5])
+        np.testing.assert_array_equal(ea.grad(h, shapes=shapes, optimize=optimize)(x1),
+                                      np.sign(x1))
+    assert "sign(" in str(ea.translate(f, shapes=shapes))

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..ir.expr import Access, Expr, children, free_indices
+from ..ir.expr import Access, Bracket, Expr, children, free_indices
 from ..ir.index import Affine, Dim
 from ..plan.kernels import (
     Contract,
@@ -22,6 +22,7 @@ from ..plan.normal import (
     Axis,
     Cond,
     Term,
+    _without_brackets,
     divisions_out_of_sums,
     eliminate,
     fold,
@@ -66,6 +67,9 @@ class Reductions(Gathers):
         for f in divisions_out_of_sums(t.factors, j):
             fv = f.free() if isinstance(f, Term) else set(free_indices(f))
             (inner_f if fv & j else outer_f).append(f)
+        guards: list[Value] = []
+        if self.strict and len(outer_f) + bool(j) > 1:
+            outer_f, guards = self.split_guards(outer_f, grid)
         outer = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
                  for f in outer_f]
         vals: list[Value] = []
@@ -102,7 +106,7 @@ class Reductions(Gathers):
             # w * Σ_j f is -0.0 for w < 0 where Σ_j f is 0, but a sum starts at +0.0 (as
             # np.sum): Σ_j w f is +0.0 there (then 1 / it is +inf, not -inf)
             out = replace(out, code=f"{out.paren(_ADD)} + 0.0", prec=_ADD)
-        masks = [self.cond_mask(c, grid) for c in outer_conds]
+        masks = [self.cond_mask(c, grid) for c in outer_conds] + guards
         masks += [v for v in lives if v is not None]
         m = self.conj(masks, grid)
         return out if m is None else self.where(m, out, grid)
@@ -264,13 +268,16 @@ class Reductions(Gathers):
         scanned = self.scan(inner, factors, conds, g2)
         if scanned is not None:
             return scanned
+        guards: list[Value] = []
+        if self.strict and len(factors) > 1:
+            factors, guards = self.split_guards(factors, g2)
         # Parameters read directly by a contraction may be checked by their result (deferred).
         vals = [f if isinstance(f, Value) else self.term_value(f, g2) if isinstance(f, Term)
                 else self.access(f.name, f.indices, _in_layout(f, g2), defer=True)
                 if isinstance(f, Access)
                 and self.kinds.get(f.name) != "relation" else self.ev(f, _in_layout(f, g2))
                 for f in factors]
-        masks = [self.cond_mask(c, g2, in_sum=True) for c in conds]
+        masks = [self.cond_mask(c, g2, in_sum=True) for c in conds] + guards
         vals = [self.to_num(v) if not v.mask else v for v in vals]
         if not self.strict:
             # fast code: a computed operand that overflowed raises NonFinite (the strict code
@@ -336,6 +343,23 @@ class Reductions(Gathers):
             name = self.temp(code, kernels=ks)
             res = Value(name, kept, risky=prod.risky, size=n)
         return self.scale_by_count(mult, res, g2)
+
+    def split_guards(self, factors: Sequence[Expr | Term | Value], g2: dict[str, Axis]
+                     ) -> tuple[list[Expr | Term | Value], list[Value]]:
+        """The factors with their brackets and data comparisons taken out as masks of the whole
+        product (the strict code): ``[p] * (x - z)`` evaluated alone is 0.0 where p is false, a
+        plain number that another factor's inf turns into nan; the mask keeps the strong zero
+        (``Σ_e [a] (x - z) w`` is 0 where a is false even for w inf, docs/semantics.md)."""
+        out: list[Expr | Term | Value] = []
+        guards: list[Value] = []
+        for f in factors:
+            strong = [] if isinstance(f, Value | Term | Bracket) else _strong_factors(f)
+            if strong:
+                layout = _in_layout(f, g2)
+                guards += [self.ev(g, layout) for g in strong]
+                f = _without_brackets(f)
+            out.append(f)
+        return out, guards
 
     def settle(self, v: Value) -> Value:
         """``v`` with its unchecked parameters left to the caller's scan before the call."""

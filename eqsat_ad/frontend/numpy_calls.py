@@ -37,7 +37,7 @@ NP_NAMES = (
         "square", "power", "negative", "maximum", "minimum", "where", "sum", "mean", "max",
         "min", "amax", "amin", "dot", "matmul", "einsum", "outer", "trace", "diag", "transpose",
         "swapaxes", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "eye",
-        "identity", "reshape", "concatenate", "stack", "clip", "sign", "float32", "float64",
+        "identity", "reshape", "concatenate", "stack", "clip", "float32", "float64",
         "asarray", "array", "copy", "greater", "less", "greater_equal", "less_equal", "equal",
         "not_equal", "logical_and", "logical_or", "logical_not", "shape", "ndim", "size",
         "bincount",
@@ -233,10 +233,6 @@ class CallOps(GatherOps):
                 if hi is not None:
                     out = self.elementwise((out, hi), lambda p, q: call("min", p, q), e)
                 return out
-            case "sign":
-                (x,) = kw.positional(args, 1)
-                kw.done()
-                return self.arith("-", self.compare(">", x, 0, e), self.compare("<", x, 0, e), e)
             case "where":
                 if len(args) == 1:
                     raise self.error("np.where(cond) with one argument (indices) is not "

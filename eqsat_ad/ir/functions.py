@@ -116,7 +116,8 @@ _builtin("softplus", 1, _softplus, sympy.log(1 + sympy.exp(X)), None,
 # (not 0 * nan). Each has its complement (``ngt(x, y)`` is "not x > y", true for nan), which
 # np.where's other branch is guarded by.
 _builtin("step", 1, _step, sympy.Heaviside(X), None, finite=True)
-_builtin("sign", 1, np.sign, sympy.sign(X), "np.sign", finite=True)
+# (np.sign: nan at nan, +0.0 at ±0; its derivative, 2 DiracDelta, is taken as 0)
+_builtin("sign", 1, np.sign, sympy.sign(X), "np.sign", finite=True, spellings=("sign",))
 _builtin("gt0", 1, _gt0, sympy.Piecewise((1, X > 0), (0, True)), None, finite=True,
          derivative=(sympy.Integer(0),), strong=True)
 # (their NumPy functions return booleans: the code generator uses them as conditions)
