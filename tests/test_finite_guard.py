@@ -171,3 +171,67 @@ def test_an_empty_call_reruns_the_unoptimized_program() -> None:
     a = np.zeros((0, 0))
     assert np.isnan(evaluate(p, A=a))
     assert np.isnan(ea.compile(p)(a))
+
+
+def test_code_the_rewrites_left_unchanged_runs_unguarded() -> None:
+    """The gradient of ``x^T A x`` lowers to the same code optimized or not (only the
+    statements' comments differ): it is exact on every value, so no guard scans its arguments,
+    and an inf in ``A`` gives what the interpreter gives."""
+    prog = ea.parse("def quad(A: [N, N], x: [N]):\n"
+                    "    return Sum[i: N, j: N](x[i] * A[i, j] * x[j])\n")
+    g = ea.grad(prog, wrt="x")
+    a = np.array([[1.0, np.inf], [2.0, 3.0]])
+    x = np.array([1.0, 0.0])
+    assert getattr(g.compiled, "fallback", None) is None
+    want = evaluate(ea.vjp(prog, wrt="x"), A=a, x=x, ybar=1.0)
+    np.testing.assert_array_equal(g(a, x), want)
+
+
+def test_only_the_arguments_the_programs_read_are_scanned(monkeypatch) -> None:
+    """``Σ_i (i == 0) * exp(x[i]) * w[i]`` differentiated in ``w`` reads ``x`` only: the guard
+    scans ``x`` (one pass for a magnitude bound), never ``w``, whose inf does not matter."""
+    from eqsat_ad.backend import guard
+
+    prog = ea.parse("def f(x: [N], w: [N]):\n"
+                    "    t[i: N] = exp(x[i])\n    return Sum[i: N](t[i] * w[i] * (i == 0))\n")
+    g = ea.grad(prog, wrt="w")
+    scanned: list[tuple[str, ...]] = []
+    real = guard._magnitudes
+
+    def spy(p, arrays, read):
+        out = real(p, arrays, read)
+        if out is not None:
+            scanned.append(tuple(sorted(out)))
+        return out
+
+    monkeypatch.setattr(guard, "_magnitudes", spy)
+    x, w = np.array([0.5, -0.25, 1.0]), np.array([1.0, np.inf, 2.0])
+    want = evaluate(ea.vjp(prog, wrt="w"), x=x, w=w, ybar=1.0)
+    assert g.compiled.fallback is not None  # (the optimizer inlined t: a guarded fast path)
+    np.testing.assert_array_equal(g(x, w), want)
+    assert scanned and all(names == ("x",) for names in scanned), scanned
+
+
+def test_a_program_proven_finite_both_ways_skips_the_result_scan(monkeypatch) -> None:
+    """When the bounds prove the optimized program finite as well as the unoptimized one, the
+    call neither watches IEEE flags nor scans its result; values are the interpreter's."""
+    from eqsat_ad.backend import guard, runtime
+
+    src = ("def f(x: [N]):\n    y[i: N] = log(log(x[i]))\n    return y[0]\n")
+    prog = ea.parse(src)
+    g = ea.grad(prog)
+    assert g.compiled.fallback is not None
+    scans = {"n": 0}
+    real = runtime.finite_result
+
+    def counting(result):
+        scans["n"] += 1
+        return real(result)
+
+    monkeypatch.setattr(runtime, "finite_result", counting)
+    x = np.array([3.0, 4.0])
+    assert guard.proven_finite(g.compiled.fallback, g.compiled.program, [x], {"N": 2}) == \
+        guard.PROVEN_BOTH
+    want = evaluate(ea.vjp(prog, wrt="x"), x=x, ybar=1.0)
+    np.testing.assert_allclose(g(x), want, rtol=1e-15)
+    assert scans["n"] == 0 and g.compiled.fallback.calls == 0

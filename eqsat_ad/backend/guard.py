@@ -6,8 +6,10 @@ inlined bracket stays a strong zero, so the rewrite is *finite-only*: it holds w
 program meets is inf or nan. Optimized code therefore runs as a fast path whose result is kept
 only when every argument, every value it computed and its result are finite; otherwise the call
 reruns the program as it was before optimization, compiled strictly (on first need, then
-cached), which agrees with the reference interpreter on every value. Finite calls pay one scan
-of the arguments and one of the result; a non-finite call pays the unoptimized program.
+cached), which agrees with the reference interpreter on every value. Finite calls pay at most
+one pass over each argument the programs read (and over the result where the optimized program
+is not proven finite itself); code the rewrites left unchanged is not guarded; a non-finite
+call pays the unoptimized program.
 
 Public: :func:`with_fallback`, :class:`Fallback`.
 """
@@ -23,11 +25,15 @@ from typing import Any
 import numpy as np
 
 from ..ir.bounds import program_is_finite
+from ..ir.expr import accessed_names
 from ..ir.program import Program
 from .runtime import finite_result
 from .structured import Outer, Sparse
 
-__all__ = ["Fallback", "keep_structure", "proven_finite", "trusted", "with_fallback"]
+__all__ = [
+    "PROVEN_BOTH", "PROVEN_NAIVE", "Fallback", "keep_structure", "proven_finite", "trusted",
+    "with_fallback",
+]
 
 
 class Fallback:
@@ -40,8 +46,10 @@ class Fallback:
         self._lock = threading.Lock()
         self.calls = 0
         """how many calls fell back (for tests and reports)"""
-        self.proofs: dict[tuple, list[dict[str, tuple[float, float]]]] = {}
-        """per size binding: argument ranges on which the program is proven finite"""
+        self.proofs: dict[tuple, list[tuple[dict[str, tuple[float, float]], int]]] = {}
+        """per size binding: argument ranges proven, with the level proven (proven_finite)"""
+        self.read: frozenset[str] | None = None
+        """the parameters the optimized or the unoptimized program reads (on first call)"""
 
     def compiled(self) -> Any:
         if self._compiled is None:
@@ -66,6 +74,8 @@ def with_fallback(compiled: Any, naive: Program, structured: bool = False) -> An
     program, which other callers may share, is left as it is."""
     if naive == compiled.program or naive.param_names != compiled.program.param_names:
         return compiled  # nothing was rewritten (or no common signature: nothing to rerun)
+    if _same_code(compiled, naive):
+        return compiled  # the rewrites changed nothing the code runs: it is exact already
     guarded = copy.copy(compiled)
     guarded.fallback = Fallback(naive, structured)
     if hasattr(guarded, "runner"):  # a Numba program: its NumPy twin (binding, NumPy-only runs)
@@ -76,17 +86,59 @@ def with_fallback(compiled: Any, naive: Program, structured: bool = False) -> An
     return guarded
 
 
-def _ranges(prog: Program, arrays: Sequence[Any]) -> dict[str, tuple[float, float]] | None:
-    """Each tensor argument's smallest and largest entry (one scan each); None if one is not
-    an array."""
+def _same_code(compiled: Any, naive: Program) -> bool:
+    """Whether the optimized program lowers to the very code of the unoptimized one (the
+    rewrites only renamed or reordered what the code runs)."""
+    from .numpy import compile_program
+
+    source = getattr(compiled, "source", None)
+    if not isinstance(source, str) or not hasattr(compiled, "function_for"):
+        return False
+    try:
+        twin = compile_program(naive, getattr(compiled, "structured", False)).source
+    except Exception:  # noqa: BLE001 (no twin to compare: keep the guard)
+        return False
+    return _code_lines(twin) == _code_lines(source)
+
+
+def _code_lines(source: str) -> list[str]:
+    """The lines that run (each statement's comment, which prints it as written, left out)."""
+    return [line for line in source.splitlines() if not line.lstrip().startswith("#")]
+
+
+def _read(prog: Program) -> frozenset[str]:
+    """The parameters a program reads (its statements and outputs)."""
+    names: set[str] = set()
+    for s in prog.statements:
+        names |= s.reads()
+    for o in prog.outputs:
+        names |= accessed_names(o)
+    return frozenset(names)
+
+
+def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str]
+                ) -> dict[str, tuple[float, float]] | None:
+    """For each tensor argument the programs read, ``(-m, m)`` with ``m`` the root of its sum
+    of squares (one BLAS pass; inf/nan gives a non-finite ``m``); None if one is not an
+    array."""
     out: dict[str, tuple[float, float]] = {}
     for a, p in zip(arrays, prog.params, strict=True):
-        if p.kind != "tensor":
+        if p.kind != "tensor" or p.name not in read:
             continue
         if not isinstance(a, np.ndarray):
             return None
-        out[p.name] = (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
+        flat = a.reshape(-1)
+        m = math.sqrt(float(np.dot(flat, flat))) if a.size else 0.0
+        out[p.name] = (-m, m)
     return out
+
+
+def _ranges(prog: Program, arrays: Sequence[Any], read: frozenset[str]
+            ) -> dict[str, tuple[float, float]]:
+    """Each read tensor argument's smallest and largest entry (two scans each)."""
+    return {p.name: (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
+            for a, p in zip(arrays, prog.params, strict=True)
+            if p.kind == "tensor" and p.name in read}
 
 
 def _widened(lo: float, hi: float) -> tuple[float, float]:
@@ -101,37 +153,60 @@ def _widened(lo: float, hi: float) -> tuple[float, float]:
     return (-m if lo < 0 else 0.0), (m if hi > 0 else 0.0)
 
 
+PROVEN_BOTH = 2
+"""Both programs are proven finite: the optimized code can meet no inf or nan either."""
+PROVEN_NAIVE = 1
+"""Only the unoptimized program is proven finite: the optimized code's own values are watched."""
+
+
 def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
-                  sizes: Mapping[str, int]) -> bool:
-    """Whether every value the unoptimized program ``fallback.naive`` computes is finite for
-    these arguments (``arrays`` in ``prog``'s parameter order): the arguments' ranges (inf or
-    nan fails) inside a range for which the interval bounds
-    (:func:`~eqsat_ad.ir.bounds.program_is_finite`) proved it at these sizes. A proof is
-    tried for widened ranges first, so similar calls reuse it (a few per size binding)."""
-    ranges = _ranges(prog, arrays)
-    if ranges is None or not all(math.isfinite(lo) and math.isfinite(hi)
-                                 for lo, hi in ranges.values()):
-        return False
+                  sizes: Mapping[str, int]) -> int:
+    """How far these arguments (``arrays`` in ``prog``'s parameter order) are proven to keep
+    every value finite: :data:`PROVEN_BOTH` when the interval bounds
+    (:func:`~eqsat_ad.ir.bounds.program_is_finite`) prove it for the unoptimized program
+    ``fallback.naive`` and the optimized ``prog`` alike, :data:`PROVEN_NAIVE` for the
+    unoptimized one only, 0 when not (an inf or nan argument, or bounds too wide). Only the
+    arguments the programs read are scanned: first one pass each for a magnitude bound, then,
+    if that proves too little, their exact ranges. Proofs are kept for widened ranges, so
+    similar calls reuse them (a few per size binding)."""
+    read = fallback.read
+    if read is None:
+        read = fallback.read = _read(fallback.naive) | _read(prog)
+    mags = _magnitudes(prog, arrays, read)
+    if mags is None or not all(math.isfinite(hi) for _, hi in mags.values()):
+        return 0
     key = tuple(sorted(sizes.items()))
     proofs = fallback.proofs.setdefault(key, [])
-    for box in proofs:
-        if all(box[n][0] <= lo and hi <= box[n][1] for n, (lo, hi) in ranges.items()):
-            return True
-    for box in ({n: _widened(lo, hi) for n, (lo, hi) in ranges.items()}, ranges):
-        if program_is_finite(fallback.naive, box, sizes):
+    best = 0
+    for ranges in (mags, None):
+        if ranges is None:
+            ranges = _ranges(prog, arrays, read)
+        for box, level in proofs:
+            if level > best and all(box[n][0] <= lo and hi <= box[n][1]
+                                    for n, (lo, hi) in ranges.items()):
+                best = level
+        if best == PROVEN_BOTH:
+            return best
+        for box in ({n: _widened(lo, hi) for n, (lo, hi) in ranges.items()}, ranges):
+            if not program_is_finite(fallback.naive, box, sizes):
+                continue
+            level = PROVEN_BOTH if program_is_finite(prog, box, sizes) else PROVEN_NAIVE
             if len(proofs) >= 8:
                 proofs.pop(0)
-            proofs.append(box)
-            return True
-    return False
+            proofs.append((box, level))
+            best = max(best, level)
+            if best == PROVEN_BOTH:
+                return best
+    return best
 
 
 def trusted(fallback: Fallback, prog: Program, arrays: Sequence[Any],
             sizes: Mapping[str, int], result: Any) -> bool:
     """Whether a fast run that cannot watch its own intermediate values (compiled loops) may be
     kept: the unoptimized program is proven finite for these arguments and the result is
-    finite."""
-    return proven_finite(fallback, prog, arrays, sizes) and finite_result(result)
+    finite (not looked at when the optimized program is proven finite too)."""
+    level = proven_finite(fallback, prog, arrays, sizes)
+    return level == PROVEN_BOTH or (level == PROVEN_NAIVE and finite_result(result))
 
 
 def keep_structure(got: Any, want: Any) -> Any:

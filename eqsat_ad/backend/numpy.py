@@ -53,7 +53,7 @@ from ..ir.relations import (
 )
 from ..plan.kernels import Plan
 from . import runtime
-from .guard import keep_structure, proven_finite
+from .guard import PROVEN_BOTH, keep_structure, proven_finite
 from .statements import Codegen
 from .structured import Outer, Sparse
 from .values import (
@@ -338,8 +338,12 @@ class CompiledProgram:
             if key is not None and not relation_cast and len(self._by_arrays) < 64:
                 self._by_arrays[key] = (fn, check, sizes, casts)
         if trust_finite:
-            if not proven_finite(self.fallback, self.program, arrays, sizes):
+            level = proven_finite(self.fallback, self.program, arrays, sizes)
+            if not level:
                 raise runtime.NonFinite("the unoptimized program may meet inf or nan")
+            if level == PROVEN_BOTH:  # no value of either program can be inf or nan
+                with np.errstate(all="ignore"):
+                    return _finish(fn(*arrays), self.program)
             return _finish(_trusted(fn, arrays), self.program)
         if force_strict and check:
             fn = self.function_for(arrays, sizes, strict=True)[0]
