@@ -48,6 +48,8 @@ class Fallback:
         """how many calls fell back (for tests and reports)"""
         self.proofs: dict[tuple, list[tuple[dict[str, tuple[float, float]], int]]] = {}
         """per size binding: argument ranges proven, with the level proven (proven_finite)"""
+        self.exact = False
+        """whether magnitude bounds fell short once (later calls scan exact ranges only)"""
         self.read: frozenset[str] | None = None
         """the parameters the optimized or the unoptimized program reads (on first call)"""
 
@@ -167,20 +169,30 @@ def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
     ``fallback.naive`` and the optimized ``prog`` alike, :data:`PROVEN_NAIVE` for the
     unoptimized one only, 0 when not (an inf or nan argument, or bounds too wide). Only the
     arguments the programs read are scanned: first one pass each for a magnitude bound, then,
-    if that proves too little, their exact ranges. Proofs are kept for widened ranges, so
-    similar calls reuse them (a few per size binding)."""
+    if that proves too little, their exact ranges (and after one such call, only those). Proofs
+    are kept for widened ranges, so similar calls reuse them (a few per size binding)."""
     read = fallback.read
     if read is None:
         read = fallback.read = _read(fallback.naive) | _read(prog)
-    mags = _magnitudes(prog, arrays, read)
-    if mags is None or not all(math.isfinite(hi) for _, hi in mags.values()):
-        return 0
+    if fallback.exact:  # magnitude bounds proved too little before: straight to the ranges
+        if any(not isinstance(a, np.ndarray) for a in arrays):
+            return 0
+        tries: tuple = (None,)
+    else:
+        mags = _magnitudes(prog, arrays, read)
+        if mags is None or not all(math.isfinite(hi) for _, hi in mags.values()):
+            return 0
+        tries = (mags, None)
     key = tuple(sorted(sizes.items()))
     proofs = fallback.proofs.setdefault(key, [])
     best = 0
-    for ranges in (mags, None):
+    for ranges in tries:
         if ranges is None:
             ranges = _ranges(prog, arrays, read)
+            if not all(math.isfinite(lo) and math.isfinite(hi) for lo, hi in ranges.values()):
+                return 0
+            if not fallback.exact and best < PROVEN_BOTH:
+                fallback.exact = True  # (the one-pass bounds did not suffice: skip them next)
         for box, level in proofs:
             if level > best and all(box[n][0] <= lo and hi <= box[n][1]
                                     for n, (lo, hi) in ranges.items()):
