@@ -209,7 +209,9 @@ class Compiled:
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
         compiled = _compile(program, self.structured, self.backend)
-        if optimize:  # inlining is finite-only: a non-finite call reruns the naive program
+        if optimize and not getattr(report, "same_code", False):
+            # inlining is finite-only: a non-finite call reruns the naive program (code the
+            # rewrites left unchanged is exact as it is)
             compiled = with_fallback(compiled, naive, self.structured)
         stage = _Stage(naive, program, report, compiled,
                        spec, constants if constants is not None and constants.found else None)

@@ -76,8 +76,6 @@ def with_fallback(compiled: Any, naive: Program, structured: bool = False) -> An
     program, which other callers may share, is left as it is."""
     if naive == compiled.program or naive.param_names != compiled.program.param_names:
         return compiled  # nothing was rewritten (or no common signature: nothing to rerun)
-    if _same_code(compiled, naive):
-        return compiled  # the rewrites changed nothing the code runs: it is exact already
     guarded = copy.copy(compiled)
     guarded.fallback = Fallback(naive, structured)
     if hasattr(guarded, "runner"):  # a Numba program: its NumPy twin (binding, NumPy-only runs)
@@ -86,26 +84,6 @@ def with_fallback(compiled: Any, naive: Program, structured: bool = False) -> An
         guarded.numpy = inner
         guarded.runner = inner if guarded.numpy_only else guarded
     return guarded
-
-
-def _same_code(compiled: Any, naive: Program) -> bool:
-    """Whether the optimized program lowers to the very code of the unoptimized one (the
-    rewrites only renamed or reordered what the code runs)."""
-    from .numpy import compile_program
-
-    source = getattr(compiled, "source", None)
-    if not isinstance(source, str) or not hasattr(compiled, "function_for"):
-        return False
-    try:
-        twin = compile_program(naive, getattr(compiled, "structured", False)).source
-    except Exception:  # noqa: BLE001 (no twin to compare: keep the guard)
-        return False
-    return _code_lines(twin) == _code_lines(source)
-
-
-def _code_lines(source: str) -> list[str]:
-    """The lines that run (each statement's comment, which prints it as written, left out)."""
-    return [line for line in source.splitlines() if not line.lstrip().startswith("#")]
 
 
 def _read(prog: Program) -> frozenset[str]:
@@ -125,7 +103,10 @@ def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str]
     array."""
     out: dict[str, tuple[float, float]] = {}
     for a, p in zip(arrays, prog.params, strict=True):
-        if p.kind != "tensor" or p.name not in read:
+        if p.kind != "tensor":
+            continue
+        if p.name not in read:
+            out[p.name] = (0.0, 0.0)  # never read: its values cannot matter to the bounds
             continue
         if not isinstance(a, np.ndarray):
             return None
@@ -137,10 +118,11 @@ def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str]
 
 def _ranges(prog: Program, arrays: Sequence[Any], read: frozenset[str]
             ) -> dict[str, tuple[float, float]]:
-    """Each read tensor argument's smallest and largest entry (two scans each)."""
-    return {p.name: (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
-            for a, p in zip(arrays, prog.params, strict=True)
-            if p.kind == "tensor" and p.name in read}
+    """Each read tensor argument's smallest and largest entry (two scans each; (0, 0) for one
+    never read)."""
+    return {p.name: (float(a.min()), float(a.max())) if a.size and p.name in read
+            else (0.0, 0.0)
+            for a, p in zip(arrays, prog.params, strict=True) if p.kind == "tensor"}
 
 
 def _widened(lo: float, hi: float) -> tuple[float, float]:

@@ -29,6 +29,7 @@ from ..plan.price import (
     eager_cost,
     member_count_names,
     normalize_sizes,
+    program_code,
     program_cost,
 )
 
@@ -223,6 +224,9 @@ class CostReport:
     inputs: Any = field(default=None, compare=False, repr=False)
     """The ``optimize`` call that made the report (an ``eqsat_ad.egraph.optimize.OptimizeCall``;
     None for a report built directly), which :meth:`explain` replays."""
+    same_code: bool = False
+    """Whether the optimized program lowers to the naive program's very code (the rewrites only
+    renamed or reordered what runs): such code is exact on every value, needing no guard."""
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
@@ -261,6 +265,8 @@ class CostReport:
             stats if stats is not None else SaturationStats(),
             structured,
             eager_cost(naive, plan_cost=n_sum.cost),
+            same_code=program_code(naive, tie, structured)
+            == program_code(optimized, tie, structured),
         )
 
     # --- derived figures -----------------------------------------------------------------------

@@ -165,6 +165,19 @@ def program_plan(prog: Program, sizes: Mapping[str, int] | None = None,
                          sparse=sparse_relations(prog, checked)).plan
 
 
+def program_code(prog: Program, sizes: Mapping[str, int] | None = None,
+                 structured: bool = False) -> tuple[str, ...]:
+    """The lines of code the backend runs for ``prog`` (the lowering :func:`program_plan`
+    prices, reused, not redone; each statement's comment, which prints it as written, left
+    out): two programs with the same lines run the same code."""
+    from ..backend.numpy import lower_program
+
+    checked = _check(prog, sizes)
+    source = lower_program(prog, checked, structured=structured,
+                           sparse=sparse_relations(prog, checked)).source
+    return tuple(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+
+
 def program_cost(
     prog: Program, sizes: Mapping[str, int] | None = None, *, structured: bool = False,
     lowered: bool = True,
