@@ -17,6 +17,7 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import sympy
 
@@ -158,11 +159,7 @@ def program_plan(prog: Program, sizes: Mapping[str, int] | None = None,
                  structured: bool = False) -> Plan:
     """The kernels the backend runs for ``prog`` (contraction orders chosen at ``sizes``; a
     relation with ``nnz_<name>`` in ``sizes`` runs by its members)."""
-    from ..backend.numpy import lower_program
-
-    checked = _check(prog, sizes)
-    return lower_program(prog, checked, structured=structured,
-                         sparse=sparse_relations(prog, checked)).plan
+    return _lowered(prog, sizes, structured).plan
 
 
 def program_code(prog: Program, sizes: Mapping[str, int] | None = None,
@@ -170,12 +167,18 @@ def program_code(prog: Program, sizes: Mapping[str, int] | None = None,
     """The lines of code the backend runs for ``prog`` (the lowering :func:`program_plan`
     prices, reused, not redone; each statement's comment, which prints it as written, left
     out): two programs with the same lines run the same code."""
+    source = _lowered(prog, sizes, structured).source
+    return tuple(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+
+
+def _lowered(prog: Program, sizes: Mapping[str, int] | None, structured: bool) -> Any:
+    """The backend's lowering of ``prog`` at ``sizes`` (cached by the backend: the plan and the
+    code come from one lowering)."""
     from ..backend.numpy import lower_program
 
     checked = _check(prog, sizes)
-    source = lower_program(prog, checked, structured=structured,
-                           sparse=sparse_relations(prog, checked)).source
-    return tuple(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+    return lower_program(prog, checked, structured=structured,
+                         sparse=sparse_relations(prog, checked))
 
 
 def program_cost(
