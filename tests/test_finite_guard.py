@@ -236,3 +236,23 @@ def test_a_program_proven_finite_both_ways_skips_the_result_scan(monkeypatch) ->
     want = evaluate(ea.vjp(prog, wrt="x"), x=x, ybar=1.0)
     np.testing.assert_allclose(g(x), want, rtol=1e-15)
     assert scans["n"] == 0 and g.compiled.fallback.calls == 0
+
+
+def test_a_sparse_relation_argument_keeps_the_fast_path_on_exact_ranges() -> None:
+    """``log`` needs the arguments' exact ranges (a magnitude bound, symmetric about 0, cannot
+    prove it), and a relation passed by its members (not an array) is no tensor to scan: later
+    calls keep the fast path rather than rerunning the unoptimized program."""
+    from eqsat_ad.ir.relations import SparseRelation
+
+    src = ("def f(M: rel[N, N], x: [N]):\n    t[i: N] = log(x[i])\n"
+           "    return Sum[i: N, j: N](M[i, j] * t[i] * x[j] * (i == 0))\n")
+    prog = ea.parse(src)
+    g = ea.grad(prog, wrt="x")
+    rel = SparseRelation((4, 4), np.nonzero(np.eye(4, k=1, dtype=bool)))
+    x = np.linspace(1.0, 4.0, 4)
+    for _ in range(3):
+        got = g(rel, x)
+    want = evaluate(ea.vjp(prog, wrt="x"), M=np.eye(4, k=1), x=x, ybar=1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    fallback = getattr(g.compiled, "fallback", None)
+    assert fallback is not None and fallback.exact and fallback.calls == 0

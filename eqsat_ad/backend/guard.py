@@ -117,12 +117,18 @@ def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str]
 
 
 def _ranges(prog: Program, arrays: Sequence[Any], read: frozenset[str]
-            ) -> dict[str, tuple[float, float]]:
+            ) -> dict[str, tuple[float, float]] | None:
     """Each read tensor argument's smallest and largest entry (two scans each; (0, 0) for one
-    never read)."""
-    return {p.name: (float(a.min()), float(a.max())) if a.size and p.name in read
+    never read); None if one is not an array."""
+    out: dict[str, tuple[float, float]] = {}
+    for a, p in zip(arrays, prog.params, strict=True):
+        if p.kind != "tensor":
+            continue
+        if p.name in read and not isinstance(a, np.ndarray):
+            return None
+        out[p.name] = (float(a.min()), float(a.max())) if p.name in read and a.size \
             else (0.0, 0.0)
-            for a, p in zip(arrays, prog.params, strict=True) if p.kind == "tensor"}
+    return out
 
 
 def _widened(lo: float, hi: float) -> tuple[float, float]:
@@ -157,8 +163,6 @@ def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
     if read is None:
         read = fallback.read = _read(fallback.naive) | _read(prog)
     if fallback.exact:  # magnitude bounds proved too little before: straight to the ranges
-        if any(not isinstance(a, np.ndarray) for a in arrays):
-            return 0
         tries: tuple = (None,)
     else:
         mags = _magnitudes(prog, arrays, read)
@@ -171,7 +175,8 @@ def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
     for ranges in tries:
         if ranges is None:
             ranges = _ranges(prog, arrays, read)
-            if not all(math.isfinite(lo) and math.isfinite(hi) for lo, hi in ranges.values()):
+            if ranges is None or not all(math.isfinite(lo) and math.isfinite(hi)
+                                         for lo, hi in ranges.values()):
                 return 0
             if not fallback.exact and best < PROVEN_BOTH:
                 fallback.exact = True  # (the one-pass bounds did not suffice: skip them next)
