@@ -139,3 +139,23 @@ def test_the_forced_split_fires_on_a_small_axis():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((50, 3)), rng.standard_normal(50)
     np.testing.assert_allclose(_load(low)(x, y), ea.evaluate(prog, x, y), rtol=1e-10)
+
+
+def test_a_read_out_of_range_in_some_trips_is_not_evaluated_there():
+    # found by test_split_lowering_equals_the_interpreter: y3[l] reads x[-l + 3], in range only
+    # for l >= 1; a loop over l masked the value instead of skipping it, so x[3] was read at l = 0
+    prog = ea.parse("""
+def f(x: [3], a: [], R: rel[N, M]):
+    y1 = -(x[1] + a + (2 >= M) * x[0])
+    y2[i: M, j: 3] = Sum[k: M](y1) * (x[-j + 2] * a)
+    y3[l: N] = y2[-l + M - 1, l - 1]
+    return (2 >= N) * x[0] + Sum[p: N](y3[p])
+""")
+    args = {"x": np.array([0.27, -0.46, -0.91]), "a": np.array(-0.97),
+            "R": np.zeros((3, 2), dtype=bool)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(split, "prefer", lambda a, b: True)
+        low = lower_program(ea.compile(prog).program, {"N": 3, "M": 2})
+        assert [d for d in low.decisions if d.kind == "split-loop"]
+        assert "if M >= _k" in low.source
+        _same(_load(low)(**args), ea.evaluate(prog, **args))

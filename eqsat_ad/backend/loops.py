@@ -18,7 +18,7 @@ from ..ir.index import Affine, Dim
 from ..ir.program import Statement
 from ..plan import split as plan_split
 from ..plan.kernels import Fill, Kernel
-from ..plan.normal import Term, _decide_static
+from ..plan.normal import Cond, Term, _decide_static
 from ..plan.poly import Poly
 from ..plan.split import SplitPrice, is_small, split_price
 from ..plan.windows import _read_ranges
@@ -114,10 +114,25 @@ class Loops:
                 t2 = _decide_static(replace(t, conds=t.conds + ranges))
                 if t2 is None:
                     continue
-                for w in self.windows(t2):
-                    plan = self.plan_term(w, sub)
-                    if plan is not None:
-                        risky |= self.write(target, sub, *plan)
+                # conditions on the loop variable alone (a read's range at this iteration) are
+                # tested before the term runs: a mask would still evaluate the read out of range
+                per_trip = [c for c in t2.conds if c.kind in ("ge", "eq", "ne")
+                            and not c.indices() and var in c.aff.size_names()]
+                if per_trip:
+                    t2 = replace(t2, conds=[c for c in t2.conds if c not in per_trip])
+                    self.emit("if " + " and ".join(self.trip_test(c) for c in per_trip) + ":")
+                    self.indent += 1
+                mark = len(self.lines)
+                try:
+                    for w in self.windows(t2):
+                        plan = self.plan_term(w, sub)
+                        if plan is not None:
+                            risky |= self.write(target, sub, *plan)
+                finally:
+                    if per_trip:
+                        if len(self.lines) == mark:
+                            self.emit("pass")
+                        self.indent -= 1
             if len(self.lines) == start:
                 self.emit("pass")
         finally:
@@ -128,6 +143,14 @@ class Loops:
             self.risky_vars.add(s.name)
         self.shapes[s.name] = s.shape
         self.kinds[s.name] = "tensor"
+
+    def trip_test(self, c: Cond) -> str:
+        """Python code of an index-free condition (on sizes and loop variables)."""
+        a = c.aff
+        # printed as (positive part) op (negated negative part), as masks are: M >= _k2
+        pos = Affine.make({}, {n: k for n, k in a.sizes if k > 0}, max(a.const, 0))
+        op = dict(ge=">=", eq="==", ne="!=")[c.kind]
+        return f"{self.aff_code(pos)} {op} {self.aff_code(pos - a)}"
 
     def loop_variant(self) -> set[str]:
         """The names that change with the loops being emitted: their variables and what the
