@@ -358,3 +358,19 @@ def f(x: [T, N], a: []):
     np.testing.assert_allclose(x_bar, want)
     fd = (ea.evaluate(prog, x, a + 1e-6) - ea.evaluate(prog, x, a - 1e-6)) / 2e-6
     assert a_bar == pytest.approx(fd, rel=1e-6)
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_a_max_of_a_constant_over_an_axis_it_ignores(optimize):
+    # fuzz seed 2028 #3477: np.max of a broadcast integer literal with initial=-inf raised
+    # OverflowError in the generated code; the maximum is taken in the float type
+    prog = ea.parse("""
+def f(x: [N]):
+    y[i: N] = -Max[j: N](-3) + x[i]
+    z[i: N] = Max[j: 3](2 * (j >= 1)) * x[i]
+    return Sum[i: N](y[i] + z[i])
+""")
+    x = np.array([1.0, np.inf, -2.0])
+    c = ea.compile(prog, optimize=optimize)
+    _same(c(x=x), evaluate(prog, x))
+    _same(c(x=x[:1]), evaluate(prog, x[:1]))

@@ -339,7 +339,8 @@ class Reads(Emitter):
         full = kept + tuple(inner)
         code = self.align(v, full, False)
         if set(full) - set(v.axes):  # an index the body ignores: its copies (or none) count
-            code = f"np.broadcast_to({code}, {self._shape_code([g2[a] for a in full])})"
+            # (in the float type: np.max's initial -inf does not fit a literal's integers)
+            code = f"np.broadcast_to(_dt({code}), {self._shape_code([g2[a] for a in full])})"
         pos = tuple(range(len(kept), len(full)))
         axis = pos[0] if len(pos) == 1 else pos
         self.decide("reduce", f"max over {', '.join(inner)}", full, in_sum=True)
