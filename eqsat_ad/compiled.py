@@ -209,10 +209,11 @@ class Compiled:
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
         compiled = _compile(program, self.structured, self.backend)
-        if optimize and not (self.backend == "numba" and getattr(report, "same_code", False)):
+        if optimize:
             # inlining is finite-only: a non-finite call reruns the naive program. (NumPy code
             # decides per call signature whether it is the naive program's very code, which
-            # then runs unguarded: CompiledProgram._plain.)
+            # then runs unguarded: CompiledProgram._plain; Numba loop nests, compiled from the
+            # optimized program, are no such code.)
             compiled = with_fallback(compiled, naive, self.structured)
         stage = _Stage(naive, program, report, compiled,
                        spec, constants if constants is not None and constants.found else None)
