@@ -215,6 +215,8 @@ class Compiled:
             # then runs unguarded: CompiledProgram._plain; Numba loop nests, compiled from the
             # optimized program, are no such code.)
             compiled = with_fallback(compiled, naive, self.structured)
+            if getattr(compiled, "fallback", None) is not None and report is not None:
+                compiled.fallback.same_code = bool(report.same_code)  # (a hint: saves lowerings)
         stage = _Stage(naive, program, report, compiled,
                        spec, constants if constants is not None and constants.found else None)
         self._stages[key] = stage

@@ -172,6 +172,13 @@ def test_the_decision_is_made_once_per_signature(monkeypatch) -> None:
     for n in (4, 4, 4, 7, 7, 4):
         g(**ex.inputs({"N": n}))
     assert calls["n"] == 2
+    # where the cost report found other code (E3 reads B's diagonal only), no call compares
+    ex = example("E3")
+    g = ea.grad(ex.program(), wrt=ex.wrt)
+    assert not g.report.same_code
+    for n in (4, 7):
+        g(**ex.inputs({"N": n}))
+    assert calls["n"] == 2
 
 
 def test_keyword_calls_skip_the_binder_after_the_first(monkeypatch) -> None:

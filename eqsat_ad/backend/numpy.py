@@ -311,14 +311,15 @@ class CompiledProgram:
         at these sizes it lowers to this very code (:func:`.same_code.same_code`: temporaries
         renamed, independent lines reordered), else None; cached per signature. Such a call
         runs the unoptimized program's code as ``optimize=False`` does, unguarded: exact on
-        every value, at no more cost than the optimized code, and no pass over an argument."""
+        every value, at no more cost than the optimized code, and no pass over an argument.
+        (Not compared where the cost report found the code different: ``fallback.same_code``.)"""
         sparse = frozenset(p.name for p, a in zip(self.program.params, arrays, strict=True)
                            if isinstance(a, SparseRelation))
         key = (tuple(sizes.items()), sparse)
         if key in self._plain_by:
             return self._plain_by[key]
-        naive = self.fallback.compiled()
         plain = None
+        naive = self.fallback.compiled() if self.fallback.same_code else None
         if isinstance(naive, CompiledProgram) and naive.structured == self.structured \
                 and naive.program.params == self.program.params \
                 and naive.program.returns_tuple == self.program.returns_tuple:
