@@ -45,6 +45,9 @@ def test_names_order_and_einsum_letters_do_not_matter() -> None:
     b = "def g(C):\n    _t1 = _rt.checked(np.einsum('cb->c', C))\n    return _t1\n"
     assert same_code(a, b)
     assert canonical_code(a)[0] == "values"
+    # a local read before its assignment raises in Python: never the same as a global read
+    early = "def g(a):\n    y = foo\n    foo = 1\n    z = 1\n    return y\n"
+    assert not same_code(early, "def g(a):\n    y = foo\n    z = 1\n    return y\n")
 
 
 @pytest.mark.parametrize("other", [

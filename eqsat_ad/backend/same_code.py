@@ -137,10 +137,14 @@ def _straight_line(fn: ast.FunctionDef) -> tuple | None:
     if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
         return None
     computed: set[str] = set()
+    assigned = {t.id for s in body for t in getattr(s, "targets", ()) if isinstance(t, ast.Name)}
     for s in body[:-1]:
         if not (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and _pure(s.value)):
             return None
+        if any(isinstance(n, ast.Name) and n.id in assigned and n.id not in env
+               for n in ast.walk(s.value)):
+            return None  # a local read before its assignment (Python raises there)
         if isinstance(s.value, ast.Name) and s.value.id in env:
             env[s.targets[0].id] = env[s.value.id]  # another name for a value: no new one
             continue
