@@ -209,10 +209,14 @@ class Compiled:
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose)
         compiled = _compile(program, self.structured, self.backend)
-        if optimize and not getattr(report, "same_code", False):
-            # inlining is finite-only: a non-finite call reruns the naive program (code the
-            # rewrites left unchanged is exact as it is)
+        if optimize:
+            # inlining is finite-only: a non-finite call reruns the naive program. (NumPy code
+            # decides per call signature whether it is the naive program's very code, which
+            # then runs unguarded: CompiledProgram._plain; Numba loop nests, compiled from the
+            # optimized program, are no such code.)
             compiled = with_fallback(compiled, naive, self.structured)
+            if getattr(compiled, "fallback", None) is not None and report is not None:
+                compiled.fallback.same_code = bool(report.same_code)  # (a hint: saves lowerings)
         stage = _Stage(naive, program, report, compiled,
                        spec, constants if constants is not None and constants.found else None)
         self._stages[key] = stage

@@ -52,6 +52,9 @@ class Fallback:
         """whether magnitude bounds fell short once (later calls scan exact ranges only)"""
         self.read: frozenset[str] | None = None
         """the parameters the optimized or the unoptimized program reads (on first call)"""
+        self.same_code = True
+        """False where the cost report found the two programs' code different at its sizes:
+        then no call signature compares the code again (backend/numpy.py, ``_plain``)"""
 
     def compiled(self) -> Any:
         if self._compiled is None:

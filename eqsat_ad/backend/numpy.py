@@ -54,6 +54,7 @@ from ..ir.relations import (
 from ..plan.kernels import Plan
 from . import runtime
 from .guard import PROVEN_BOTH, keep_structure, proven_finite
+from .same_code import same_code
 from .statements import Codegen
 from .structured import Outer, Sparse
 from .values import (
@@ -153,6 +154,7 @@ class CompiledProgram:
         self._lowered = lower_program(prog, structured=structured)
         self._by_signature: dict[tuple, Any] = {}
         self._by_arrays: dict[tuple, tuple] = {}  # (shape, dtype) per argument -> fn, sizes
+        self._plain_by: dict[tuple, CompiledProgram | None] = {}  # sizes -> see _plain
         self._lock = threading.Lock()
         self._param_index = {n: k for k, n in enumerate(prog.param_names)}
         self._param_names = prog.param_names
@@ -304,22 +306,56 @@ class CompiledProgram:
                 return keep_structure(self._run(args, kwargs, force_strict=True), want)
         return self._run(args, kwargs)
 
+    def _plain(self, arrays: Sequence[Any], sizes: Mapping[str, int]) -> CompiledProgram | None:
+        """For guarded code (:attr:`fallback` set): the unoptimized program's compiled form when
+        at these sizes it lowers to this very code (:func:`.same_code.same_code`: temporaries
+        renamed, independent lines reordered), else None; cached per signature. Such a call
+        runs the unoptimized program's code as ``optimize=False`` does, unguarded: exact on
+        every value, at no more cost than the optimized code, and no pass over an argument.
+        (Not compared where the cost report found the code different: ``fallback.same_code``.)"""
+        sparse = frozenset(p.name for p, a in zip(self.program.params, arrays, strict=True)
+                           if isinstance(a, SparseRelation))
+        key = (tuple(sizes.items()), sparse)
+        if key in self._plain_by:
+            return self._plain_by[key]
+        plain = None
+        naive = self.fallback.compiled() if self.fallback.same_code else None
+        if isinstance(naive, CompiledProgram) and naive.structured == self.structured \
+                and naive.program.params == self.program.params \
+                and naive.program.returns_tuple == self.program.returns_tuple:
+            mine, theirs = (lower_program(p, sizes, structured=self.structured, sparse=sparse)
+                            for p in (self.program, naive.program))
+            if same_code(mine.source, theirs.source):
+                plain = naive
+        if len(self._plain_by) < 64:
+            self._plain_by[key] = plain
+        return plain
+
     def _run(self, args: tuple, kwargs: dict[str, Any], trust_finite: bool = False,
              force_strict: bool = False) -> Any:
         """One call. ``trust_finite``: the code holds only where every value is finite (it was
         optimized with finite-only rewrites): raise :class:`~.runtime.NonFinite` when an
         argument, a value the code computes (IEEE overflow, division by zero or invalid
-        operation flags) or the result is inf or nan. ``force_strict``: the strict code."""
+        operation flags) or the result is inf or nan (unless the unoptimized program's own code
+        is this code at these sizes: :meth:`_plain`). ``force_strict``: the strict code."""
+        names = self._param_names
+        if kwargs and not args and len(kwargs) == len(names):
+            try:  # every parameter by name: the same call by position (its fast path)
+                args, kwargs = tuple(kwargs[n] for n in names), {}
+            except KeyError:
+                pass
         key = hit = None
-        if not kwargs and len(args) == len(self._param_names) and all(
-            type(a) is np.ndarray for a in args
-        ):
+        if not kwargs and len(args) == len(names):
             # Repeated calls with arrays of one signature skip the binder's checks.
-            key = tuple((a.shape, a.dtype) for a in args)
-            hit = self._by_arrays.get(key)
+            key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
+            if len(key) == len(args):
+                hit = self._by_arrays.get(key)
+            else:
+                key = None
         if hit is not None:
-            fn, check, sizes, casts = hit
-            arrays = [a if c is None else a.astype(c) for a, c in zip(args, casts, strict=True)]
+            fn, check, sizes, casts, plain = hit
+            arrays = args if casts is None else \
+                [a if c is None else a.astype(c) for a, c in zip(args, casts, strict=True)]
         else:
             arrays, sizes = self.bind(*args, **kwargs)
             if 0 in sizes.values():
@@ -329,15 +365,17 @@ class CompiledProgram:
                 from ..ir.interpreter import evaluate
 
                 return evaluate(self.program, *args, **kwargs)
-            fn, check = self.function_for(arrays, sizes)
+            plain = None if self.fallback is None else self._plain(arrays, sizes)
+            fn, check = (plain or self).function_for(arrays, sizes)
             casts = tuple(None if b is a else b.dtype
                           for a, b in zip(args, arrays, strict=False))
             relation_cast = any(c is not None and p.kind == "relation"
                                 for c, p in zip(casts, self.program.params, strict=False))
             # (a relation given as numbers is checked to hold 0/1 at every call: not cached)
             if key is not None and not relation_cast and len(self._by_arrays) < 64:
-                self._by_arrays[key] = (fn, check, sizes, casts)
-        if trust_finite:
+                self._by_arrays[key] = (fn, check, sizes, casts if any(
+                    c is not None for c in casts) else None, plain)
+        if trust_finite and plain is None:
             level = proven_finite(self.fallback, self.program, arrays, sizes)
             if not level:
                 raise runtime.NonFinite("the unoptimized program may meet inf or nan")
@@ -345,8 +383,9 @@ class CompiledProgram:
                 with np.errstate(all="ignore"):
                     return _finish(fn(*arrays), self.program)
             return _finish(_trusted(fn, arrays), self.program)
+        owner = plain or self
         if force_strict and check:
-            fn = self.function_for(arrays, sizes, strict=True)[0]
+            fn = owner.function_for(arrays, sizes, strict=True)[0]
             check = False
         with np.errstate(all="ignore"):
             if check:
@@ -359,7 +398,7 @@ class CompiledProgram:
                         return _finish(fn(*arrays), self.program)
                 except runtime.NonFinite:
                     pass
-                fn = self.function_for(arrays, sizes, strict=True)[0]
+                fn = owner.function_for(arrays, sizes, strict=True)[0]
             result = fn(*arrays)
         return _finish(result, self.program)
 

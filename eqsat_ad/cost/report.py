@@ -206,12 +206,16 @@ def _fmt(v: Fraction | float) -> str:
 
 def _same_code(naive: Program, optimized: Program, tie: Mapping[str, int] | None,
                structured: bool) -> bool:
-    """Whether both programs lower to the same lines of code (programs with rolled loops, which
-    lower through their bodies, are not compared: False)."""
+    """Whether both programs lower to the same code, up to the names of temporaries and the
+    order of independent lines (:func:`eqsat_ad.backend.same_code.same_code`; programs with
+    rolled loops, which lower through their bodies, are not compared: False)."""
+    from ..backend.same_code import same_code
+
     if naive.folds or optimized.folds:
         return False
     try:
-        return program_code(naive, tie, structured) == program_code(optimized, tie, structured)
+        return same_code(*("\n".join(program_code(p, tie, structured))
+                           for p in (naive, optimized)))
     except EqsatError:  # (a program the plan cannot lower: not the same code)
         return False
 
