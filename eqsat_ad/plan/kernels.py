@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
+from .memory import Lifetime, PeakMemory, peak_memory
 from .poly import ZERO, Poly, compare
 
 __all__ = [
@@ -193,9 +194,11 @@ KERNEL_KINDS: tuple[type[Kernel], ...] = (
 
 @dataclass(frozen=True)
 class Plan:
-    """The kernels of a lowered program, in the order the generated code runs them."""
+    """The kernels of a lowered program, in the order the generated code runs them, and the
+    arrays its variables hold (:mod:`eqsat_ad.plan.memory`)."""
 
     kernels: tuple[Kernel, ...]
+    lifetimes: tuple[Lifetime, ...] = ()
 
     @property
     def cost(self) -> Poly:
@@ -222,6 +225,15 @@ class Plan:
             if best is None or compare(k.alloc, best.alloc, sizes) > 0:
                 best = k
         return best
+
+    def peak(self, sizes: Mapping[str, int] | None = None) -> PeakMemory:
+        """The most elements the code holds at once (its arrays and a line's temporaries; the
+        lines compared at ``sizes``, asymptotically when None)."""
+        allocs: dict[int, Poly] = {}
+        for k in self.kernels:
+            if not k.alloc.is_zero():
+                allocs[k.line] = allocs.get(k.line, ZERO) + k.alloc
+        return peak_memory(self.lifetimes, allocs, sizes)
 
     def kinds(self) -> list[str]:
         return [k.kind for k in self.kernels]
