@@ -1,0 +1,226 @@
+"""Peak memory: the generated code releases each array after its last use (``del``), and the
+plan's peak (:meth:`eqsat_ad.plan.kernels.Plan.peak`) bounds what one call holds (tracemalloc).
+Counting only: bytes and lines, no timings."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import programs, random_inputs, tensor_params
+
+import eqsat_ad as ea
+from eqsat_ad.ad import vjp
+from eqsat_ad.backend.numpy import Lowered, _load, lower_program
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+from sweep_programs import NBODY  # noqa: E402
+
+SLACK = 65536  # bytes: Python-level bookkeeping of a call (frames, tuples, NumPy's buffers)
+PER_ELEMENT = 32  # bytes a line may allocate per planned element (as tests/test_plan.py)
+
+
+def _measured_peak(fn, *args, **kwargs) -> int:
+    """Bytes held at once during one call (after a warm-up call), NumPy's ufunc buffers small."""
+    old = np.setbufsize(512)
+    try:
+        fn(*args, **kwargs)
+        tracemalloc.start()
+        try:
+            fn(*args, **kwargs)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        np.setbufsize(old)
+
+
+def _statements(body: list[ast.stmt]) -> list[tuple[ast.stmt, list[ast.stmt]]]:
+    """Every statement of a function body (nested blocks included) with its own block."""
+    out: list[tuple[ast.stmt, list[ast.stmt]]] = []
+    for s in body:
+        out.append((s, body))
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner:
+                out += _statements(inner)
+    return out
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def released(source: str) -> dict[str, int]:
+    """The names the code releases (name -> del statements), checking that each ``del`` comes
+    right after the last use in its block: the statement before it (other dels aside) uses the
+    name, and nothing after it does before the name is defined again."""
+    fn = ast.parse(source).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    flat = _statements(fn.body)
+    out: dict[str, int] = {}
+    for k, (s, block) in enumerate(flat):
+        if not isinstance(s, ast.Delete):
+            continue
+        at = next(i for i, x in enumerate(block) if x is s)
+        before = next(x for x in reversed(block[:at]) if not isinstance(x, ast.Delete))
+        for t in s.targets:
+            assert isinstance(t, ast.Name)
+            assert _mentions(before, t.id), (t.id, ast.unparse(before))
+            for later, _ in flat[k + 1:]:
+                if (isinstance(later, ast.Assign) and len(later.targets) == 1
+                        and isinstance(later.targets[0], ast.Name)
+                        and later.targets[0].id == t.id):
+                    break
+                if not isinstance(later, ast.For | ast.If):
+                    assert not _mentions(later, t.id), (t.id, ast.unparse(later))
+            out[t.id] = out.get(t.id, 0) + 1
+    return out
+
+
+def _without_dels(lowered: Lowered):
+    """The same function with its ``del`` lines dropped (the code before liveness)."""
+    lines = [x for x in lowered.source.splitlines() if not x.strip().startswith("del ")]
+    return _load(Lowered("\n".join(lines) + "\n", lowered.decisions, lowered.function_name,
+                         lowered.namespace_extras, lowered.plan))
+
+
+def _bound(lowered: Lowered, sizes) -> int:
+    """Bytes the plan allows one call to hold: at each line, the arrays held (8 bytes an
+    element) and what the line allocates (:data:`PER_ELEMENT` bytes a planned element)."""
+    plan = lowered.plan
+    best = 0
+    lines = {k.line for k in plan.kernels} | {lt.start for lt in plan.lifetimes}
+    for line in lines:
+        held = sum(int(lt.elements.evaluate(sizes)) for lt in plan.lifetimes
+                   if lt.start < line <= lt.end)
+        held += sum(int(lt.elements.evaluate(sizes)) for lt in plan.lifetimes
+                    if lt.redefined and lt.start == line)
+        allocs = sum(int(k.alloc.evaluate(sizes)) for k in plan.kernels if k.line == line)
+        best = max(best, 8 * held + PER_ELEMENT * allocs)
+    return best + SLACK
+
+
+def _argument(v):
+    """A random input as the generated function takes it (a 0-d float as a NumPy float)."""
+    return np.float64(v) if isinstance(v, float) else np.asarray(v)
+
+
+def _nbody():
+    g = ea.grad(NBODY.target, argnums=0)
+    sizes = {"N": 400, "M": 3}
+    ins = NBODY.make_inputs(sizes, np.random.default_rng(1))
+    g(**ins)  # (a Python function is translated at its first call)
+    return g, sizes, ins
+
+
+def test_nbody_peak_is_predicted_and_its_temporaries_are_released():
+    g, sizes, ins = _nbody()
+    lowered = lower_program(g.program, sizes)
+    peak = lowered.plan.peak(sizes)
+    predicted = 8 * peak.value(sizes)
+    n2 = 8 * 400 * 400
+    # with dels: at most 5 N x N arrays and the output held at once (was 9 without them)
+    assert predicted <= 5 * n2 + 8 * 400 * 3
+    measured = _measured_peak(g, **ins)
+    args = sum(a.nbytes for a in ins.values())
+    assert predicted / 3 <= measured <= predicted + args + SLACK, (measured, predicted)
+    gone = released(lowered.source)
+    assert "r2" in gone  # the squared distances, dead once the weights are computed
+    assert all(n.startswith("_t") or n == "r2" for n in gone)
+    assert "x" not in gone and "m" not in gone and "x_bar" not in gone
+    # the same values as the code without dels, bit for bit, and as the hand gradient
+    np.testing.assert_array_equal(_load(lowered)(**ins), _without_dels(lowered)(**ins))
+    np.testing.assert_allclose(g(**ins), NBODY.hand(**ins)["x"], rtol=1e-9)
+
+
+CHAIN = """
+def f(x: [N]):
+    a[i: N] = exp(x[i])
+    b[i: N] = a[i] * sin(x[i])
+    c[i: N] = b[i] * b[i] + a[i]
+    return Sum[i: N](c[i])
+"""
+
+
+def test_an_elementwise_chain_releases_each_statement_after_its_last_reader():
+    prog = ea.parse(CHAIN)
+    sizes = {"N": 100_000}
+    lowered = lower_program(prog, sizes)
+    gone = released(lowered.source)
+    assert {"a", "b", "c"} <= set(gone), lowered.source
+    # never more than two statement arrays (and a line's temporaries) at once: a and b
+    peak = lowered.plan.peak(sizes)
+    assert set(peak.held) <= {"a", "b"}
+    x = np.random.default_rng(0).uniform(-1, 1, sizes["N"])
+    measured = _measured_peak(_load(lowered), x)
+    assert 8 * peak.value(sizes) / 3 <= measured <= 8 * peak.value(sizes) + SLACK
+    np.testing.assert_array_equal(_load(lowered)(x), _without_dels(lowered)(x))
+    assert np.isclose(_load(lowered)(x), ea.evaluate(prog, x), rtol=1e-12)
+
+
+LATE = """
+def f(x: [N], w: [N]):
+    a[i: N] = exp(x[i])
+    b[i: N] = a[i] * a[i]
+    return Sum[i: N](b[i] * x[i] * w[i])
+"""
+
+
+def test_an_argument_read_late_is_never_released_and_the_gradient_is_unchanged():
+    prog = ea.parse(LATE)
+    g, plain = ea.grad(prog, wrt="x"), ea.grad(prog, wrt="x", optimize=False)
+    rng = np.random.default_rng(2)
+    x, w = rng.uniform(-1, 1, 50_000), rng.uniform(-1, 1, 50_000)
+    for compiled in (g, plain):
+        lowered = lower_program(compiled.program, {"N": 50_000})
+        gone = released(lowered.source)
+        assert gone and not {"x", "w", "x_bar"} & set(gone), lowered.source
+        np.testing.assert_array_equal(_load(lowered)(x, w), _without_dels(lowered)(x, w))
+    want = ea.evaluate(ea.vjp(prog, "x"), x, w, 1.0)
+    np.testing.assert_allclose(g(x, w), want, rtol=1e-10)  # (optimized: products reordered)
+    np.testing.assert_allclose(plain(x, w), want, rtol=1e-12)
+    # the report prints the peak and holds it in to_dict()
+    assert "peak memory" in str(g.report)
+    d = g.report.to_dict()["optimized"]
+    assert d["peak_memory"]["value"] >= d["largest_intermediate"]["value"]
+
+
+def test_a_loop_body_temporary_is_released_in_each_iteration():
+    g, sizes, ins = _nbody()
+    source = lower_program(g.program, sizes).source
+    fn = ast.parse(source).body[0]
+    loops = [s for s in ast.walk(fn) if isinstance(s, ast.For)]
+    assert loops
+    for loop in loops:
+        inner = {t.id for s in loop.body if isinstance(s, ast.Delete) for t in s.targets}
+        defined = {s.targets[0].id for s in loop.body if isinstance(s, ast.Assign)
+                   and isinstance(s.targets[0], ast.Name)}
+        assert defined and defined <= inner, ast.unparse(loop)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          database=None)
+@given(prog=programs(max_statements=3), data=st.data())
+def test_the_predicted_peak_bounds_one_call(prog, data):
+    if data.draw(st.booleans(), label="adjoint") and tensor_params(prog):
+        prog = vjp(prog, data.draw(st.sampled_from(tensor_params(prog)), label="wrt"))
+    sizes = dict(zip(prog.size_names(), (64, 40), strict=False))
+    lowered = lower_program(prog, sizes)
+    released(lowered.source)  # every del right after its name's last use
+    plan = lowered.plan
+    peak = plan.peak(sizes).value(sizes)
+    top = plan.largest(sizes)
+    assert peak >= (0 if top is None else int(top.alloc.evaluate(sizes)))
+    args = [_argument(v) for v in random_inputs(prog, sizes, np.random.default_rng(0)).values()]
+    fn = _load(lowered)
+    assert _measured_peak(fn, *args) <= _bound(lowered, sizes)
+    got, want = fn(*args), _without_dels(lowered)(*args)
+    for a, b in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
