@@ -22,20 +22,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 from sweep_programs import NBODY  # noqa: E402
 
 SLACK = 65536  # bytes: Python-level bookkeeping of a call (frames, tuples, NumPy's buffers)
-PER_ELEMENT = 32  # bytes a line may allocate per planned element (as tests/test_plan.py)
+OVER = 1.5  # measured / predicted bytes at most (a runtime helper's own index arrays, gathers)
 
 
 def _measured_peak(fn, *args, **kwargs) -> int:
-    """Bytes held at once during one call (after a warm-up call), NumPy's ufunc buffers small."""
+    """Bytes held at once during one call (after a warm-up call), NumPy's ufunc buffers small;
+    the least of three calls (tracemalloc also counts what other threads allocate meanwhile)."""
     old = np.setbufsize(512)
     try:
         fn(*args, **kwargs)
-        tracemalloc.start()
-        try:
-            fn(*args, **kwargs)
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        peaks = []
+        for _ in range(3):
+            tracemalloc.start()
+            try:
+                fn(*args, **kwargs)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+        return min(peaks)
     finally:
         np.setbufsize(old)
 
@@ -90,22 +94,6 @@ def _without_dels(lowered: Lowered):
                          lowered.namespace_extras, lowered.plan))
 
 
-def _bound(lowered: Lowered, sizes) -> int:
-    """Bytes the plan allows one call to hold: at each line, the arrays held (8 bytes an
-    element) and what the line allocates (:data:`PER_ELEMENT` bytes a planned element)."""
-    plan = lowered.plan
-    best = 0
-    lines = {k.line for k in plan.kernels} | {lt.start for lt in plan.lifetimes}
-    for line in lines:
-        held = sum(int(lt.elements.evaluate(sizes)) for lt in plan.lifetimes
-                   if lt.start < line <= lt.end)
-        held += sum(int(lt.elements.evaluate(sizes)) for lt in plan.lifetimes
-                    if lt.redefined and lt.start == line)
-        allocs = sum(int(k.alloc.evaluate(sizes)) for k in plan.kernels if k.line == line)
-        best = max(best, 8 * held + PER_ELEMENT * allocs)
-    return best + SLACK
-
-
 def _argument(v):
     """A random input as the generated function takes it (a 0-d float as a NumPy float)."""
     return np.float64(v) if isinstance(v, float) else np.asarray(v)
@@ -125,8 +113,9 @@ def test_nbody_peak_is_predicted_and_its_temporaries_are_released():
     peak = lowered.plan.peak(sizes)
     predicted = 8 * peak.value(sizes)
     n2 = 8 * 400 * 400
-    # with dels: at most 5 N x N arrays and the output held at once (was 9 without them)
-    assert predicted <= 5 * n2 + 8 * 400 * 3
+    # with dels, the weights' risky factors multiplied into one array: at most 4 N x N arrays
+    # and the output held at once (9 without them; NumPy's in-place temporaries make it 3)
+    assert predicted <= 4 * n2 + 8 * 400 * 3
     measured = _measured_peak(g, **ins)
     args = sum(a.nbytes for a in ins.values())
     assert predicted / 3 <= measured <= predicted + args + SLACK, (measured, predicted)
@@ -219,8 +208,32 @@ def test_the_predicted_peak_bounds_one_call(prog, data):
     assert peak >= (0 if top is None else int(top.alloc.evaluate(sizes)))
     args = [_argument(v) for v in random_inputs(prog, sizes, np.random.default_rng(0)).values()]
     fn = _load(lowered)
-    assert _measured_peak(fn, *args) <= _bound(lowered, sizes)
+    measured = _measured_peak(fn, *args)
+    assert measured <= OVER * 8 * peak + SLACK, (measured, 8 * peak, lowered.source)
     got, want = fn(*args), _without_dels(lowered)(*args)
     for a, b in zip(got if isinstance(got, tuple) else (got,),
                     want if isinstance(want, tuple) else (want,), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_line_holds_its_operands_until_the_kernel_that_reads_them_has_run():
+    from eqsat_ad.plan.kernels import Elementwise, View
+    from eqsat_ad.plan.memory import line_peak
+    from eqsat_ad.plan.poly import ZERO, Poly
+
+    n = Poly.symbol("N")
+
+    def op(args=None):
+        return Elementwise("y", n, n, args=args)
+
+    # exp(x) * (sin(x) * cos(x)): exp, sin and cos held while their product is written (4),
+    # then exp and that product while the last is (3)
+    tree = [op((0,)), op((0,)), op((0,)), op((1, 1)), op((1, 3))]
+    assert line_peak(tree, {"N": 10}) == n * 4
+    assert line_peak(tree[:3], {"N": 10}) == n * 3
+    # a chain of passes over one array holds two at a time
+    chain = [op((0,))] + [op((k,)) for k in range(1, 6)]
+    assert line_peak(chain, {"N": 10}) == n * 2
+    # operands not known: everything before is held to the end of the line
+    assert line_peak([op(), op(), op()], {"N": 10}) == n * 3
+    assert line_peak([View("y", ZERO, ZERO)], {"N": 10}).is_zero()

@@ -2,21 +2,25 @@
 
 The generated code releases every array after its last use (``del``, placed by
 :mod:`eqsat_ad.backend.liveness`), so what it holds at a line is the arrays defined before it and
-released after it, plus what the line itself allocates while it runs (each kernel's ``alloc``:
-the temporaries of an expression and the array it defines). The plan's peak is the largest such
-sum over its lines. Counting every allocation of a line as held at once makes the peak an upper
-bound on what NumPy holds (it frees an expression's temporaries as it goes, and reuses some in
-place); arguments are the caller's and are not counted.
+released after it, plus what the line itself holds while it runs (:func:`line_peak`: the
+temporaries of its expression, each freed once the kernel that reads it has run, and the array it
+defines). The plan's peak is the largest such sum over its lines. It is an upper bound on what
+NumPy holds where the kernels' operands are known (NumPy also reuses a temporary in place where
+it can); arguments are the caller's and are not counted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .poly import ZERO, Poly, compare
 
-__all__ = ["Lifetime", "PeakMemory", "peak_memory"]
+if TYPE_CHECKING:
+    from .kernels import Kernel
+
+__all__ = ["Lifetime", "PeakMemory", "line_peak", "peak_memory"]
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,36 @@ class PeakMemory:
                                            for n in self.elements.size_names()}))
 
 
+def line_peak(kernels: Sequence[Kernel], sizes: Mapping[str, int] | None = None) -> Poly:
+    """The most elements one line's kernels (in the order they run: each operand's kernels
+    before the kernel that reads it) hold at once: what is computed and not yet read, and what
+    the running kernel writes. A kernel whose operands are not known (``args`` None) frees
+    nothing: what came before it is counted until the line ends."""
+    stack: list[tuple[Poly, int]] = []  # (elements held, kernels that computed them)
+    best = ZERO
+    for k in kernels:
+        total = k.alloc
+        for held, _ in stack:
+            total = total + held
+        if compare(total, best, sizes) > 0:
+            best = total
+        want = sum(k.args) if k.args is not None else 0
+        taken = j = 0
+        while j < len(stack) and taken < want:
+            j += 1
+            taken += stack[-j][1]
+        if taken == want and want:
+            del stack[len(stack) - j:]  # its operands, freed
+        else:
+            taken = 0
+        stack.append((k.alloc, 1 + taken))
+    return best
+
+
 def peak_memory(lifetimes: Sequence[Lifetime], allocs: Mapping[int, Poly],
                 sizes: Mapping[str, int] | None = None) -> PeakMemory:
-    """The peak of ``lifetimes`` plus ``allocs`` (line -> what its kernels allocate), the lines
-    compared at ``sizes`` (asymptotically when None)."""
+    """The peak of ``lifetimes`` plus ``allocs`` (line -> what it holds while it runs,
+    :func:`line_peak`), the lines compared at ``sizes`` (asymptotically when None)."""
     # held at line L: the lifetimes with start < L <= end (changes at start + 1 and end + 1)
     events: dict[int, Poly] = {}
     for lt in lifetimes:
