@@ -203,8 +203,12 @@ def _largest(cost: ProgramCost, sizes: Mapping[str, int]) -> Materialized | None
 
 
 def _mb(elements: int) -> str:
-    """Bytes of ``elements`` float64 values, in MB."""
-    return f"{8 * elements / 1e6:.3g} MB"
+    """Bytes of ``elements`` float64 values, in B, kB, MB or GB."""
+    n = 8 * elements
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
 
 
 def _json_number(v: Fraction) -> int | float:
