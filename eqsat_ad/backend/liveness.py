@@ -53,9 +53,13 @@ class _Block:
 
 
 def release_dead(lines: Sequence[str], kernels: Sequence[Kernel],
-                 keep: frozenset[str] | set[str]) -> Released:
+                 keep: frozenset[str] | set[str], sizes: Mapping[str, int] | None = None
+                 ) -> Released:
     """``lines`` with every array released after its last use (``keep``: names never released:
-    parameters, sizes); ``kernels`` carry 0-based body lines."""
+    parameters, sizes); ``kernels`` carry 0-based body lines. At ``sizes``, an elementwise
+    ``+ - * /`` whose operand of :data:`IN_PLACE_MIN` elements or more dies with it writes into
+    that operand (``_rt.into``: when nothing else refers to it and the result has its shape and
+    dtype)."""
     info = [_parse(line) for line in lines]
     top = _block(info, 0, len(info), 0, -1)
     owned = _owned(info, kernels)
@@ -73,6 +77,8 @@ def release_dead(lines: Sequence[str], kernels: Sequence[Kernel],
         line, block = where
         after.setdefault(line, {}).setdefault(block.level, []).append(name)
         released_in[name] = block
+    if sizes:
+        lines = _in_place(lines, info, after, owned, kernels, sizes)
     out: list[str] = []
     new_at: list[int] = []
     del_line: dict[str, list[int]] = {}
@@ -87,6 +93,59 @@ def release_dead(lines: Sequence[str], kernels: Sequence[Kernel],
     lifetimes = _lifetimes(info, owned, arrays, new_at, del_line, released_in, top,
                            len(out) - 1)
     return Released(out, moved, lifetimes)
+
+
+IN_PLACE_MIN = 1 << 16
+"""Elements an operand must have to be written into: below, ``_rt.into``'s checks (about a
+microsecond) cost more than the allocation they save."""
+
+_UFUNCS = {ast.Add: "np.add", ast.Sub: "np.subtract", ast.Mult: "np.multiply",
+           ast.Div: "np.true_divide"}
+
+
+def _in_place(lines: Sequence[str], info: Sequence[_Line],
+              after: Mapping[int, Mapping[int, list[str]]], owned: Mapping[int, Poly],
+              kernels: Sequence[Kernel], sizes: Mapping[str, int]) -> list[str]:
+    """``lines`` with each ``v = a op b`` whose operand ``a`` (or ``b``) is released right after
+    it, in its own block (not after a loop that runs it again), and holds an array of the
+    result's size (so of its shape) written as ``v = _rt.into(a, np.op, a, b)``."""
+    result: dict[int, Poly] = {}
+    for k in kernels:
+        if k.line >= 0 and not k.alloc.is_zero():
+            result[k.line] = k.alloc
+    last_def: dict[str, int] = {}
+    out = list(lines)
+    for k, li in enumerate(info):
+        dying = after.get(k, {}).get(li.level, [])
+        if dying and li.defines is not None and k in result:
+            out[k] = _written_into(lines[k], dying, last_def, owned, result[k], sizes)
+        if li.defines is not None:
+            last_def[li.defines] = k
+    return out
+
+
+def _written_into(line: str, dying: Sequence[str], last_def: Mapping[str, int],
+                  owned: Mapping[int, Poly], size: Poly, sizes: Mapping[str, int]) -> str:
+    text = line.strip()
+    stmt = ast.parse(text).body[0]
+    if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.BinOp)
+            and type(stmt.value.op) in _UFUNCS):
+        return line
+    op = stmt.value
+    for operand in (op.left, op.right):
+        if not (isinstance(operand, ast.Name) and operand.id in dying):
+            continue
+        held = owned.get(last_def.get(operand.id, -1))
+        if held is None or held != size:
+            continue
+        if held.evaluate({n: sizes.get(n, 1000) for n in held.size_names()}) < IN_PLACE_MIN:
+            continue
+        a, b = (ast.get_source_segment(text, x) for x in (op.left, op.right))
+        target = ast.get_source_segment(text, stmt.targets[0])
+        indent = line[: len(line) - len(line.lstrip())]
+        return (f"{indent}{target} = _rt.into({operand.id}, {_UFUNCS[type(op.op)]}, "
+                f"{a}, {b})")
+    return line
 
 
 def _parse(line: str) -> _Line:

@@ -441,7 +441,7 @@ class Codegen(Loops, Reductions):
         self.emit(f"return {ret}", ret_ks)
         # every array released after its last use; the plan holds how long each is held
         keep = set(self.py.values()) - {self.py[s.name] for s in prog.statements}
-        done = release_dead(self.lines, self.kernels, keep)
+        done = release_dead(self.lines, self.kernels, keep, self.sizes)
         src = "\n".join(header + doc + done.lines) + "\n"
         # body line k (0-based) is line k + 3 of the source (after the def and the docstring)
         shift = 1 + len(header) + len(doc)
