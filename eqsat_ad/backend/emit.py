@@ -163,7 +163,9 @@ class Emitter:
         if not target:
             return inner, ONE
         size = self.numel_poly(target, grid)
-        return inner + self.kernel(cls, size, size, detail), size
+        (own,) = self.kernel(cls, size, size, detail)
+        # (its operands' temporaries are freed once it has run: the plan's peak memory)
+        return inner + (replace(own, args=tuple(len(v.kernels) for v in operands)),), size
 
     def decide(self, kind: str, detail: str = "", axes: Sequence[str] = (), in_sum=False) -> None:
         self.decisions.append(Decision(self.stmt, kind, detail, tuple(axes), in_sum))
@@ -283,8 +285,9 @@ class Emitter:
             return v
         if not v.axes:
             return Value(f"float({v.code})", (), kernels=v.kernels)
+        (cast,) = self.kernel(Elementwise, v.size, v.size, "astype")
         return Value(f"{v.paren()}.astype(_dt)", v.axes, size=v.size,
-                     kernels=v.kernels + self.kernel(Elementwise, v.size, v.size, "astype"))
+                     kernels=v.kernels + (replace(cast, args=(len(v.kernels),)),))
 
     def binop(self, op: str, a: Value, b: Value, grid: Mapping[str, Axis]) -> Value:
         a, b = self.shared(self.to_num(a), False), self.shared(self.to_num(b), False)

@@ -276,7 +276,9 @@ class Reductions(Contractions):
         vals = [self.to_num(v) if not v.mask else v for v in vals]
         if not self.strict:
             # fast code: a computed operand that overflowed raises NonFinite (the strict code
-            # reruns), so the contraction below may reorder its products freely
+            # reruns), so the contraction below may reorder its products freely; risky operands
+            # over the same axes are multiplied first and checked once (one array, not two)
+            vals = _same_axes_first(self, vals, g2)
             vals = [self.checked(v) if v.risky and not v.mask else v for v in vals]
         masks += [v for v in vals if v.mask]
         vals = [v for v in vals if not v.mask]
@@ -440,3 +442,27 @@ def _scan_split(j: str, inner: Mapping[str, Axis], factors: Sequence[Expr | Term
     if not rest and not rest_conds and i not in inner:
         with_j = list(factors)  # the simple scan: every factor is the operand
     return found, cj, with_j, private, rest, rest_conds
+
+
+def _same_axes_first(gen: Reductions, vals: list[Value], grid: Mapping[str, Axis]
+                     ) -> list[Value]:
+    """``vals`` with each group of risky operands (computed values that may overflow) over one
+    set of axes replaced by their elementwise product: an operand over the same axes as another
+    is never worse multiplied into it before a contraction, and the product is checked once, in
+    one array (the others are left to the contraction: a loop-invariant one stays checked once,
+    outside the loop)."""
+    groups: dict[frozenset[str], list[int]] = {}
+    for k, v in enumerate(vals):
+        if v.risky and not v.mask and v.axes:
+            groups.setdefault(frozenset(v.axes), []).append(k)
+    out: list[Value | None] = list(vals)
+    for ks in groups.values():
+        if len(ks) < 2:
+            continue
+        # (in the first one's layout: the same product read transposed by another term is
+        # the same code, computed once)
+        layout = {a: grid[a] for a in vals[ks[0]].axes}
+        out[ks[0]] = gen.product(1.0, [vals[k] for k in ks], layout)
+        for k in ks[1:]:
+            out[k] = None
+    return [v for v in out if v is not None]

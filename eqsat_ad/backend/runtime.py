@@ -9,7 +9,8 @@ that they mean the same thing, so these helpers only appear where that proof is 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -255,3 +256,33 @@ def _shifted(c: np.ndarray, off: int, n: int, reverse: bool = False) -> np.ndarr
 def suffix_sum(v: np.ndarray, axis: int) -> np.ndarray:
     """``Σ_{s >= t} v[s]`` for every ``t`` along ``axis`` (a reversed running sum)."""
     return np.flip(np.cumsum(np.flip(v, axis=axis), axis=axis), axis=axis)
+
+
+def into(dead: object, ufunc: Callable[..., np.ndarray], a: object, b: object) -> object:
+    """``ufunc(a, b)`` written into ``dead`` (``a`` or ``b``: an array the caller reads no
+    more) when that gives the very same array: nothing else refers to ``dead`` (not a view, not
+    an argument, not another name), and it has the result's shape and dtype; a new array
+    otherwise. (An elementwise ufunc reads each element before it writes it: exact.)"""
+    if (type(dead) is np.ndarray and sys.getrefcount(dead) <= _SOLE and dead.base is None
+            and dead.flags.writeable and np.result_type(a, b) == dead.dtype
+            and dead.shape == np.broadcast_shapes(np.shape(a), np.shape(b))):
+        return ufunc(a, b, out=dead)
+    return ufunc(a, b)
+
+
+def _sole_references() -> int:
+    """References to an array held by one local variable of the caller of :func:`into` and
+    passed to it as ``dead`` and one operand (as the generated code does), as :func:`into`
+    counts them (the interpreter decides how many)."""
+
+    def probe(dead: object, ufunc: object, a: object, b: object) -> int:
+        return sys.getrefcount(dead)
+
+    def caller() -> int:
+        t, u = np.empty(2), np.empty(2)
+        return probe(t, None, u, t)
+
+    return caller()
+
+
+_SOLE = _sole_references()

@@ -41,6 +41,7 @@ from ..plan.normal import (
 from ..plan.poly import ZERO, Poly
 from ..plan.split import SplitPrice, inline_small_arrays, split_price
 from ..plan.windows import unroll_windows
+from .liveness import release_dead
 from .loops import Loops, _calls
 from .reads import _is_zero
 from .reduce import Reductions
@@ -438,10 +439,15 @@ class Codegen(Loops, Reductions):
                 raise ProgramError(f"program {prog.name!r} returns {len(outs)} values")
             ret = outs[0]
         self.emit(f"return {ret}", ret_ks)
-        src = "\n".join(header + doc + self.lines) + "\n"
+        # every array released after its last use; the plan holds how long each is held
+        keep = set(self.py.values()) - {self.py[s.name] for s in prog.statements}
+        done = release_dead(self.lines, self.kernels, keep, self.sizes)
+        src = "\n".join(header + doc + done.lines) + "\n"
         # body line k (0-based) is line k + 3 of the source (after the def and the docstring)
-        plan = Plan(tuple(replace(k, line=k.line + 1 + len(header) + len(doc))
-                          for k in self.kernels))
+        shift = 1 + len(header) + len(doc)
+        plan = Plan(tuple(replace(k, line=k.line + shift) for k in done.kernels),
+                    tuple(replace(lt, start=lt.start + shift, end=lt.end + shift)
+                          for lt in done.lifetimes))
         return Lowered(src, tuple(self.decisions), fname, dict(self.extras), plan)
 
 

@@ -22,7 +22,8 @@ import sympy
 
 from ..ir.errors import EqsatError
 from ..ir.program import Program
-from ..plan.poly import Poly, big_o, compare
+from ..plan.memory import PeakMemory
+from ..plan.poly import ZERO, Poly, big_o, compare
 from ..plan.price import (
     Materialized,
     ProgramCost,
@@ -135,6 +136,11 @@ class ProgramSummary:
     largest: Materialized | None
     largest_value: Fraction
     rows: tuple[StatementRow, ...]
+    peak: PeakMemory = PeakMemory(ZERO, -1, ())
+    """The most elements the generated code holds at once (its arrays and a line's temporaries:
+    :meth:`eqsat_ad.plan.kernels.Plan.peak`, the lines compared at the report's sizes)."""
+    peak_value: int = 0
+    """:attr:`peak` at the report's sizes."""
 
     @staticmethod
     def of(prog: Program, sizes: Mapping[str, int], tie_sizes: Mapping[str, int] | None,
@@ -147,6 +153,7 @@ class ProgramSummary:
             for d in cost.details
         )
         largest = _largest(cost, sizes)
+        peak = cost.plan.peak(sizes)
         return ProgramSummary(
             cost,
             cost.total,
@@ -155,6 +162,8 @@ class ProgramSummary:
             largest,
             Fraction(largest.elements.evaluate(sizes)) if largest else Fraction(0),
             rows,
+            peak,
+            peak.value(sizes),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -171,6 +180,13 @@ class ProgramSummary:
                 "elements": str(lg.elements.to_sympy()),
                 "value": _json_number(self.largest_value),
             },
+            "peak_memory": {
+                "elements": str(self.peak.elements.to_sympy()),
+                "value": self.peak_value,
+                "bytes_float64": 8 * self.peak_value,
+                "line": self.peak.line,
+                "held": list(self.peak.held),
+            },
             "statements": [r.to_dict() for r in self.rows],
             "kernels": [{"kind": k.kind, "statement": k.statement, "line": k.line,
                          "space": str(k.space), "alloc": str(k.alloc), "detail": k.detail}
@@ -184,6 +200,15 @@ def _largest(cost: ProgramCost, sizes: Mapping[str, int]) -> Materialized | None
         if best is None or compare(m.elements, best.elements, sizes) > 0:
             best = m
     return best
+
+
+def _mb(elements: int) -> str:
+    """Bytes of ``elements`` float64 values, in B, kB, MB or GB."""
+    n = 8 * elements
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
 
 
 def _json_number(v: Fraction) -> int | float:
@@ -391,6 +416,9 @@ class CostReport:
             lg = s.largest
             return f"{lg.elements} = {_fmt(s.largest_value)} ({lg.statement})"
 
+        def peak(s: ProgramSummary) -> str:
+            return f"{s.peak.elements} = {_fmt(Fraction(s.peak_value))} ({_mb(s.peak_value)})"
+
         st = self.stats
         if st.stop_reason == "not run":
             egraph = "not run"
@@ -410,6 +438,7 @@ class CostReport:
             ("cost", str(self.eager_total), str(n.total), str(o.total)),
             ("cost at sizes", _fmt(self.eager_value), _fmt(n.value), _fmt(o.value)),
             ("largest intermediate", "", largest(n), largest(o)),
+            ("peak memory", "", peak(n), peak(o)),
             ("speed-up of optimized", speed(self.eager_speedup), speed(self.speedup), "1x"),
         ]
         w0 = max(len(r[0]) for r in head) + 2

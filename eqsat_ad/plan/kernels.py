@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
+from .memory import Lifetime, PeakMemory, line_peak, peak_memory
 from .poly import ZERO, Poly, compare
 
 __all__ = [
@@ -37,6 +38,11 @@ class Kernel:
     detail: str = ""
     line: int = field(default=-1, compare=False)
     """1-based line of the generated source that runs it (-1 before emission)."""
+    args: tuple[int, ...] | None = field(default=None, compare=False)
+    """For a kernel that writes a new array from arrays its line computed just before it: how
+    many kernels computed each operand (they precede it on the line; an operand read from a
+    variable has none). Its operands are freed once it has run. None: not known (what came
+    before it on the line is counted as held until the line ends)."""
 
     kind: ClassVar[str] = "kernel"
     reduces: ClassVar[bool] = False
@@ -193,9 +199,11 @@ KERNEL_KINDS: tuple[type[Kernel], ...] = (
 
 @dataclass(frozen=True)
 class Plan:
-    """The kernels of a lowered program, in the order the generated code runs them."""
+    """The kernels of a lowered program, in the order the generated code runs them, and the
+    arrays its variables hold (:mod:`eqsat_ad.plan.memory`)."""
 
     kernels: tuple[Kernel, ...]
+    lifetimes: tuple[Lifetime, ...] = ()
 
     @property
     def cost(self) -> Poly:
@@ -222,6 +230,15 @@ class Plan:
             if best is None or compare(k.alloc, best.alloc, sizes) > 0:
                 best = k
         return best
+
+    def peak(self, sizes: Mapping[str, int] | None = None) -> PeakMemory:
+        """The most elements the code holds at once (its arrays and a line's temporaries; the
+        lines compared at ``sizes``, asymptotically when None)."""
+        by_line: dict[int, list[Kernel]] = {}
+        for k in self.kernels:
+            by_line.setdefault(k.line, []).append(k)
+        return peak_memory(self.lifetimes, {n: line_peak(ks, sizes)
+                                            for n, ks in by_line.items()}, sizes)
 
     def kinds(self) -> list[str]:
         return [k.kind for k in self.kernels]
