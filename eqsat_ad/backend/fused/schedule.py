@@ -26,6 +26,10 @@ plan prices NumPy kernels in:
   the fused program calls it) costs more than :data:`REUSE` times its share of the plan reads
   a value other statements' kernels computed (logsumexp's row sum); alone, or as a loop nest,
   it would compute it again, so the whole NumPy program runs.
+* A pair loop (:mod:`.pairs`: sums over pairs ``(i, j)``, each pair visited once, every term
+  added to its output) is priced as its pairs times the terms' work; it replaces the loop
+  nest where that is cheaper (placement ``"pairs"``), under the same tests against the plan.
+  A producer read by it is evaluated once per pair and distinct read.
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ...ir.expr import (
     Access,
@@ -58,7 +63,8 @@ from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
 
-__all__ = ["LOOP_RATIO", "MEMORY", "STRIDED", "Schedule", "loop_price", "schedule"]
+__all__ = ["LOOP_RATIO", "MEMORY", "STRIDED", "PairPrice", "Schedule", "loop_price",
+           "schedule"]
 
 MEMORY = 4
 """Price of moving one element to or from memory, in arithmetic operations."""
@@ -77,6 +83,14 @@ fetched for the one element used (NumPy's ``.sum(axis=0)`` and BLAS walk rows in
 REUSE = 2
 """A statement reuses a value another statement's NumPy kernels computed when its NumPy code
 alone (:func:`schedule`'s ``alone``) costs more than this many times its share of the plan."""
+
+
+class PairPrice(NamedTuple):
+    """A pair loop's price (:mod:`.pairs`) and, for each array it reads, how many times a
+    fused producer of it would be evaluated (once per pair and distinct read)."""
+
+    price: Poly
+    reads: Mapping[str, Poly]
 
 
 @dataclass(frozen=True)
@@ -247,10 +261,14 @@ def _zeros_and_points(s: Statement, plan: Plan) -> bool:
 
 def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
              sizes: Mapping[str, int] | None = None,
-             alone: Mapping[str, Poly] | None = None) -> Schedule:
+             alone: Mapping[str, Poly] | None = None,
+             pairs: Mapping[str, PairPrice] | None = None) -> Schedule:
     """Place each statement of ``prog`` (``plan``: the NumPy backend's plan of ``prog``;
     ``loopable``: whether the loop writer lowers each statement; ``alone``: the price of
-    each statement's NumPy code run on its own, as the fused program would call it)."""
+    each statement's NumPy code run on its own, as the fused program would call it;
+    ``pairs``: the statements the pair loop writer lowers (:mod:`.pairs`), their price and
+    reads: placed ``"pairs"`` where that is cheaper than their loop nest)."""
+    pairs = pairs or {}
     placement: dict[str, str] = {}
     why: dict[str, str] = {}
     reused: list[str] = []
@@ -265,6 +283,10 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             placement[s.name], why[s.name] = "numpy", "zeros and points (np.zeros)"
             continue
         loop, numpy = loop_price(s), plan.statement_cost(s.name)
+        kind = "loop"
+        pair = pairs.get(s.name)
+        if pair is not None and compare(pair.price, loop, sizes) < 0:
+            loop, kind = pair.price, "pairs"
         own = alone.get(s.name, numpy) if alone else numpy
         if numpy.is_zero() and s.indices:
             placement[s.name], why[s.name] = "numpy", "a view in NumPy (no pass)"
@@ -284,17 +306,18 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             placement[s.name] = "numpy"
             why[s.name] = f"loops {loop} grow faster in some size than the NumPy plan's {numpy}"
             continue
-        placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
+        placement[s.name] = kind
+        why[s.name] = f"{'pair loop' if kind == 'pairs' else 'loop nest'}, price {loop}"
     if reused:
         note = "the NumPy program: reused values not recomputed: " + ", ".join(reused)
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
-    _fuse(prog, placement, why, sizes)
+    _fuse(prog, placement, why, sizes, pairs)
     return Schedule(placement, why)
 
 
 def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
-          sizes: Mapping[str, int] | None) -> None:
+          sizes: Mapping[str, int] | None, pairs: Mapping[str, PairPrice]) -> None:
     returned = set()
     for o in prog.outputs:
         from ...ir.expr import accessed_names
@@ -316,6 +339,9 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
             continue
         reads = ZERO
         for u in users:
+            if placement[u.name] == "pairs":  # once per pair and distinct read
+                reads = reads + pairs[u.name].reads.get(s.name, ZERO)
+                continue
             per_point = evaluations[u.name]
             for site in _sites(u.body, s.name, ONE):
                 reads = reads + per_point * site
