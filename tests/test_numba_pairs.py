@@ -109,3 +109,41 @@ def test_forms_that_are_not_pair_loops(src: str) -> None:
     assert "pairs" not in nb.schedule.placement.values()
     args = _inputs(f.program, 6, np.float64)
     _agree(f(**args), evaluate(f.program, **args), 1e-12)
+
+
+def _random_pair_program(seed: int) -> str:
+    """A statement of 2-3 sums over j, each reading the pair array A as [i, j] or [j, i]
+    (a row or a column term) inside a random function, times x at j or i; a random
+    combination outside the sums."""
+    rng = np.random.default_rng(seed)
+    fns = ["exp", "tanh", "sin", "sqrt"]
+    sums = []
+    for _ in range(int(rng.integers(2, 4))):
+        a = "A[j, i]" if rng.random() < 0.6 else "A[i, j]"
+        f = fns[int(rng.integers(len(fns)))]
+        arg = f"{a} ** 2 + 1" if f == "sqrt" else a
+        x = "x[j, k]" if rng.random() < 0.5 else "x[i, k]"
+        sums.append(f"Sum[j: N]({f}({arg}) * {x})")
+    body = sums[0]
+    for s in sums[1:]:
+        op = ["+", "-", "*"][int(rng.integers(3))]
+        body = f"({body} {op} {s})"
+    r = int(rng.integers(1, 4))
+    return f"def f(x: [N, {r}], A: [N, N]):\n    y[i: N, k: {r}] = {body} * x[i, k]\n    return y\n"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_pair_loops_equal_the_interpreter(seed: int) -> None:
+    src = _random_pair_program(seed)
+    f = ea.compile(ea.parse(src), backend="numba", optimize=False)
+    if "A[j, i]" in src:
+        assert f.compiled.schedule.placement == {"y": "pairs"}, src
+    for dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-4)):
+        args = _inputs(f.program, 9, dtype, seed)
+        if seed % 2:
+            args["A"][2, 7] = np.nan
+        with np.errstate(all="ignore"):
+            want = evaluate(f.program, **{k: v.astype(np.float64) for k, v in args.items()})
+            got = f(**args)
+        assert got.dtype == dtype
+        _agree(got, want, rtol)
