@@ -236,7 +236,7 @@ NOTES = [
     "the optimized program's arithmetic (9 products by 1/9 and their sums, in the "
     "interpreter's order), so its kernel is bound by that arithmetic, not by memory.",
     "* conv1d: the sums over K run as a tiled interchange (backend/fused/tiles.py): for a "
-    "tile of 256 outputs, the taps outer (four per pass over the tile, unroll-and-jam), the "
+    "tile of 256 outputs, the taps outer (eight per pass over the tile, unroll-and-jam), the "
     "tile's points inner, reading contiguous views; each output still adds its terms in the "
     "interpreter's order (bit for bit the untiled loop's values), and the tile loop "
     "vectorizes. An interior narrower than 16 points runs point by point.",
