@@ -272,6 +272,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
     placement: dict[str, str] = {}
     why: dict[str, str] = {}
     reused: list[str] = []
+    unpaired: dict[str, tuple[str, str]] = {}  # a pair loop's placement and why without it
     for s in prog.statements:
         if not loopable.get(s.name, False):
             placement[s.name], why[s.name] = "numpy", "no loop form"
@@ -282,42 +283,59 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         if _zeros_and_points(s, plan):
             placement[s.name], why[s.name] = "numpy", "zeros and points (np.zeros)"
             continue
-        loop, numpy = loop_price(s), plan.statement_cost(s.name)
-        kind = "loop"
-        pair = pairs.get(s.name)
-        if pair is not None and compare(pair.price, loop, sizes) < 0:
-            loop, kind = pair.price, "pairs"
+        numpy = plan.statement_cost(s.name)
         own = alone.get(s.name, numpy) if alone else numpy
-        if numpy.is_zero() and s.indices:
-            placement[s.name], why[s.name] = "numpy", "a view in NumPy (no pass)"
-            if not own.is_zero():  # the plan computed it within another statement
-                reused.append(f"{s.name} (alone {own}, in the plan 0)")
-            continue
-        if compare(loop, numpy * LOOP_RATIO, sizes) > 0:
-            placement[s.name] = "numpy"
-            why[s.name] = f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}"
-            if compare(own, numpy * REUSE, sizes) > 0:
-                # Its NumPy kernels read a value other statements' kernels computed (a shared
-                # sum): run alone they recompute it ({own}), and so would its loop nest. Only
-                # the whole NumPy program computes it once.
-                reused.append(f"{s.name} (alone {own}, in the plan {numpy})")
-            continue
-        if not numpy.is_zero() and not dominated(loop, numpy):
-            placement[s.name] = "numpy"
-            why[s.name] = f"loops {loop} grow faster in some size than the NumPy plan's {numpy}"
-            continue
-        placement[s.name] = kind
-        why[s.name] = f"{'pair loop' if kind == 'pairs' else 'loop nest'}, price {loop}"
+        loop = loop_price(s)
+        place, reason, reuse = _place(s, loop, numpy, own, sizes, "loop")
+        pair = pairs.get(s.name)
+        if pair is not None and reuse is None and compare(pair.price, loop, sizes) < 0:
+            p_place, p_reason, _ = _place(s, pair.price, numpy, own, sizes, "pairs")
+            if p_place == "pairs":
+                unpaired[s.name] = (place, reason)
+                place, reason = p_place, p_reason
+        placement[s.name], why[s.name] = place, reason
+        if reuse is not None:
+            reused.append(reuse)
     if reused:
         note = "the NumPy program: reused values not recomputed: " + ", ".join(reused)
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
-    _fuse(prog, placement, why, sizes, pairs)
+    fed = _fuse(prog, placement, why, sizes, pairs)
+    for name, (place, reason) in unpaired.items():
+        if name not in fed:  # (measured: without a fused producer NumPy's passes and BLAS win)
+            placement[name] = place
+            why[name] = reason + "; a pair loop only pays with a producer fused into it"
     return Schedule(placement, why)
 
 
+def _place(s: Statement, loop: Poly, numpy: Poly, own: Poly, sizes: Mapping[str, int] | None,
+           kind: str) -> tuple[str, str, str | None]:
+    """``s`` as a loop nest (or pair loop, ``kind``) of price ``loop`` or as NumPy (plan price
+    ``numpy``, ``own`` run alone): the placement, why, and a note when its NumPy code reuses
+    a value other statements computed (then the whole NumPy program runs)."""
+    if numpy.is_zero() and s.indices:
+        # (not is_zero: the plan computed it within another statement)
+        reuse = None if own.is_zero() else f"{s.name} (alone {own}, in the plan 0)"
+        return "numpy", "a view in NumPy (no pass)", reuse
+    if compare(loop, numpy * LOOP_RATIO, sizes) > 0:
+        # Its NumPy kernels read a value other statements' kernels computed (a shared sum):
+        # run alone they recompute it ({own}), and so would its loop nest. Only the whole
+        # NumPy program computes it once.
+        reuse = (f"{s.name} (alone {own}, in the plan {numpy})"
+                 if compare(own, numpy * REUSE, sizes) > 0 else None)
+        return "numpy", f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}", reuse
+    if not numpy.is_zero() and not dominated(loop, numpy):
+        return "numpy", f"loops {loop} grow faster in some size than the NumPy plan's {numpy}", \
+            None
+    return kind, f"{'pair loop' if kind == 'pairs' else 'loop nest'}, price {loop}", None
+
+
 def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
-          sizes: Mapping[str, int] | None, pairs: Mapping[str, PairPrice]) -> None:
+          sizes: Mapping[str, int] | None, pairs: Mapping[str, PairPrice]
+          ) -> dict[str, list[str]]:
+    """Fuse producers into their consumers (module docstring); for each consumer, the
+    producers fused into it."""
+    fed: dict[str, list[str]] = {}
     returned = set()
     for o in prog.outputs:
         from ...ir.expr import accessed_names
@@ -351,3 +369,6 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
             placement[s.name] = "fused"
             why[s.name] = f"fused into {', '.join(u.name for u in users)} (evaluated {reads})"
             evaluations[s.name] = reads
+            for u in users:
+                fed.setdefault(u.name, []).append(s.name)
+    return fed
