@@ -240,7 +240,7 @@ NOTES = [
     "~0.2 ms), which JAX does not pay; factoring the 1/9 out of the taps (a rule the "
     "extraction does not prefer) measured only ~10% on the kernel.",
     "* conv1d: the sums over K run as a tiled interchange (backend/fused/tiles.py): for a "
-    "tile of 256 outputs, the taps outer (eight per pass over the tile, unroll-and-jam), the "
+    "tile of 256 outputs, the taps outer (four per pass over the tile, unroll-and-jam), the "
     "tile's points inner, reading contiguous views; each output still adds its terms in the "
     "interpreter's order (bit for bit the untiled loop's values), and the tile loop "
     "vectorizes (AVX-512 here). An interior narrower than 16 points runs point by point. "

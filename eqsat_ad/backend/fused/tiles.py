@@ -52,10 +52,8 @@ TILE_MIN = 16
 """An interior narrower than this runs with the edges, point by point (the tile's per-term
 views would cost more than the few points share)."""
 
-JAM = 8
-"""Values of the innermost summed index per pass over a tile (:func:`jammed`): eight views and
-weights stay in registers, and each pass loads and stores the tile's accumulators once (conv1d's
-K = 16: 10-20% faster than 4 per pass)."""
+JAM = 4
+"""Values of the innermost summed index per pass over a tile (:func:`jammed`)."""
 
 
 def _reads(e: Expr) -> list[Access | Rel]:
