@@ -180,3 +180,62 @@ def test_numpy_nested_sum_keeps_the_strong_zero() -> None:
     args = _inputs(prog, 2, True)
     with np.errstate(all="ignore"):
         _agree(ea.compile(prog, optimize=False)(**args), evaluate(prog, **args))
+
+
+# A sum of terms, each bounded in the summed index by its own equality: blur_window's adjoint
+# (the extracted program, written here) and a union whose ends are not a constant apart.
+UNION = """\
+def f(b: [H, W]):
+    y[i: H, j: W] = Sum[l: W](2 * ((j + 1 == l) * b[i, l]) + (3 * ((j == l) * b[i, l])
+                              - 5 * ((j == l + 1) * b[i, l])))
+    return y
+"""
+
+
+@pytest.mark.parametrize("special", [False, True])
+def test_a_union_of_term_ranges_is_a_window(special: bool) -> None:
+    # l runs over {j - 1, j, j + 1} (three guarded taps), not over W; priced so (3 points).
+    f = ea.compile(ea.parse(UNION), backend="numba", optimize=False)
+    prog = f.compiled._prog
+    sm = _sum_of(prog, "y").body
+    assert isinstance(sm, Sum)
+    assert sum_points(sm.indices, sm.body) == Poly.const(3)
+    assert f.compiled.schedule.placement == {"y": "loop"}
+    kernel = f.source.split("def _k_y(")[1]
+    assert "for l" not in kernel and "= j - 1 + 2" in kernel  # three taps from j - 1
+    for seed in range(2):
+        args = {"b": np.random.default_rng(seed).standard_normal((7, 6))}
+        if special:
+            args["b"][2, 0], args["b"][3, 5], args["b"][4, 3] = np.nan, np.inf, -np.inf
+        with np.errstate(all="ignore"):
+            want = evaluate(f.program, **args)
+        got = f(**args)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def test_a_union_that_is_not_a_window_is_the_whole_range() -> None:
+    # [j == l]·b + [l == 0]·b: the ends (0 and j) are not a constant apart.
+    src = ("def f(b: [W]):\n    y[j: W] = Sum[l: W]((j == l) * b[l] + (l == 0) * b[l])\n"
+           "    return y\n")
+    f = ea.compile(ea.parse(src), backend="numba", optimize=False)
+    sm = _sum_of(f.compiled._prog, "y").body
+    assert isinstance(sm, Sum)
+    assert sum_points(sm.indices, sm.body) == Poly.symbol("W")
+    args = {"b": np.random.default_rng(0).standard_normal(9)}
+    np.testing.assert_allclose(f(**args), evaluate(f.program, **args), rtol=1e-12, atol=1e-12)
+
+
+def test_blur_window_adjoint_loops_over_its_window() -> None:
+    src = ("def blur_window(x: [H, W]):\n"
+           "    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0\n"
+           "    return Sum[i: H, j: W](b[i, j] ** 2)\n")
+    g = ea.grad(ea.parse(src), "x", backend="numba")
+    assert g.compiled.schedule.placement["x_bar"] == "loop"
+    for dtype in (np.float64, np.float32):
+        args = {"x": np.random.default_rng(1).standard_normal((9, 8)).astype(dtype)}
+        got = g(**args)
+        assert got.dtype == dtype
+        want = evaluate(g.program, x=args["x"].astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=1e-9 if dtype == np.float64 else 1e-4,
+                                   atol=1e-9 if dtype == np.float64 else 1e-4)

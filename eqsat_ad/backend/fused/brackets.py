@@ -4,7 +4,9 @@ A bracket factor ``[j == a]`` of a sum's body fixes ``j`` once the indices of ``
 so the loop writer places ``j`` innermost and visits one point (a guarded tap) instead of its
 range; ``[lo <= j]``, ``[j < hi]`` narrow ``j``'s loop to a band. One equality solves one index:
 ``Σ_{m, k} [i == m + k]·…`` runs ``k``'s loop with ``m = i - k`` (or ``m``'s with ``k = i - m``),
-never both loops. :func:`solve_order` chooses the index each equality solves (the one with the
+never both loops. A body that is a sum of terms each bounded by its own brackets
+(``[l == j + 1]·b + [l == j]·b + …``) runs the union of their ranges when that is a window
+(:func:`union_window`). :func:`solve_order` chooses the index each equality solves (the one with the
 largest range, so the loops left are the shortest) and :func:`sum_points` prices the loops that
 order leaves, so the scheduler prices exactly the loop nest the writer emits.
 """
@@ -14,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...ir.expr import And, Binary, Bracket, Cmp, Const, Expr
+from ...ir.expr import And, Binary, Bracket, Cmp, Const, Expr, Neg
 from ...ir.index import Affine, IndexVar
 from ...plan.poly import ONE, Poly, compare
 
 if TYPE_CHECKING:
     from .interior import Index
 
-__all__ = ["bound", "bounds", "cmps", "factors", "solve_order", "sum_points"]
+__all__ = ["bound", "bounds", "cmps", "factors", "solve_order", "sum_points", "union_window"]
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -123,6 +125,75 @@ def _band(name: str, extent: Poly, conds: Sequence[Cmp]) -> Poly:
     return extent
 
 
+def _terms(e: Expr) -> list[Expr]:
+    """The terms of a sum of terms (``a + b - c``, ``-a``), ``e`` itself when it is not one."""
+    if isinstance(e, Binary) and e.op in "+-":
+        return _terms(e.lhs) + _terms(e.rhs)
+    if isinstance(e, Neg):
+        return _terms(e.arg)
+    return [e]
+
+
+def _offset(a: Affine, b: Affine) -> int | None:
+    """``a - b`` when it is an integer constant."""
+    d = a - b
+    return int(d.const) if d.is_constant() and d.is_integral() else None
+
+
+def _extreme(affs: Sequence[Affine], pick: Callable[[int, int], bool]) -> Affine | None:
+    """The greatest (``pick = >``) or least of affines a constant apart; None if not."""
+    best = affs[0]
+    for a in affs[1:]:
+        d = _offset(a, best)
+        if d is None:
+            return None
+        best = a if pick(d, 0) else best
+    return best
+
+
+def union_window(name: str, body: Expr) -> tuple[Affine, Affine] | None:
+    """For a body that is a sum of terms each bounded in ``name`` by its own brackets
+    (``[j + 1 == l]·b + [j == l]·b + [j == l + 1]·b``): ``[lo, hi)``, the union of their
+    ranges, when its ends are a constant apart (a window); None otherwise. Outside it every
+    term is a strong zero, so a loop over the window adds the same terms in the same order."""
+    terms = _terms(body)
+    if len(terms) < 2:
+        return None
+    lows: list[Affine] = []
+    highs: list[Affine] = []
+    for t in terms:
+        t_lo: list[Affine] = []
+        t_hi: list[Affine] = []
+        for c in _body_cmps(t):
+            b = _bound_affs(name, c)
+            if b is not None:
+                t_lo += [b[0]] if b[0] is not None else []
+                t_hi += [b[1]] if b[1] is not None else []
+        lo = _extreme(t_lo, lambda d, z: d > z) if t_lo else None
+        hi = _extreme(t_hi, lambda d, z: d < z) if t_hi else None
+        if lo is None or hi is None:
+            return None
+        lows.append(lo)
+        highs.append(hi)
+    lo, hi = _extreme(lows, lambda d, z: d < z), _extreme(highs, lambda d, z: d > z)
+    if lo is None or hi is None or _offset(hi, lo) is None:
+        return None
+    return lo, hi
+
+
+def _bound_affs(name: str, c: Cmp) -> tuple[Affine | None, Affine | None] | None:
+    """``c`` as bounds ``lo <= name < hi`` (affines, one of them None for an inequality)."""
+    d = c.lhs - c.rhs
+    k = d.coeff(name)
+    if k not in (1, -1) or not d.is_integral():
+        return None
+    other = (d - Affine.var(name).scale(k)).scale(-k)
+    op = c.op if k == 1 else _FLIP[c.op]
+    lo = {"==": other, ">=": other, ">": other + 1}.get(op)
+    hi = {"==": other + 1, "<=": other + 1, "<": other}.get(op)
+    return None if lo is None and hi is None else (lo, hi)
+
+
 def sum_points(indices: Sequence[IndexVar], body: Expr) -> Poly:
     """Points a sum's loop nest visits (:func:`solve_order`): 1 per index an equality
     solves, a band's width, else the index's range, multiplied."""
@@ -131,7 +202,11 @@ def sum_points(indices: Sequence[IndexVar], body: Expr) -> Poly:
     count = ONE
     for iv in order:
         if not _solves(iv, order, conds):
-            count = count * _band(iv.name, Poly.of_dim(iv.extent), conds)
+            band = _band(iv.name, Poly.of_dim(iv.extent), conds)
+            window = union_window(iv.name, body) if band == Poly.of_dim(iv.extent) else None
+            if window is not None:  # (as bounds() runs it: the union of the terms' ranges)
+                band = Poly.const(abs(_offset(window[1], window[0]) or 0))
+            count = count * band
     return count
 
 
@@ -195,7 +270,15 @@ def bounds(w: Any, name: str, extent: str, body: Expr, env: Mapping[str, Index],
             new[id(f)] = (Bracket(kept[0] if len(kept) == 1 else And(tuple(kept))) if kept
                           else Const(1.0))
     if len(lows) == 1 and len(highs) == 1:
-        return "0", extent, body, False, None
+        window = union_window(name, body)
+        if window is None or any(n not in env for a in window for n, _ in a.index):
+            return "0", extent, body, False, None
+        # the union of the terms' ranges; their brackets stay (each term is zero outside its
+        # own range)
+        first, last = (w.affine(a, env)[0] for a in window)
+        width = _offset(window[1], window[0]) or 0
+        taps = (first, width, window[0]) if 0 < width <= unroll else None
+        return f"max(0, {first})", f"min({extent}, {last})", body, True, taps
     lo = lows[0] if len(lows) == 1 else f"max({', '.join(lows)})"
     hi = highs[0] if len(highs) == 1 else f"min({', '.join(highs)})"
     taps = None

@@ -208,7 +208,7 @@ class LoopWriter:
     @staticmethod
     def _term(c: Fraction, code: str) -> str:
         c = int(c)
-        atom = code if code.isidentifier() else f"({code})"
+        atom = code if code.isidentifier() or code.isdigit() else f"({code})"
         return atom if c == 1 else f"-{atom}" if c == -1 else f"{c} * {atom}"
 
     def holds_inside(self, lo: Affine, hi: Affine, d: Dim) -> bool:
@@ -245,7 +245,7 @@ class LoopWriter:
                 codes[-1] = f"np.uintp({code})" if not code.isdigit() else code
                 continue
             nonneg = a.const >= 0 and all(c > 0 for _, c in a.index + a.sizes)
-            atom = code if code.isidentifier() else f"({code})"
+            atom = code if code.isidentifier() or code.isdigit() else f"({code})"
             conds.append(f"{atom} < {dim_str(d)}" if nonneg else f"0 <= {atom} < {dim_str(d)}")
         return codes, conds
 

@@ -35,6 +35,7 @@ from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .interior import Index
 from .loops import HELPERS, LoopWriter, Unsupported
+from .pairs import PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 from .tiles import TILE, TILE_MIN
@@ -111,7 +112,11 @@ class NumbaProgram:
         plan = lower_program(self._prog).plan
         loopable = {s.name: self._loopable(s) for s in self._prog.statements}
         alone = {s.name: self._alone_price(s) for s in self._prog.statements}
-        self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone)
+        self._pairs = {s.name: f for s in self._prog.statements
+                       if (f := self._pair_form(s)) is not None}
+        priced = {n: pair_price(f, self._stmt(n)) for n, f in self._pairs.items()}
+        self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone,
+                                           pairs=priced)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         self.source = self._module_source()
         self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
@@ -131,6 +136,26 @@ class NumbaProgram:
         except Unsupported:
             return False
         return True
+
+    def _stmt(self, name: str) -> Statement:
+        return next(s for s in self._prog.statements if s.name == name)
+
+    def _pair_form(self, s: Statement) -> PairForm | None:
+        """``s`` as a pair loop (:mod:`.pairs`) when the loop writer lowers it so."""
+        form = pair_form(s, self._shapes, self._relations)
+        if form is None:
+            return None
+        try:
+            self._pair_kernel(s, form, {})
+        except Unsupported:
+            return None
+        return form
+
+    def _pair_kernel(self, s: Statement, form: PairForm, fused: dict[str, Statement]
+                     ) -> tuple[str, list[str]]:
+        w = LoopWriter({**self._shapes, **row_shapes(form)}, fused, self._relations)
+        reads = self._reads(s, fused)
+        return pair_kernel(form, s, w, reads, self._sizes), reads
 
     def _kernel(self, group: list[Statement], fused: dict[str, Statement]
                 ) -> tuple[str, list[str]]:
@@ -357,8 +382,9 @@ class NumbaProgram:
                 why = self.schedule.why[t.name]
                 why += f"; one pass with {s.name}" if t is not s else ""
                 run.append(f"    # {t.name}: {why}")
-            if place[s.name] == "loop":
-                code, reads = self._kernel(group, fused)
+            if place[s.name] in ("loop", "pairs"):
+                code, reads = (self._kernel(group, fused) if place[s.name] == "loop" else
+                               self._pair_kernel(s, self._pairs[s.name], fused))
                 kernels.append(code)
                 for t in group:
                     shape = ", ".join(str(d) for d in t.shape) or "1"

@@ -26,6 +26,12 @@ plan prices NumPy kernels in:
   the fused program calls it) costs more than :data:`REUSE` times its share of the plan reads
   a value other statements' kernels computed (logsumexp's row sum); alone, or as a loop nest,
   it would compute it again, so the whole NumPy program runs.
+* A pair loop (:mod:`.pairs`: sums over pairs ``(i, j)``, each pair visited once, every term
+  added to its output) is priced as its pairs times the terms' work; it replaces the loop
+  nest where that is cheaper (placement ``"pairs"``), under the same tests against the plan,
+  and is kept only where a producer fuses into it (its gain: no N x N intermediate; over
+  parameters alone NumPy's vectorized passes and BLAS win). A producer read by it is
+  evaluated once per pair and distinct read.
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ...ir.expr import (
     Access,
@@ -58,7 +65,8 @@ from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
 
-__all__ = ["LOOP_RATIO", "MEMORY", "STRIDED", "Schedule", "loop_price", "schedule"]
+__all__ = ["LOOP_RATIO", "MEMORY", "STRIDED", "PairPrice", "Schedule", "loop_price",
+           "schedule"]
 
 MEMORY = 4
 """Price of moving one element to or from memory, in arithmetic operations."""
@@ -77,6 +85,14 @@ fetched for the one element used (NumPy's ``.sum(axis=0)`` and BLAS walk rows in
 REUSE = 2
 """A statement reuses a value another statement's NumPy kernels computed when its NumPy code
 alone (:func:`schedule`'s ``alone``) costs more than this many times its share of the plan."""
+
+
+class PairPrice(NamedTuple):
+    """A pair loop's price (:mod:`.pairs`) and, for each array it reads, how many times a
+    fused producer of it would be evaluated (once per pair and distinct read)."""
+
+    price: Poly
+    reads: Mapping[str, Poly]
 
 
 @dataclass(frozen=True)
@@ -247,13 +263,18 @@ def _zeros_and_points(s: Statement, plan: Plan) -> bool:
 
 def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
              sizes: Mapping[str, int] | None = None,
-             alone: Mapping[str, Poly] | None = None) -> Schedule:
+             alone: Mapping[str, Poly] | None = None,
+             pairs: Mapping[str, PairPrice] | None = None) -> Schedule:
     """Place each statement of ``prog`` (``plan``: the NumPy backend's plan of ``prog``;
     ``loopable``: whether the loop writer lowers each statement; ``alone``: the price of
-    each statement's NumPy code run on its own, as the fused program would call it)."""
+    each statement's NumPy code run on its own, as the fused program would call it;
+    ``pairs``: the statements the pair loop writer lowers (:mod:`.pairs`), their price and
+    reads: placed ``"pairs"`` where that is cheaper than their loop nest)."""
+    pairs = pairs or {}
     placement: dict[str, str] = {}
     why: dict[str, str] = {}
     reused: list[str] = []
+    unpaired: dict[str, tuple[str, str]] = {}  # a pair loop's placement and why without it
     for s in prog.statements:
         if not loopable.get(s.name, False):
             placement[s.name], why[s.name] = "numpy", "no loop form"
@@ -264,37 +285,59 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         if _zeros_and_points(s, plan):
             placement[s.name], why[s.name] = "numpy", "zeros and points (np.zeros)"
             continue
-        loop, numpy = loop_price(s), plan.statement_cost(s.name)
+        numpy = plan.statement_cost(s.name)
         own = alone.get(s.name, numpy) if alone else numpy
-        if numpy.is_zero() and s.indices:
-            placement[s.name], why[s.name] = "numpy", "a view in NumPy (no pass)"
-            if not own.is_zero():  # the plan computed it within another statement
-                reused.append(f"{s.name} (alone {own}, in the plan 0)")
-            continue
-        if compare(loop, numpy * LOOP_RATIO, sizes) > 0:
-            placement[s.name] = "numpy"
-            why[s.name] = f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}"
-            if compare(own, numpy * REUSE, sizes) > 0:
-                # Its NumPy kernels read a value other statements' kernels computed (a shared
-                # sum): run alone they recompute it ({own}), and so would its loop nest. Only
-                # the whole NumPy program computes it once.
-                reused.append(f"{s.name} (alone {own}, in the plan {numpy})")
-            continue
-        if not numpy.is_zero() and not dominated(loop, numpy):
-            placement[s.name] = "numpy"
-            why[s.name] = f"loops {loop} grow faster in some size than the NumPy plan's {numpy}"
-            continue
-        placement[s.name], why[s.name] = "loop", f"loop nest, price {loop}"
+        loop = loop_price(s)
+        place, reason, reuse = _place(s, loop, numpy, own, sizes, "loop")
+        pair = pairs.get(s.name)
+        if pair is not None and reuse is None and compare(pair.price, loop, sizes) < 0:
+            p_place, p_reason, _ = _place(s, pair.price, numpy, own, sizes, "pairs")
+            if p_place == "pairs":
+                unpaired[s.name] = (place, reason)
+                place, reason = p_place, p_reason
+        placement[s.name], why[s.name] = place, reason
+        if reuse is not None:
+            reused.append(reuse)
     if reused:
         note = "the NumPy program: reused values not recomputed: " + ", ".join(reused)
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
-    _fuse(prog, placement, why, sizes)
+    fed = _fuse(prog, placement, why, sizes, pairs)
+    for name, (place, reason) in unpaired.items():
+        if name not in fed:  # (measured: without a fused producer NumPy's passes and BLAS win)
+            placement[name] = place
+            why[name] = reason + "; a pair loop only pays with a producer fused into it"
     return Schedule(placement, why)
 
 
+def _place(s: Statement, loop: Poly, numpy: Poly, own: Poly, sizes: Mapping[str, int] | None,
+           kind: str) -> tuple[str, str, str | None]:
+    """``s`` as a loop nest (or pair loop, ``kind``) of price ``loop`` or as NumPy (plan price
+    ``numpy``, ``own`` run alone): the placement, why, and a note when its NumPy code reuses
+    a value other statements computed (then the whole NumPy program runs)."""
+    if numpy.is_zero() and s.indices:
+        # (not is_zero: the plan computed it within another statement)
+        reuse = None if own.is_zero() else f"{s.name} (alone {own}, in the plan 0)"
+        return "numpy", "a view in NumPy (no pass)", reuse
+    if compare(loop, numpy * LOOP_RATIO, sizes) > 0:
+        # Its NumPy kernels read a value other statements' kernels computed (a shared sum):
+        # run alone they recompute it ({own}), and so would its loop nest. Only the whole
+        # NumPy program computes it once.
+        reuse = (f"{s.name} (alone {own}, in the plan {numpy})"
+                 if compare(own, numpy * REUSE, sizes) > 0 else None)
+        return "numpy", f"loops {loop} > {LOOP_RATIO}x the NumPy plan's {numpy}", reuse
+    if not numpy.is_zero() and not dominated(loop, numpy):
+        return "numpy", f"loops {loop} grow faster in some size than the NumPy plan's {numpy}", \
+            None
+    return kind, f"{'pair loop' if kind == 'pairs' else 'loop nest'}, price {loop}", None
+
+
 def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
-          sizes: Mapping[str, int] | None) -> None:
+          sizes: Mapping[str, int] | None, pairs: Mapping[str, PairPrice]
+          ) -> dict[str, list[str]]:
+    """Fuse producers into their consumers (module docstring); for each consumer, the
+    producers fused into it."""
+    fed: dict[str, list[str]] = {}
     returned = set()
     for o in prog.outputs:
         from ...ir.expr import accessed_names
@@ -316,6 +359,9 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
             continue
         reads = ZERO
         for u in users:
+            if placement[u.name] == "pairs":  # once per pair and distinct read
+                reads = reads + pairs[u.name].reads.get(s.name, ZERO)
+                continue
             per_point = evaluations[u.name]
             for site in _sites(u.body, s.name, ONE):
                 reads = reads + per_point * site
@@ -325,3 +371,6 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
             placement[s.name] = "fused"
             why[s.name] = f"fused into {', '.join(u.name for u in users)} (evaluated {reads})"
             evaluations[s.name] = reads
+            for u in users:
+                fed.setdefault(u.name, []).append(s.name)
+    return fed

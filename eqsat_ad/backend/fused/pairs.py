@@ -1,0 +1,258 @@
+"""Pair loops: sums over pairs ``(i, j)`` of one set, each term added where it belongs.
+
+N-body's adjoint ``x_bar[i, k] = Σ_j e[i, j]·(…) + Σ_j' (−e[j', i]·(…))`` reads the pair
+value ``e`` (a fused producer: a square root and two divisions per pair) along a row in its
+first sum and down a column in its second. As a loop nest over ``(i, k)`` with the sums inside,
+the second sum walks ``e`` across rows and every pair value is computed six times (two sums,
+three ``k``). A pair loop walks the pairs once, row by row (``_p`` outer, ``_q`` inner), and
+adds each sum's term to the output it belongs to: a sum whose pair value is read ``[i, j]``
+(a *row* term: output ``i = _p``, ``j = _q``) accumulates in a register along ``_q``; one read
+``[j, i]`` (a *column* term: output ``i = _q``, ``j = _p``) adds into a row ``_s[_q, :]``, in
+order of ``_p``. The output's other indices (``k``: a few constant values) are unrolled, so a
+fused producer's value at ``[_p, _q]`` is computed once per pair and shared by every term and
+``k`` (:meth:`~.loops.LoopWriter.inline`'s memo). A last pass over the outputs evaluates the
+body with each sum read from its row.
+
+Each output still adds its terms in the interpreter's order (``j = 0, 1, …``): a row term along
+``_q``, a column term as ``_p`` grows, so the values are those of the loop nest, and no array
+of pairs is stored. The form applies (:func:`pair_form`) to a statement whose generator is
+``i`` (first) and a few constant indices, whose body's sums (outside other sums) each sum one
+index over ``i``'s extent, with bodies of plain arithmetic (no bracket, relation, comparison or
+nested sum: no strong zero, so a sum is an ordinary number; no call but single-instruction
+functions, :data:`CHEAP_CALLS`), no read walking an array down a
+column along ``_q``, and with at least one column term (else the loop nest walks rows already).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ...ir.expr import (
+    Access,
+    Bracket,
+    Call,
+    Expr,
+    Rel,
+    Sum,
+    children,
+    free_indices,
+    map_children,
+)
+from ...ir.index import Affine, Dim, IndexVar, dim_str
+from ...ir.program import Statement
+from ...plan.poly import ONE, ZERO, Poly
+from .interior import Index
+from .loops import LoopWriter, Unsupported
+from .schedule import PairPrice, strided, work
+
+__all__ = ["CHEAP_CALLS", "MAX_REST", "PairForm", "PairTerm", "pair_form", "pair_kernel",
+           "pair_price", "row_shapes"]
+
+MAX_REST = 8
+"""At most this many values of the output's other indices, unrolled in the pair loop."""
+
+CHEAP_CALLS = frozenset({"sqrt", "abs", "max", "min", "stop_gradient"})
+"""Functions a pair term may call: single instructions. A term runs once per pair, sum and
+value of the other indices, as scalar code (one sum's running add is a dependent chain, so
+the loop is not vectorized): a libm call there (``exp``, ``tanh``: 10-20 ns each) costs
+10-20x NumPy's vectorized ufunc over the same pairs (measured: ``Σ_j tanh(A[j, i])·x[j, k]``,
+N = 1500, 11x slower). A fused producer's calls run once per pair, as NumPy would."""
+
+_P, _Q = "_p", "_q"
+
+
+@dataclass(frozen=True)
+class PairTerm:
+    """A sum of the body and its orientation: ``row``: output ``i`` is the outer pair
+    variable and the summed index the inner one; otherwise the other way round."""
+
+    sum: Sum
+    var: str
+    row: bool
+
+
+@dataclass(frozen=True)
+class PairForm:
+    """The statement's body, its generator ``i`` and other (constant) indices, its sums."""
+
+    body: Expr
+    index: IndexVar
+    rest: tuple[IndexVar, ...]
+    terms: tuple[PairTerm, ...]
+
+    def rest_values(self) -> list[tuple[int, ...]]:
+        return list(itertools.product(*(range(int(iv.extent)) for iv in self.rest)))
+
+
+def _top_sums(e: Expr) -> list[Sum]:
+    if isinstance(e, Sum):
+        return [e]
+    out: list[Sum] = []
+    for c in children(e):
+        out += [s for s in _top_sums(c) if s not in out]
+    return out
+
+
+def _plain(e: Expr, relations: frozenset[str]) -> bool:
+    """No strong zero can arise (no bracket, sum, comparison or relation read inside) and
+    only :data:`CHEAP_CALLS` are called."""
+    if isinstance(e, Bracket | Sum | Rel):
+        return False
+    if isinstance(e, Access) and e.name in relations:
+        return False
+    if isinstance(e, Call) and e.fn not in CHEAP_CALLS:
+        return False
+    if type(e).__name__ == "Max":
+        return False
+    return all(_plain(c, relations) for c in children(e))
+
+
+def _accesses(e: Expr) -> list[Access]:
+    if isinstance(e, Access):
+        return [e]
+    return [a for c in children(e) for a in _accesses(c)]
+
+
+def _orientation(body: Expr, i: str, j: str) -> bool:
+    """Row (True) unless more reads index ``[…j…, …i…]`` than ``[…i…, …j…]``."""
+    votes = 0
+    for a in _accesses(body):
+        names = [ix.as_var() for ix in a.indices]
+        if i in names and j in names:
+            votes += 1 if names.index(i) < names.index(j) else -1
+    return votes >= 0
+
+
+def _narrow_last(a: Access, shapes: Mapping[str, tuple[Dim, ...]]) -> bool:
+    """The array's last axis is a few constant entries: a walk down its column reads rows."""
+    last = shapes[a.name][-1] if shapes.get(a.name) else None
+    return isinstance(last, int) and last <= MAX_REST
+
+
+def pair_form(s: Statement, shapes: Mapping[str, tuple[Dim, ...]],
+              relations: frozenset[str]) -> PairForm | None:
+    """``s`` as a pair loop (module docstring), or None."""
+    if not s.indices:
+        return None
+    i, rest = s.indices[0], s.indices[1:]
+    if not all(isinstance(iv.extent, int) for iv in rest):
+        return None
+    if math.prod(int(iv.extent) for iv in rest) > MAX_REST:
+        return None
+    names = {iv.name for iv in s.indices}
+    terms: list[PairTerm] = []
+    for e in _top_sums(s.body):
+        if len(e.indices) != 1 or e.indices[0].extent != i.extent:
+            return None
+        j = e.indices[0].name
+        if j in names or not free_indices(e) <= names or not _plain(e.body, relations):
+            return None
+        row = _orientation(e.body, i.name, j)
+        inner = j if row else i.name
+        if any(strided(a, inner) and not _narrow_last(a, shapes) for a in _accesses(e.body)):
+            return None
+        terms.append(PairTerm(e, j, row))
+    if not terms or all(t.row for t in terms):
+        return None
+    return PairForm(s.body, i, rest, tuple(terms))
+
+
+def _final(form: PairForm) -> Expr:
+    """The body with each sum replaced by a read of its row ``_s<t>[i, rest…]``."""
+    at = (Affine.var(form.index.name), *(Affine.var(iv.name) for iv in form.rest))
+    table = {t.sum: Access(f"_s{k}", at) for k, t in enumerate(form.terms)}
+
+    def swap(e: Expr) -> Expr:
+        hit = table.get(e) if isinstance(e, Sum) else None
+        return hit if hit is not None else map_children(e, swap)
+
+    return swap(form.body)
+
+
+def _key(a: Access, term: PairTerm, i: str) -> tuple:
+    """A read's indices in pair coordinates (the writer's memo key)."""
+    p, q = (i, term.var) if term.row else (term.var, i)
+    return tuple(ix.rename({p: _P, q: _Q}) for ix in a.indices)
+
+
+def pair_price(form: PairForm, s: Statement) -> PairPrice:
+    """``E²`` pairs times each term's body (and its accumulation) per rest value, plus the
+    last pass over the outputs; the evaluations of each array read."""
+    n = Poly.product_of_dims((form.index.extent,))
+    pairs, outputs = n * n, Poly.product_of_dims(s.shape)
+    reps = len(form.rest_values())
+    per_pair = ZERO
+    keys: dict[str, set] = {}
+    for t in form.terms:
+        per_pair = per_pair + (work(t.sum.body) + ONE) * reps
+        for a in _accesses(t.sum.body):
+            rest_dep = bool(free_indices(a) & {iv.name for iv in form.rest})
+            keys.setdefault(a.name, set()).add((_key(a, t, form.index.name), rest_dep))
+    final = _final(form)
+    reads: dict[str, Poly] = {}
+    for name, ks in keys.items():
+        reads[name] = sum((pairs * (reps if dep else 1) for _, dep in ks), ZERO)
+    for a in _accesses(final):
+        if not a.name.startswith("_s"):
+            reads[a.name] = reads.get(a.name, ZERO) + outputs
+    price = pairs * per_pair + outputs * (work(final) + ONE)
+    return PairPrice(price, reads)
+
+
+def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str],
+                sizes: Sequence[str]) -> str:
+    """The kernel ``_k_<s>``: the pair loop, then the pass over the outputs. ``w``: a writer
+    whose shapes include the rows ``_s<t>`` (:func:`row_shapes`)."""
+    n = dim_str(form.index.extent)
+    rest_shape = [str(iv.extent) for iv in form.rest]
+    shape = ", ".join([n, *rest_shape])
+    w.depth = 1
+    for k, t in enumerate(form.terms):
+        fill = "np.empty" if t.row else "np.zeros"  # a column term adds into its rows
+        w.emit(f"_s{k} = {fill}(({shape},), dtype=F)  # sum {k}: a "
+               f"{'row' if t.row else 'column'} term")
+    values = form.rest_values()
+    w.emit(f"for {_P} in range({n}):")
+    w.open()
+    accs = {(k, v): w.fresh(f"_a{k}_") for k, t in enumerate(form.terms) if t.row for v in values}
+    for acc in accs.values():
+        w.emit(f"{acc} = F(0)")
+    w.emit(f"for {_Q} in range({n}):")
+    w.open()
+    i = form.index.name
+    for k, t in enumerate(form.terms):
+        p, q = (i, t.var) if t.row else (t.var, i)
+        for v in values:
+            env = {p: Index(_P, form.index.extent), q: Index(_Q, form.index.extent)}
+            env.update({iv.name: Index(str(x), iv.extent)
+                        for iv, x in zip(form.rest, v, strict=True)})
+            val, z = w.expr(t.sum.body, env)
+            if z is not None:
+                raise Unsupported("a pair term that can be a strong zero")
+            at = ", ".join([_Q, *map(str, v)])
+            w.emit(f"{accs[k, v]} += {val}" if t.row else f"_s{k}[{at}] += {val}")
+    w.close()
+    for (k, v), acc in accs.items():
+        w.emit(f"_s{k}[{', '.join([_P, *map(str, v)])}] = {acc}")
+    w.close()
+    # the outputs: the body with each sum read from its row
+    for iv in s.indices:
+        w.emit(f"for {iv.name} in range({dim_str(iv.extent)}):")
+        w.open()
+    env = {iv.name: Index(iv.name, iv.extent) for iv in s.indices}
+    val, _ = w.expr(_final(form), env)
+    w.emit(f"_out[{', '.join(iv.name for iv in s.indices)}] = {val}")
+    args = ", ".join(["_out", *reads, *sizes])
+    head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{s.name}({args}):",
+            f"    # pairs ({i}, j) of {n} x {n}, walked once: each sum's term added to its "
+            "output's row"]
+    return "\n".join(head + w.lines)
+
+
+def row_shapes(form: PairForm) -> dict[str, tuple[Dim, ...]]:
+    """The shapes of the rows ``_s<t>`` the kernel accumulates the sums in."""
+    shape = (form.index.extent, *(iv.extent for iv in form.rest))
+    return {f"_s{k}": shape for k in range(len(form.terms))}
