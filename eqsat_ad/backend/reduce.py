@@ -92,9 +92,8 @@ class Reductions(Contractions):
                     joins.append(Value(_num(coef), (), prec=_ATOM if coef > 0 else _UNARY))
                     t = replace(t, coef=1.0)
                 vals.append(self.reduce(t, inner_axes, [*inner_f, *joins], inner_conds, g2))
+        # (a nested sum times something else: split_guards above masks by its live terms)
         lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and outer else []
-        if len(outer_f) + bool(j) > 1:  # (a nested sum times something else)
-            lives += [self.nested_live(f, grid) for f in outer_f if isinstance(f, Term) and f.sums]
         vals += outer
         out = self.product(t.coef, vals, grid)
         if j and outer:
@@ -341,13 +340,20 @@ class Reductions(Contractions):
 
     def split_guards(self, factors: Sequence[Expr | Term | Value], g2: dict[str, Axis]
                      ) -> tuple[list[Expr | Term | Value], list[Value]]:
-        """The factors with their brackets and data comparisons taken out as masks of the whole
-        product (the strict code): ``[p] * (x - z)`` evaluated alone is 0.0 where p is false, a
-        plain number that another factor's inf turns into nan; the mask keeps the strong zero
-        (``Σ_e [a] (x - z) w`` is 0 where a is false even for w inf, docs/semantics.md)."""
+        """The factors with their brackets and data comparisons (and a nested sum's count of
+        live terms) taken out as masks of the whole product (the strict code): ``[p] * (x -
+        z)`` evaluated alone is 0.0 where p is false, a plain number that another factor's inf
+        turns into nan; the mask keeps the strong zero (``Σ_e [a] (x - z) w`` is 0 where a is
+        false even for w inf, docs/semantics.md)."""
         out: list[Expr | Term | Value] = []
         guards: list[Value] = []
         for f in factors:
+            if isinstance(f, Term) and f.sums:
+                # a nested sum with no live term is a strong zero: Σ_j x[j] Σ_k [i == j + k]
+                # w[k] is 0 where no k fits, even for x[j] nan (the live count masks it)
+                live = self.nested_live(f, g2)
+                if live is not None:
+                    guards.append(live)
             strong = [] if isinstance(f, Value | Term | Bracket) else _strong_factors(f)
             if strong:
                 layout = _in_layout(f, g2)
