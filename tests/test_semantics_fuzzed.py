@@ -356,3 +356,22 @@ def test_an_infinite_constant_matrix_times_a_vector_is_a_sum_of_products() -> No
 
     t = np.broadcast_to(np.inf, (3, 3))
     assert np.isnan(runtime.einsum_sz("ab,b->a", False, t, np.array([1.0, -1.0, 0.5]))).all()
+
+
+@pytest.mark.parametrize("body, want", [
+    ("Sum[j: N](-x[j])", np.inf),  # a sum of -0.0 terms is +0.0
+    ("-Sum[j: N](x[j])", -np.inf),  # the negated sum is -0.0
+    ("-Sum[j: N](-x[j])", -np.inf),
+    ("Sum[j: N](-2 * x[j] * y[1])", np.inf),  # (the optimizer takes -2 out: -2 * Σ is -0.0)
+])
+def test_a_coefficient_inside_a_sum_leaves_the_sum_positive_zero(body: str, want: float
+                                                                 ) -> None:
+    """The normal form's coefficient of a summed term was applied to the sum, whether the
+    program wrote it inside (``Σ_j -x[j]``: +0.0 at x = 0) or outside (``-Σ_j x[j]``: -0.0); the
+    interpreter's einsum multiplied a constant factor after its sum (-0.0); and the optimized
+    program ``-2 Σ_j x[j] y[1]``, whose fast code is the unoptimized one's, ran unguarded."""
+    src = f"def f(x: [N], y: [N]):\n    return 1 / ({body}) + y[0]\n"
+    for y0 in (1.0, want):  # the fast code, then the strict code (an infinite argument)
+        inputs = {"x": np.array([0.0, 0.0]), "y": np.array([y0, 1.0])}
+        assert _value(src, **inputs) == want
+        _agree(src, {"x": ("N",), "y": ("N",)}, {"N": 2}, inputs)

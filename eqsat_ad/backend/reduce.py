@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..ir.expr import Access, Bracket, Expr, children, free_indices
+from ..ir.expr import Access, Bracket, Const, Expr, children, free_indices
 from ..ir.index import Affine
 from ..plan.kernels import (
     Elementwise,
@@ -92,14 +92,20 @@ class Reductions(Contractions):
                     joins.append(Value(_num(coef), (), prec=_ATOM if coef > 0 else _UNARY))
                     t = replace(t, coef=1.0)
                 vals.append(self.reduce(t, inner_axes, [*inner_f, *joins], inner_conds, g2))
-        # (a nested sum times something else: split_guards above masks by its live terms)
-        lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and outer else []
+        # (a nested sum times something else: split_guards above masks by its live terms; a
+        # constant leaves a sum with no live term a strong zero)
+        lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and any(
+            not isinstance(f, Const) for f in outer_f) else []
         vals += outer
-        out = self.product(t.coef, vals, grid)
+        # (the strict normal form's coefficient of a sum is applied outside it, after + 0.0)
+        coef, after = (1.0, t.coef) if self.strict and j and outer else (t.coef, 1.0)
+        out = self.product(coef, vals, grid)
         if j and outer:
             # w * Σ_j f is -0.0 for w < 0 where Σ_j f is 0, but a sum starts at +0.0 (as
             # np.sum): Σ_j w f is +0.0 there (then 1 / it is +inf, not -inf)
             out = replace(out, code=f"{out.paren(_ADD)} + 0.0", prec=_ADD)
+        if after != 1:
+            out = self.product(after, [out], grid)
         masks = [self.cond_mask(c, grid) for c in outer_conds] + guards
         masks += [v for v in lives if v is not None]
         m = self.conj(masks, grid)

@@ -31,6 +31,7 @@ from ..plan.price import (
     normalize_sizes,
     program_code,
     program_cost,
+    sparse_relations,
 )
 
 __all__ = ["DEFAULT_SIZE", "CostReport", "ProgramSummary", "SaturationStats", "StatementRow"]
@@ -206,14 +207,29 @@ def _fmt(v: Fraction | float) -> str:
 
 def _same_code(naive: Program, optimized: Program, tie: Mapping[str, int] | None,
                structured: bool) -> bool:
-    """Whether both programs lower to the same lines of code (programs with rolled loops, which
-    lower through their bodies, are not compared: False)."""
+    """Whether both programs lower to the same lines of code, the strict code (for inf/nan
+    arguments) included (programs with rolled loops, which lower through their bodies, are not
+    compared: False). (``Σ_j -2 x[j]`` and ``-2 Σ_j x[j]`` have one fast code, but only the
+    first is +0.0 where every x[j] is 0: the strict code keeps them apart.)"""
     if naive.folds or optimized.folds:
         return False
     try:
-        return program_code(naive, tie, structured) == program_code(optimized, tie, structured)
+        return (program_code(naive, tie, structured) == program_code(optimized, tie, structured)
+                and _strict_code(naive, tie, structured)
+                == _strict_code(optimized, tie, structured))
     except EqsatError:  # (a program the plan cannot lower: not the same code)
         return False
+
+
+def _strict_code(prog: Program, tie: Mapping[str, int] | None, structured: bool
+                 ) -> tuple[str, ...]:
+    """:func:`program_code` of the strict lowering."""
+    from ..backend.numpy import lower_program
+
+    sizes = None if tie is None else normalize_sizes(tie)
+    source = lower_program(prog, sizes, strict=True, structured=structured,
+                           sparse=sparse_relations(prog, sizes)).source
+    return tuple(line for line in source.splitlines() if not line.lstrip().startswith("#"))
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,9 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
         letter = {a: _LETTERS[k] for k, a in enumerate(union)}
         spec = ",".join("".join(letter[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letter[a] for a in out_axes)
-        data = np.einsum(spec, *(v.data for v in vals), optimize=len(vals) > 2)
+        # (+ 0.0: a sum starts at +0.0, so it is never -0.0; an optimized einsum multiplies a
+        # 0-d factor such as -2 after the sum: -2 * +0.0)
+        data = np.einsum(spec, *(v.data for v in vals), optimize=len(vals) > 2) + 0.0
         if not np.isfinite(data).all():
             data = None
     if data is not None:
