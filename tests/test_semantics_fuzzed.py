@@ -375,3 +375,22 @@ def test_a_coefficient_inside_a_sum_leaves_the_sum_positive_zero(body: str, want
         inputs = {"x": np.array([0.0, 0.0]), "y": np.array([y0, 1.0])}
         assert _value(src, **inputs) == want
         _agree(src, {"x": ("N",), "y": ("N",)}, {"N": 2}, inputs)
+
+
+def test_a_max_of_a_constant_is_a_float_reduction() -> None:
+    """``np.min(np.full((n, n), 3.0), axis=0)`` (10,000-program run, seed 2028,
+    ``internal_numpy_compile_optimize_false_004``) translates to ``-Max[j: N](-3)``, whose
+    generated ``np.max`` of the broadcast integer -3 with ``initial=-np.inf`` raised
+    OverflowError; the operand is taken as floats now."""
+    def f(x):
+        for _ in range(3):
+            x = np.min(np.full((x.shape[0], x.shape[0]), 3.0), axis=0)
+        return x
+
+    x = np.array([1.0, 2.0])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.compile(f, optimize=optimize)(x), [3.0, 3.0])
+    _agree("import numpy as np\n\n\ndef f(x):\n    s1 = x\n    for _ in range(3):\n"
+           "        x = np.min(np.full((x.shape[0], x.shape[0]), 3.0), axis=0)\n"
+           "    return s1 + x\n", {"x": ("N",)}, {"N": 2}, {"x": np.array([np.inf, 2.0])},
+           generator="numpy")

@@ -345,8 +345,9 @@ class Reads(Emitter):
         self.decide("reduce", f"max over {', '.join(inner)}", full, in_sum=True)
         n = self.numel_poly(kept, g2)
         ks = v.kernels + self.kernel(Reduce, self.numel_poly(full, g2), n, "max")
-        code = f"np.max({code}, axis={axis}, initial=-np.inf)"
-        # (an empty range gives -inf: never known finite)
+        # (as floats: a constant body broadcasts as integers, which initial=-inf cannot be;
+        # an empty range gives -inf: never known finite)
+        code = f"np.max(np.asarray({code}, dtype=_dt), axis={axis}, initial=-np.inf)"
         return Value(self.temp(code, kernels=ks), kept, risky=True, size=n)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:
