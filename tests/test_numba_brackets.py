@@ -162,8 +162,7 @@ def test_a_loop_nest_never_grows_faster_than_the_numpy_plan(src: str) -> None:
         for s in inner.statements:
             if f.compiled.schedule.placement[s.name] == "loop":
                 assert dominated(loop_price(s), plan.statement_cost(s.name)), s.name
-        # (inf and nan only where the loop nests run: the NumPy backend's nested sums lose
-        # the inner sum's strong zero, test_numpy_nested_sum_keeps_the_strong_zero)
+        # (inf and nan only where the loop nests run)
         looped = set(f.compiled.schedule.placement.values()) == {"loop"}
         for special in (False, True) if looped else (False,):
             args = _inputs(f.program, 2, special)
@@ -172,10 +171,10 @@ def test_a_loop_nest_never_grows_faster_than_the_numpy_plan(src: str) -> None:
             _agree(f(**args), want)
 
 
-@pytest.mark.xfail(strict=True, reason="NumPy backend: a nested sum's strong zero is lost")
 def test_numpy_nested_sum_keeps_the_strong_zero() -> None:
     # y[i] = Σ_j x[j]·Σ_k [i == j + k]·w[k]: where no k fits, the inner sum is a strong zero
-    # and x[j] = nan does not reach y[i]; the NumPy backend's code gives nan everywhere.
+    # and x[j] = nan does not reach y[i] (the strict code masks the product by the inner sum's
+    # count of live terms, backend/reduce.py split_guards).
     prog = ea.parse(NESTED[0])
     args = _inputs(prog, 2, True)
     with np.errstate(all="ignore"):

@@ -315,3 +315,82 @@ def test_np_sign_is_nan_at_nan() -> None:
         np.testing.assert_array_equal(ea.grad(h, shapes=shapes, optimize=optimize)(x1),
                                       np.sign(x1))
     assert "sign(" in str(ea.translate(f, shapes=shapes))
+
+
+def test_a_factor_outside_a_sum_keeps_the_sign_of_a_zero_product() -> None:
+    """``A[M] * Σ_i x[i/2]`` (fuzz seed 77, program 62): the read outside ``A`` is an ordinary
+    +0.0 and the sum negative, so the product is -0.0 and ``1 / it`` is -inf. The fast code's
+    normal form wrote it as ``Σ_i A[M] x[i/2]`` with the factor taken out again and ``+ 0.0``
+    (the sign of a sum of zeros): +inf. A division by zero now reruns the strict code, which
+    keeps the product's nesting."""
+    src = ("def f(x: [M], A: [M], w: []):\n"
+           "    return -(sqrt(gt0(w)) / (A[M] * Sum[i: M](x[i/2])))\n")
+    inputs = {"x": np.array([-0.95, 1.96]), "A": np.array([5e-324, -0.33]), "w": 1.5}
+    assert _value(src, **inputs) == np.inf
+    _agree(src, {"x": ("M",), "A": ("M",), "w": ()}, {"M": 2}, inputs)
+    # the factor inside the sum: a sum of zeros is +0.0 (1 / it is +inf), outside: -0.0
+    for body, want in (("Sum[j: N](w * x[j])", np.inf), ("w * Sum[j: N](x[j])", -np.inf)):
+        src = f"def f(x: [N], w: []):\n    return 1 / ({body})\n"
+        inputs = {"x": np.array([0.0, 0.0]), "w": -2.0}
+        assert _value(src, **inputs) == want
+        _agree(src, {"x": ("N",), "w": ()}, {"N": 2}, inputs)
+
+
+def test_an_infinite_constant_matrix_times_a_vector_is_a_sum_of_products() -> None:
+    """``(1e-3 / 0.0) @ clip(...)`` (fuzz seed 77, program 77): every entry of the broadcast
+    constant matrix is inf, the vector has entries of both signs, so each sum of products is
+    inf - inf = nan. The strict code's einsum took the stride-0 operand out of the sum (inf *
+    Σ v: inf); it now sums the products of a copy."""
+    def f(C):
+        t = np.full((C.shape[0], C.shape[0]), 1e-3) / np.full((C.shape[0], C.shape[0]), 0.0)
+        return (t @ np.clip(C[:, 0] + C[:, 0], -1.0, 1.0))[-1]
+
+    C = np.array([[1.5, -0.4], [0.9, 1.6], [-1.8, -1.3]])
+    src = ("import numpy as np\n\n\ndef f(C):\n"
+           "    t = np.full((C.shape[0], C.shape[0]), 1e-3) / np.full((C.shape[0], C.shape[0]),"
+           " 0.0)\n    return (t @ np.clip(C[:, 0] + C[:, 0], -1.0, 1.0))[-1]\n")
+    with np.errstate(all="ignore"):
+        assert np.isnan(f(C))
+    _agree(src, {"C": ("M", "N")}, {"M": 3, "N": 2}, {"C": C}, generator="numpy")
+    from eqsat_ad.backend import runtime
+
+    t = np.broadcast_to(np.inf, (3, 3))
+    assert np.isnan(runtime.einsum_sz("ab,b->a", False, t, np.array([1.0, -1.0, 0.5]))).all()
+
+
+@pytest.mark.parametrize("body, want", [
+    ("Sum[j: N](-x[j])", np.inf),  # a sum of -0.0 terms is +0.0
+    ("-Sum[j: N](x[j])", -np.inf),  # the negated sum is -0.0
+    ("-Sum[j: N](-x[j])", -np.inf),
+    ("Sum[j: N](-2 * x[j] * y[1])", np.inf),  # (the optimizer takes -2 out: -2 * Σ is -0.0)
+])
+def test_a_coefficient_inside_a_sum_leaves_the_sum_positive_zero(body: str, want: float
+                                                                 ) -> None:
+    """The normal form's coefficient of a summed term was applied to the sum, whether the
+    program wrote it inside (``Σ_j -x[j]``: +0.0 at x = 0) or outside (``-Σ_j x[j]``: -0.0); the
+    interpreter's einsum multiplied a constant factor after its sum (-0.0); and the optimized
+    program ``-2 Σ_j x[j] y[1]``, whose fast code is the unoptimized one's, ran unguarded."""
+    src = f"def f(x: [N], y: [N]):\n    return 1 / ({body}) + y[0]\n"
+    for y0 in (1.0, want):  # the fast code, then the strict code (an infinite argument)
+        inputs = {"x": np.array([0.0, 0.0]), "y": np.array([y0, 1.0])}
+        assert _value(src, **inputs) == want
+        _agree(src, {"x": ("N",), "y": ("N",)}, {"N": 2}, inputs)
+
+
+def test_a_max_of_a_constant_is_a_float_reduction() -> None:
+    """``np.min(np.full((n, n), 3.0), axis=0)`` (10,000-program run, seed 2028,
+    ``internal_numpy_compile_optimize_false_004``) translates to ``-Max[j: N](-3)``, whose
+    generated ``np.max`` of the broadcast integer -3 with ``initial=-np.inf`` raised
+    OverflowError; the operand is taken as floats now."""
+    def f(x):
+        for _ in range(3):
+            x = np.min(np.full((x.shape[0], x.shape[0]), 3.0), axis=0)
+        return x
+
+    x = np.array([1.0, 2.0])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.compile(f, optimize=optimize)(x), [3.0, 3.0])
+    _agree("import numpy as np\n\n\ndef f(x):\n    s1 = x\n    for _ in range(3):\n"
+           "        x = np.min(np.full((x.shape[0], x.shape[0]), 3.0), axis=0)\n"
+           "    return s1 + x\n", {"x": ("N",)}, {"N": 2}, {"x": np.array([np.inf, 2.0])},
+           generator="numpy")

@@ -393,10 +393,15 @@ class CompiledProgram:
                 # what it computes that may overflow): it checks some through the results of
                 # their products (raising NonFinite), the caller scans the others here. An
                 # inf/nan argument takes strong-zero products everywhere (the strict code).
+                # A division by zero reruns the strict code too: the fast code's normal form
+                # flattens products of sums (w * Σ_j x[j] as Σ_j w x[j]), which keeps values
+                # but not the sign of a zero sum, seen only through a division (or negative
+                # power) by it (docs/semantics.md).
                 try:
                     if runtime.finite(*(arrays[self._param_index[n]] for n in fn.finite_inputs)):
-                        return _finish(fn(*arrays), self.program)
-                except runtime.NonFinite:
+                        with np.errstate(divide="raise"):
+                            return _finish(fn(*arrays), self.program)
+                except (runtime.NonFinite, FloatingPointError):
                     pass
                 fn = owner.function_for(arrays, sizes, strict=True)[0]
             result = fn(*arrays)

@@ -339,15 +339,15 @@ class Reads(Emitter):
         full = kept + tuple(inner)
         code = self.align(v, full, False)
         if set(full) - set(v.axes):  # an index the body ignores: its copies (or none) count
-            # (in the float type: np.max's initial -inf does not fit a literal's integers)
-            code = f"np.broadcast_to(_dt({code}), {self._shape_code([g2[a] for a in full])})"
+            code = f"np.broadcast_to({code}, {self._shape_code([g2[a] for a in full])})"
         pos = tuple(range(len(kept), len(full)))
         axis = pos[0] if len(pos) == 1 else pos
         self.decide("reduce", f"max over {', '.join(inner)}", full, in_sum=True)
         n = self.numel_poly(kept, g2)
         ks = v.kernels + self.kernel(Reduce, self.numel_poly(full, g2), n, "max")
-        code = f"np.max({code}, axis={axis}, initial=-np.inf)"
-        # (an empty range gives -inf: never known finite)
+        # (as floats: a constant body broadcasts as integers, which initial=-inf cannot be;
+        # an empty range gives -inf: never known finite)
+        code = f"np.max(np.asarray({code}, dtype=_dt), axis={axis}, initial=-np.inf)"
         return Value(self.temp(code, kernels=ks), kept, risky=True, size=n)
 
     def combine(self, terms: list[Term], grid: dict[str, Axis]) -> Value:

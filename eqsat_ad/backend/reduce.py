@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..ir.expr import Access, Bracket, Expr, children, free_indices
+from ..ir.expr import Access, Bracket, Const, Expr, children, free_indices
 from ..ir.index import Affine
 from ..plan.kernels import (
     Elementwise,
@@ -92,15 +92,20 @@ class Reductions(Contractions):
                     joins.append(Value(_num(coef), (), prec=_ATOM if coef > 0 else _UNARY))
                     t = replace(t, coef=1.0)
                 vals.append(self.reduce(t, inner_axes, [*inner_f, *joins], inner_conds, g2))
-        lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and outer else []
-        if len(outer_f) + bool(j) > 1:  # (a nested sum times something else)
-            lives += [self.nested_live(f, grid) for f in outer_f if isinstance(f, Term) and f.sums]
+        # (a nested sum times something else: split_guards above masks by its live terms; a
+        # constant leaves a sum with no live term a strong zero)
+        lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and any(
+            not isinstance(f, Const) for f in outer_f) else []
         vals += outer
-        out = self.product(t.coef, vals, grid)
+        # (the strict normal form's coefficient of a sum is applied outside it, after + 0.0)
+        coef, after = (1.0, t.coef) if self.strict and j and outer else (t.coef, 1.0)
+        out = self.product(coef, vals, grid)
         if j and outer:
             # w * Σ_j f is -0.0 for w < 0 where Σ_j f is 0, but a sum starts at +0.0 (as
             # np.sum): Σ_j w f is +0.0 there (then 1 / it is +inf, not -inf)
             out = replace(out, code=f"{out.paren(_ADD)} + 0.0", prec=_ADD)
+        if after != 1:
+            out = self.product(after, [out], grid)
         masks = [self.cond_mask(c, grid) for c in outer_conds] + guards
         masks += [v for v in lives if v is not None]
         m = self.conj(masks, grid)
@@ -343,13 +348,20 @@ class Reductions(Contractions):
 
     def split_guards(self, factors: Sequence[Expr | Term | Value], g2: dict[str, Axis]
                      ) -> tuple[list[Expr | Term | Value], list[Value]]:
-        """The factors with their brackets and data comparisons taken out as masks of the whole
-        product (the strict code): ``[p] * (x - z)`` evaluated alone is 0.0 where p is false, a
-        plain number that another factor's inf turns into nan; the mask keeps the strong zero
-        (``Σ_e [a] (x - z) w`` is 0 where a is false even for w inf, docs/semantics.md)."""
+        """The factors with their brackets and data comparisons (and a nested sum's count of
+        live terms) taken out as masks of the whole product (the strict code): ``[p] * (x -
+        z)`` evaluated alone is 0.0 where p is false, a plain number that another factor's inf
+        turns into nan; the mask keeps the strong zero (``Σ_e [a] (x - z) w`` is 0 where a is
+        false even for w inf, docs/semantics.md)."""
         out: list[Expr | Term | Value] = []
         guards: list[Value] = []
         for f in factors:
+            if isinstance(f, Term) and f.sums:
+                # a nested sum with no live term is a strong zero: Σ_j x[j] Σ_k [i == j + k]
+                # w[k] is 0 where no k fits, even for x[j] nan (the live count masks it)
+                live = self.nested_live(f, g2)
+                if live is not None:
+                    guards.append(live)
             strong = [] if isinstance(f, Value | Term | Bracket) else _strong_factors(f)
             if strong:
                 layout = _in_layout(f, g2)

@@ -145,7 +145,11 @@ def scatter_add(
 
 def einsum_sz(spec: str, path: list[object] | bool, *operands: np.ndarray) -> np.ndarray:
     """``np.einsum`` as the plain sum of IEEE products (no reassociation, no BLAS), for operands
-    that may hold inf or nan: ``0 * inf`` in a term makes that term nan, as in the interpreter."""
+    that may hold inf or nan: ``0 * inf`` in a term makes that term nan, as in the interpreter.
+    A broadcast operand (a zero stride) is copied first: einsum's kernels take it out of the
+    sum as one number (``inf * (1 - 1)``: nan as terms, inf as ``inf * Σ``)."""
+    operands = tuple(np.ascontiguousarray(a) if isinstance(a, np.ndarray) and a.size
+                     and 0 in a.strides else a for a in operands)
     with np.errstate(invalid="ignore", over="ignore"):
         return np.einsum(spec, *operands, optimize=False)
 

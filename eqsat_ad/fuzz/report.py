@@ -12,13 +12,14 @@ from typing import Any
 import numpy as np
 
 from .case import INPUT_KINDS
-from .check import OUTCOMES
+from .check import ALLOWED, OUTCOMES
 from .reduce import Reduced
 
 __all__ = ["DEFECTS", "summary_table", "write_reproducer"]
 
-# outcomes that are defects of the library (rejected: of the generator; agree: none)
-DEFECTS = tuple(o for o in OUTCOMES if o not in ("agree", "rejected"))
+# outcomes that are defects of the library (rejected: of the generator; ieee-gradient:
+# specified behaviour; agree: none)
+DEFECTS = tuple(o for o in OUTCOMES if o not in ALLOWED)
 
 
 def summary_table(counts: Mapping[tuple[str, str, str], int]) -> str:

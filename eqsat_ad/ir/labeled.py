@@ -8,8 +8,10 @@ integer grids); :mod:`eqsat_ad.ir.interpreter` runs programs with it.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +37,22 @@ from .expr import (
 from .functions import lookup
 from .index import Affine, Dim, IndexVar
 
-__all__ = ["Axes", "Labeled", "Value"]
+__all__ = ["Axes", "Labeled", "Value", "every_zero_absorbs"]
+
+_ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
+
+
+@contextlib.contextmanager
+def every_zero_absorbs() -> Iterator[None]:
+    """Evaluate with every 0.0 factor absorbing inf and nan (``0.0 * inf = 0``), not only strong
+    zeros: NOT the semantics (docs/semantics.md), a diagnostic. The fuzzer uses it to tell the
+    specified chain rule's ``0 * inf = nan`` (class 2 of experiments/results/fuzz.md) from a
+    gradient that is wrong for another reason."""
+    token = _ZERO_ABSORBS.set(True)
+    try:
+        yield
+    finally:
+        _ZERO_ABSORBS.reset(token)
 
 Axes = tuple[str, ...]
 Labeled = tuple[Axes, np.ndarray]
@@ -209,10 +226,17 @@ def _combine_product(vals: list[Value], extents: Mapping[str, int]) -> Value:
     axes = _union(*(v.axes for v in vals))
     data = np.ones([1] * len(axes))
     strong: np.ndarray | None = None
+    absorbs = _ZERO_ABSORBS.get()
+    zero: np.ndarray | None = None
     with np.errstate(all="ignore"):
         for v in vals:
-            data = data * _align(_weak(v), axes, extents)
+            x = _align(_weak(v), axes, extents)
+            data = data * x
             strong = _or(strong, _strong_of(v, axes, extents))
+            if absorbs:
+                zero = _or(zero, x == 0)
+    if zero is not None:
+        data = np.where(zero, 0.0, data)
     if strong is not None:
         strong = np.broadcast_to(strong, data.shape)
     return _value(axes, data, strong)
@@ -243,7 +267,9 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
         letter = {a: _LETTERS[k] for k, a in enumerate(union)}
         spec = ",".join("".join(letter[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letter[a] for a in out_axes)
-        data = np.einsum(spec, *(v.data for v in vals), optimize=len(vals) > 2)
+        # (+ 0.0: a sum starts at +0.0, so it is never -0.0; an optimized einsum multiplies a
+        # 0-d factor such as -2 after the sum: -2 * +0.0)
+        data = np.einsum(spec, *(v.data for v in vals), optimize=len(vals) > 2) + 0.0
         if not np.isfinite(data).all():
             data = None
     if data is not None:

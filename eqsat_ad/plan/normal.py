@@ -405,7 +405,14 @@ def expand(e: Expr, names: _Names) -> list[Term]:
                 if nn != iv.name:
                     mapping[iv.name] = Affine.var(nn)
             inner = substitute(body, mapping) if mapping else body
-            return [Term(t.coef, new + t.sums, t.factors, t.conds) for t in expand(inner, names)]
+            if names.flatten:
+                return [Term(t.coef, new + t.sums, t.factors, t.conds)
+                        for t in expand(inner, names)]
+            # The strict lowering keeps a coefficient written inside the sum as a factor: the
+            # term's own coefficient is then one the program applies outside (-Σ_j x[j]), which
+            # keeps the sign of a zero sum; Σ_j -x[j] is +0.0 where every x[j] is 0
+            return [Term(1.0, new + t.sums, t.factors if t.coef == 1 else
+                         [Const(t.coef), *t.factors], t.conds) for t in expand(inner, names)]
     return [Term(1.0, [], [e], [])]
 
 
