@@ -206,3 +206,18 @@ def test_keyword_calls_skip_the_binder_after_the_first(monkeypatch) -> None:
         assert binds["n"] == 0
         g(**{**inputs, "x": list(inputs["x"])})  # (a list: the binder converts it)
         assert binds["n"] == 1
+
+
+def test_two_programs_optimized_to_one_keep_their_own_unoptimized_programs() -> None:
+    """``Σ_j -x[j]`` and ``-Σ_j x[j]`` are optimized to one program, whose compiled form is
+    cached and shared; each guarded copy remembers its own unoptimized program per call
+    signature (the second once ran the first's code: +inf for the -0.0 sum's -inf)."""
+    got = {}
+    for body in ("Sum[j: N](-x[j])", "-Sum[j: N](x[j])"):
+        prog = ea.parse(f"def f(x: [N], y: [N]):\n    return 1 / ({body}) + y[0]\n")
+        inputs = {"x": np.array([0.0, 0.0]), "y": np.array([1.0, 1.0])}
+        with np.errstate(divide="ignore"):
+            want = ea.evaluate(prog, **inputs)
+            got[body] = ea.compile(prog)(**inputs)
+        assert got[body] == want
+    assert got == {"Sum[j: N](-x[j])": np.inf, "-Sum[j: N](x[j])": -np.inf}

@@ -79,14 +79,21 @@ def with_fallback(compiled: Any, naive: Program, structured: bool = False) -> An
     program, which other callers may share, is left as it is."""
     if naive == compiled.program or naive.param_names != compiled.program.param_names:
         return compiled  # nothing was rewritten (or no common signature: nothing to rerun)
-    guarded = copy.copy(compiled)
+    guarded = _own_copy(compiled)
     guarded.fallback = Fallback(naive, structured)
     if hasattr(guarded, "runner"):  # a Numba program: its NumPy twin (binding, NumPy-only runs)
-        inner = copy.copy(guarded.numpy)
+        inner = _own_copy(guarded.numpy)
         inner.fallback = guarded.fallback
         guarded.numpy = inner
         guarded.runner = inner if guarded.numpy_only else guarded
     return guarded
+
+
+def _own_copy(compiled: Any) -> Any:
+    """A copy of ``compiled`` whose per-call caches are its own (they remember what a call
+    signature runs, which depends on the fallback)."""
+    own = getattr(compiled, "with_own_fallback_state", None)
+    return own() if own is not None else copy.copy(compiled)
 
 
 def _read(prog: Program) -> frozenset[str]:

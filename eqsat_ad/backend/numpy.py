@@ -35,6 +35,7 @@ Public: :func:`lower`, :func:`lower_program` (source, decisions and plan),
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -161,6 +162,16 @@ class CompiledProgram:
         # Each parameter's dimensions: ints, or size names.
         self._dims = [tuple(d if isinstance(d, int) else d.name for d in p.shape)
                       for p in prog.params]
+
+    def with_own_fallback_state(self) -> CompiledProgram:
+        """A shallow copy for another fallback (:func:`.guard.with_fallback`): the compiled
+        functions are shared, the caches that remember a fallback's decisions (the unoptimized
+        program a call signature runs, :meth:`_plain`) are its own. (Two programs optimized to
+        one program share the cached compiled form, not their unoptimized programs.)"""
+        twin = copy.copy(self)
+        twin._by_arrays = {}
+        twin._plain_by = {}
+        return twin
 
     @property
     def source(self) -> str:

@@ -8,8 +8,9 @@ guard's cost. Two sources are compared by value: each assignment of straight-lin
 by what it computes (its expression over the values it reads, hashed), so temporaries' names,
 the order of independent statements and ``np.einsum`` subscript letters do not matter, and two
 functions are the same when they compute the same set of values and return the same ones.
-Anything beyond plain assignments of pure expressions (a slice write, an in-place update, a
-loop, an ``out=`` argument) is compared exactly instead (einsum letters aside): never a false
+A ``del`` of names (an array released after its last use) computes nothing. Anything beyond
+plain assignments of pure expressions (a slice write, an in-place update, a loop, an ``out=``
+argument) is compared exactly instead (einsum letters aside): never a false
 "same".
 
 Public: :func:`canonical_code`, :func:`same_code`.
@@ -139,6 +140,8 @@ def _straight_line(fn: ast.FunctionDef) -> tuple | None:
     computed: set[str] = set()
     assigned = {t.id for s in body for t in getattr(s, "targets", ()) if isinstance(t, ast.Name)}
     for s in body[:-1]:
+        if isinstance(s, ast.Delete) and all(isinstance(t, ast.Name) for t in s.targets):
+            continue  # (releasing a dead array computes nothing)
         if not (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and _pure(s.value)):
             return None
