@@ -394,3 +394,44 @@ def test_a_max_of_a_constant_is_a_float_reduction() -> None:
            "        x = np.min(np.full((x.shape[0], x.shape[0]), 3.0), axis=0)\n"
            "    return s1 + x\n", {"x": ("N",)}, {"N": 2}, {"x": np.array([np.inf, 2.0])},
            generator="numpy")
+
+
+@pytest.mark.parametrize("source, shapes, inputs", [
+    # fuzz 2029:1742: a nan factor times (a false bracket's term + a false comparison)
+    ("def f(A: [N, N], w: []):\n"
+     "    t0[i: N] = log(w + (i < i/2) * A[i, 2*i])\n"
+     "    return Sum[j: N](t0[j/2]) * ((N <= 1 and N == 2) * A[0, N] + eq(t0[1], A[1, N - 1]))\n",
+     {"A": ("N", "N"), "w": ()}, {"A": np.arange(4.0).reshape(2, 2), "w": -1.0}),
+    # ... a difference of guarded terms, over the grid of a statement
+    ("def f(x: [N], w: [N]):\n    y[i: N] = w[i] * ((i == 0) * x[i] - gt(x[i], 5))\n    return y\n",
+     {"x": ("N",), "w": ("N",)}, {"x": np.array([1.0, 2.0]), "w": np.array([1.0, np.inf])}),
+    # ... as the numerator of a quotient by nan
+    ("def f(x: [N], w: []):\n    return ((N > 5) * x[0] + gt(x[1], 5)) / w\n",
+     {"x": ("N",), "w": ()}, {"x": np.array([1.0, 2.0]), "w": np.nan}),
+])
+def test_a_sum_of_guarded_terms_as_a_factor_is_a_strong_zero(source: str, shapes: dict,
+                                                              inputs: dict) -> None:
+    """``w * ([p] a + gt(x, y))`` is 0 where p and the comparison are false, even for w nan or
+    inf: both terms are strong zeros, and so is their sum (docs/semantics.md). The strict code
+    multiplied the sum, an ordinary 0.0 there, by w (nan); it now guards the product by the
+    disjunction of the terms' guards (backend/reads.py ``zero_guard``). The nan of the first
+    program comes from finite inputs (log of a negative number)."""
+    got = np.asarray(_value(source, **inputs))
+    assert got.flat[-1] == 0.0 if got.ndim else got == 0.0
+    for optimize in (False, True):
+        np.testing.assert_array_equal(
+            ea.compile(ea.parse(source), optimize=optimize)(*inputs.values()), got)
+    _agree(source, shapes, {"N": 2}, inputs)
+
+
+def test_a_statically_empty_sum_divided_by_nan_is_a_strong_zero() -> None:
+    """fuzz 2029:1968: ``Σ_i [i > i] c / d``: no term survives, so the sum is a strong zero
+    and so is its quotient, even by a nan that finite inputs make (``(-1.5) ** 0.5``); the
+    code divided the literal 0 by it."""
+    src = ("def f(x: [N]):\n    t0[i: N] = ge(expm1(x[i] - x[i]) ** -1, x[i])\n"
+           "    return Sum[i: N]((i > i) * 3 ** -1) / (t0[1] + x[0] ** 0.5)\n")
+    x = np.array([-1.5, -1.25])
+    assert _value(src, x=x) == 0.0
+    for optimize in (False, True):
+        assert ea.compile(ea.parse(src), optimize=optimize)(x) == 0.0
+    _agree(src, {"x": ("N",)}, {"N": 2}, {"x": x})
