@@ -435,3 +435,17 @@ def test_a_statically_empty_sum_divided_by_nan_is_a_strong_zero() -> None:
     for optimize in (False, True):
         assert ea.compile(ea.parse(src), optimize=optimize)(x) == 0.0
     _agree(src, {"x": ("N",)}, {"N": 2}, {"x": x})
+
+
+def test_a_recomputed_small_array_read_outside_it_is_zero() -> None:
+    """fuzz 2029:2494: ``t0[i: 1, j: N] = x`` (a small axis: recomputed where it is read by the
+    fast code, plan/split.py ``inline_small_arrays``) read at ``t0[1, N]``, outside it: 0, so the
+    gradient of ``t0[1, N] * t0[0, N - 1]`` is 0. The recomputed read was the body ``x`` itself;
+    it is now guarded by the read's range where the reader's ranges do not prove it inside."""
+    src = ("def f(x: [], R: rel[N]):\n    t0[i: 1, j: N] = x\n"
+           "    return t0[1, N] * t0[0, N - 1]\n")
+    p, x, r = ea.parse(src), 1.75, np.array([False, True])
+    assert evaluate(ea.vjp(p, wrt="x"), x=x, R=r, ybar=1.0) == 0.0
+    for optimize in (False, True):
+        assert ea.grad(p, wrt="x", optimize=optimize)(x, r) == 0.0
+    _agree(src, {"x": (), "R": ("N",)}, {"N": 2}, {"x": x, "R": r})
