@@ -449,3 +449,28 @@ def test_a_recomputed_small_array_read_outside_it_is_zero() -> None:
     for optimize in (False, True):
         assert ea.grad(p, wrt="x", optimize=optimize)(x, r) == 0.0
     _agree(src, {"x": (), "R": ("N",)}, {"N": 2}, {"x": x, "R": r})
+
+
+def _tie(x: np.ndarray) -> np.ndarray:
+    # (fuzz 2029:2753) two equal entries 100 - t, t = -1.5 Σ x[:-1]: a tie of the max
+    return np.max(np.full(2, 100.0) - np.dot(np.full((2, 3), -1.5), x[:-1]), axis=0)
+
+
+def test_the_derivative_of_a_max_at_a_tie_of_equal_expressions_is_shared() -> None:
+    """``max' = step(x - y)``, 1/2 at a tie. Where ``x`` and ``y`` are the same expression the
+    interpreter's tie is exact; the generated code summed ``(a - t) - (a - t)`` as ``a - t - a
+    + t`` (and the optimizer's ``s + (-s)`` as one sum of their terms), a rounding error whose
+    step is 0 or 1: gradients 0 or 3 instead of 1.5. The argument of a function that jumps at
+    0 (step, sign, gt0) is now computed side by side (backend/reads.py ``difference``)."""
+    x = np.array([-1.18775964, 1.80001655, -1.96578588, 1.86672638])
+    p = ea.grad(_tie, optimize=False, shapes={"x": (4,)}).program
+    want = evaluate(p, x=x)
+    np.testing.assert_array_equal(want, [1.5, 1.5, 1.5, 0.0])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.grad(_tie, optimize=optimize)(x), want)
+    # the optimizer's form of the derivative (fuzz 2029:135), in the index language
+    src = "def f(y: [N]):\n    return step(y[0] + (y[1] + y[2]) + (-y[0] - (y[1] + y[2])))\n"
+    fns = [ea.compile(ea.parse(src), optimize=optimize) for optimize in (False, True)]
+    for y in np.random.default_rng(0).normal(size=(20, 3)):  # (most summed flat are not 0)
+        assert _value(src, y=y) == 0.5
+        assert [fn(y) for fn in fns] == [0.5, 0.5]

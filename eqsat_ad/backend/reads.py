@@ -323,7 +323,8 @@ class Reads(Emitter):
             raise ProgramError(f"unknown function {fn!r}", e.loc)
         if len(args) != f.arity:
             raise ProgramError(f"{fn} takes {f.arity} argument(s), got {len(args)}", e.loc)
-        vals = [self.to_num(self.ev(a, grid)) for a in args]
+        vals = [self.to_num(self.ev(a, grid)) if fn not in _JUMPS_AT_ZERO else
+                self.difference(a, grid) for a in args]
         risky = any(v.risky for v in vals) or not f.finite
         if fn == "stop_gradient":
             return vals[0]
@@ -343,6 +344,18 @@ class Reads(Emitter):
             # np.where, so a false comparison is a strong zero as in the interpreter
             return Value(code, target, mask=True, kernels=ks, size=size)
         return self.shared(Value(code, target, risky=risky, kernels=ks, size=size), create=False)
+
+    def difference(self, e: Expr, grid: dict[str, Axis]) -> Value:
+        """``e``, the argument of a function that jumps at 0 (``step(x - y)``, max's
+        derivative): a difference ``x - y`` (or the optimizer's ``x + (-y)``) is computed as
+        written, each side on its own, not reassociated into one sum of their terms, so that
+        ``x`` and ``y`` computed alike are exactly equal where the program's are (a tie of the
+        max: ``step(0) = 1/2``; ``(a - t) - (a - t)`` summed as ``a - t - a + t`` is a rounding
+        error, whose step is 0 or 1)."""
+        if (isinstance(e, Binary) and e.op in "+-" and not _is_zero(e.lhs)
+                and not _is_zero(e.rhs)):
+            return self.binop(e.op, self.ev(e.lhs, grid), self.ev(e.rhs, grid), grid)
+        return self.to_num(self.ev(e, grid))
 
     def max_reduce(self, e: Max, grid: dict[str, Axis]) -> Value:
         """``np.max`` of the body over the bound axes (an empty range gives -inf, a nan in the
@@ -401,6 +414,10 @@ def _sum_factors(e: Expr) -> list[Expr]:
         case Pow(base, k) if k > 0:
             return _sum_factors(base)
     return []
+
+
+_JUMPS_AT_ZERO = frozenset({"step", "sign", "gt0"})
+"""Functions of one argument whose value jumps at 0: rounding their argument moves a tie."""
 
 
 def _strong_zero(v: Value) -> bool:
