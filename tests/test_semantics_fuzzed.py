@@ -474,3 +474,17 @@ def test_the_derivative_of_a_max_at_a_tie_of_equal_expressions_is_shared() -> No
     for y in np.random.default_rng(0).normal(size=(20, 3)):  # (most summed flat are not 0)
         assert _value(src, y=y) == 0.5
         assert [fn(y) for fn in fns] == [0.5, 0.5]
+
+
+def test_an_unrolled_window_sum_of_negative_zeros_is_positive_zero() -> None:
+    """fuzz 2029:4912: ``Σ_{j: 3} x[1] * x[-1]`` reads 0.0 outside ``x``, so each term is -0.0
+    for ``x[1] < 0``; a sum adds its terms to +0.0 (docs/semantics.md), so ``1 / t0`` is +inf.
+    The window unrolling (``a + a + a``) gave -0.0 (-inf); the statement now adds the sum's
+    + 0.0."""
+    src = ("def f(x: [3]):\n    t0[i: 3] = Sum[j: 3, k: 1](x[k + 1] * x[k - 1])\n"
+           "    return -(t0[2] ** -1) + t0[1]\n")
+    x = np.array([0.5, -1.25, 1.5])
+    assert _value(src, x=x) == -np.inf
+    for optimize in (False, True):
+        assert ea.compile(ea.parse(src), optimize=optimize)(x) == -np.inf
+    _agree(src, {"x": (3,)}, {}, {"x": x})

@@ -76,10 +76,15 @@ class Codegen(Loops, Reductions):
         full = {iv.name: Axis.full(iv) for iv in s.indices}
         risky = False
         plans = []
-        for t in (w for t0 in terms for w in self.windows(t0)):
-            plan = self.plan_term(t, s)
-            if plan is not None:
-                plans.append(plan)
+        for t0 in terms:
+            unrolled = self.windows(t0)
+            # (a sum adds its terms to +0.0: unrolled, -0.0 + -0.0 stays -0.0, so the total
+            # gets the + 0.0 the sum started from)
+            plus_zero |= len(unrolled) != 1 or unrolled[0] is not t0
+            for t in unrolled:
+                plan = self.plan_term(t, s)
+                if plan is not None:
+                    plans.append(plan)
         if not gens:
             total = self.to_num(self.combine([t for t, _, _ in plans], {}))
             self.decide("assign", "scalar")
