@@ -480,7 +480,9 @@ def test_an_unrolled_window_sum_of_negative_zeros_is_positive_zero() -> None:
     """fuzz 2029:4912: ``Σ_{j: 3} x[1] * x[-1]`` reads 0.0 outside ``x``, so each term is -0.0
     for ``x[1] < 0``; a sum adds its terms to +0.0 (docs/semantics.md), so ``1 / t0`` is +inf.
     The window unrolling (``a + a + a``) gave -0.0 (-inf); the statement now adds the sum's
-    + 0.0."""
+    + 0.0. The gradient's ``inf * x[-1]`` (an ordinary 0.0 read) is nan; the strict code's
+    unrolling turned the read's range into a condition (a strong zero: 0), and now keeps the
+    read zero padded (plan/windows.py ``unroll_windows``, ``narrow``)."""
     src = ("def f(x: [3]):\n    t0[i: 3] = Sum[j: 3, k: 1](x[k + 1] * x[k - 1])\n"
            "    return -(t0[2] ** -1) + t0[1]\n")
     x = np.array([0.5, -1.25, 1.5])

@@ -148,7 +148,7 @@ class Codegen(Loops, Reductions):
     def windows(self, t: Term) -> list[Term]:
         """A statement term whose sums are windows, as one term per window offset
         (:func:`eqsat_ad.plan.windows.unroll_windows`)."""
-        out = unroll_windows(t, self.shapes)
+        out = unroll_windows(t, self.shapes, narrow=not self.strict)
         if out is None:
             return [t]
         self.decide("window-unrolled", f"{len(out)} shifted slice term(s)")
