@@ -394,3 +394,99 @@ def test_a_max_of_a_constant_is_a_float_reduction() -> None:
            "        x = np.min(np.full((x.shape[0], x.shape[0]), 3.0), axis=0)\n"
            "    return s1 + x\n", {"x": ("N",)}, {"N": 2}, {"x": np.array([np.inf, 2.0])},
            generator="numpy")
+
+
+@pytest.mark.parametrize("source, shapes, inputs", [
+    # fuzz 2029:1742: a nan factor times (a false bracket's term + a false comparison)
+    ("def f(A: [N, N], w: []):\n"
+     "    t0[i: N] = log(w + (i < i/2) * A[i, 2*i])\n"
+     "    return Sum[j: N](t0[j/2]) * ((N <= 1 and N == 2) * A[0, N] + eq(t0[1], A[1, N - 1]))\n",
+     {"A": ("N", "N"), "w": ()}, {"A": np.arange(4.0).reshape(2, 2), "w": -1.0}),
+    # ... a difference of guarded terms, over the grid of a statement
+    ("def f(x: [N], w: [N]):\n    y[i: N] = w[i] * ((i == 0) * x[i] - gt(x[i], 5))\n    return y\n",
+     {"x": ("N",), "w": ("N",)}, {"x": np.array([1.0, 2.0]), "w": np.array([1.0, np.inf])}),
+    # ... as the numerator of a quotient by nan
+    ("def f(x: [N], w: []):\n    return ((N > 5) * x[0] + gt(x[1], 5)) / w\n",
+     {"x": ("N",), "w": ()}, {"x": np.array([1.0, 2.0]), "w": np.nan}),
+])
+def test_a_sum_of_guarded_terms_as_a_factor_is_a_strong_zero(source: str, shapes: dict,
+                                                              inputs: dict) -> None:
+    """``w * ([p] a + gt(x, y))`` is 0 where p and the comparison are false, even for w nan or
+    inf: both terms are strong zeros, and so is their sum (docs/semantics.md). The strict code
+    multiplied the sum, an ordinary 0.0 there, by w (nan); it now guards the product by the
+    disjunction of the terms' guards (backend/reads.py ``zero_guard``). The nan of the first
+    program comes from finite inputs (log of a negative number)."""
+    got = np.asarray(_value(source, **inputs))
+    assert got.flat[-1] == 0.0 if got.ndim else got == 0.0
+    for optimize in (False, True):
+        np.testing.assert_array_equal(
+            ea.compile(ea.parse(source), optimize=optimize)(*inputs.values()), got)
+    _agree(source, shapes, {"N": 2}, inputs)
+
+
+def test_a_statically_empty_sum_divided_by_nan_is_a_strong_zero() -> None:
+    """fuzz 2029:1968: ``Σ_i [i > i] c / d``: no term survives, so the sum is a strong zero
+    and so is its quotient, even by a nan that finite inputs make (``(-1.5) ** 0.5``); the
+    code divided the literal 0 by it."""
+    src = ("def f(x: [N]):\n    t0[i: N] = ge(expm1(x[i] - x[i]) ** -1, x[i])\n"
+           "    return Sum[i: N]((i > i) * 3 ** -1) / (t0[1] + x[0] ** 0.5)\n")
+    x = np.array([-1.5, -1.25])
+    assert _value(src, x=x) == 0.0
+    for optimize in (False, True):
+        assert ea.compile(ea.parse(src), optimize=optimize)(x) == 0.0
+    _agree(src, {"x": ("N",)}, {"N": 2}, {"x": x})
+
+
+def test_a_recomputed_small_array_read_outside_it_is_zero() -> None:
+    """fuzz 2029:2494: ``t0[i: 1, j: N] = x`` (a small axis: recomputed where it is read by the
+    fast code, plan/split.py ``inline_small_arrays``) read at ``t0[1, N]``, outside it: 0, so the
+    gradient of ``t0[1, N] * t0[0, N - 1]`` is 0. The recomputed read was the body ``x`` itself;
+    it is now guarded by the read's range where the reader's ranges do not prove it inside."""
+    src = ("def f(x: [], R: rel[N]):\n    t0[i: 1, j: N] = x\n"
+           "    return t0[1, N] * t0[0, N - 1]\n")
+    p, x, r = ea.parse(src), 1.75, np.array([False, True])
+    assert evaluate(ea.vjp(p, wrt="x"), x=x, R=r, ybar=1.0) == 0.0
+    for optimize in (False, True):
+        assert ea.grad(p, wrt="x", optimize=optimize)(x, r) == 0.0
+    _agree(src, {"x": (), "R": ("N",)}, {"N": 2}, {"x": x, "R": r})
+
+
+def _tie(x: np.ndarray) -> np.ndarray:
+    # (fuzz 2029:2753) two equal entries 100 - t, t = -1.5 Σ x[:-1]: a tie of the max
+    return np.max(np.full(2, 100.0) - np.dot(np.full((2, 3), -1.5), x[:-1]), axis=0)
+
+
+def test_the_derivative_of_a_max_at_a_tie_of_equal_expressions_is_shared() -> None:
+    """``max' = step(x - y)``, 1/2 at a tie. Where ``x`` and ``y`` are the same expression the
+    interpreter's tie is exact; the generated code summed ``(a - t) - (a - t)`` as ``a - t - a
+    + t`` (and the optimizer's ``s + (-s)`` as one sum of their terms), a rounding error whose
+    step is 0 or 1: gradients 0 or 3 instead of 1.5. The argument of a function that jumps at
+    0 (step, sign, gt0) is now computed side by side (backend/reads.py ``difference``)."""
+    x = np.array([-1.18775964, 1.80001655, -1.96578588, 1.86672638])
+    p = ea.grad(_tie, optimize=False, shapes={"x": (4,)}).program
+    want = evaluate(p, x=x)
+    np.testing.assert_array_equal(want, [1.5, 1.5, 1.5, 0.0])
+    for optimize in (False, True):
+        np.testing.assert_array_equal(ea.grad(_tie, optimize=optimize)(x), want)
+    # the optimizer's form of the derivative (fuzz 2029:135), in the index language
+    src = "def f(y: [N]):\n    return step(y[0] + (y[1] + y[2]) + (-y[0] - (y[1] + y[2])))\n"
+    fns = [ea.compile(ea.parse(src), optimize=optimize) for optimize in (False, True)]
+    for y in np.random.default_rng(0).normal(size=(20, 3)):  # (most summed flat are not 0)
+        assert _value(src, y=y) == 0.5
+        assert [fn(y) for fn in fns] == [0.5, 0.5]
+
+
+def test_an_unrolled_window_sum_of_negative_zeros_is_positive_zero() -> None:
+    """fuzz 2029:4912: ``Σ_{j: 3} x[1] * x[-1]`` reads 0.0 outside ``x``, so each term is -0.0
+    for ``x[1] < 0``; a sum adds its terms to +0.0 (docs/semantics.md), so ``1 / t0`` is +inf.
+    The window unrolling (``a + a + a``) gave -0.0 (-inf); the statement now adds the sum's
+    + 0.0. The gradient's ``inf * x[-1]`` (an ordinary 0.0 read) is nan; the strict code's
+    unrolling turned the read's range into a condition (a strong zero: 0), and now keeps the
+    read zero padded (plan/windows.py ``unroll_windows``, ``narrow``)."""
+    src = ("def f(x: [3]):\n    t0[i: 3] = Sum[j: 3, k: 1](x[k + 1] * x[k - 1])\n"
+           "    return -(t0[2] ** -1) + t0[1]\n")
+    x = np.array([0.5, -1.25, 1.5])
+    assert _value(src, x=x) == -np.inf
+    for optimize in (False, True):
+        assert ea.compile(ea.parse(src), optimize=optimize)(x) == -np.inf
+    _agree(src, {"x": (3,)}, {}, {"x": x})

@@ -336,6 +336,15 @@ class Emitter:
         ks, size = self.pass_over(Mask, target, grid, "&", *masks)
         return Value(code, target, mask=True, prec=_ADD, kernels=ks, size=size)
 
+    def disj(self, masks: list[Value], grid: Mapping[str, Axis]) -> Value:
+        """Where one of ``masks`` (at least one) holds."""
+        if len(masks) == 1:
+            return masks[0]
+        target = self.order(grid, *(m.axes for m in masks))
+        code = " | ".join(f"{self.align(m, target)}" for m in masks)
+        ks, size = self.pass_over(Mask, target, grid, "|", *masks)
+        return Value(code, target, mask=True, prec=_ADD, kernels=ks, size=size)
+
     # --- index arithmetic ----------------------------------------------------------------------
     def index_value(self, a: Affine, grid: Mapping[str, Axis]) -> tuple[Value, int]:
         """Integer code over the grid of ``q * a`` and the denominator ``q``."""

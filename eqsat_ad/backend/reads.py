@@ -245,6 +245,8 @@ class Reads(Emitter):
                              kernels=ks, size=size)
             case Pow(base, k):
                 v = self.to_num(self.ev(base, grid))
+                if k > 0 and _strong_zero(v):
+                    return v
                 risky = v.risky or k < 0 or k != int(k)
                 kc = _num(k) if k >= 0 else f"({_num(k)})"
                 ks, size = self.pass_over(Elementwise, v.axes, grid, "**", v)
@@ -258,11 +260,15 @@ class Reads(Emitter):
             case Binary("/", lhs, rhs):
                 if not expand(lhs, self.names):  # a strong zero divided by anything is one
                     return Value("0", ())
-                if _strong_factors(lhs):  # (the guard applies the brackets to the quotient)
+                if _strong_factors(lhs) or _guarded_sums(lhs):
+                    # (the guard applies the brackets to the quotient)
                     q = self.binop("/", self.ev(_without_brackets(lhs), grid),
                                    self.ev(rhs, grid), grid)
                     return self.guarded(lhs, q, grid)
-                return self.binop("/", self.ev(lhs, grid), self.ev(rhs, grid), grid)
+                num = self.ev(lhs, grid)
+                if _strong_zero(num):  # (a sum whose terms are all guarded away, statically)
+                    return num
+                return self.binop("/", num, self.ev(rhs, grid), grid)
             case Call(fn, args):
                 return self.call(e, fn, args, grid)
             case Max():
@@ -286,14 +292,30 @@ class Reads(Emitter):
 
     def guarded(self, e: Expr, v: Value, grid: dict[str, Axis]) -> Value:
         """``v`` (a quotient ``e / d`` or a positive power ``e ** k``) set to 0 where a bracket
-        or data comparison that is a factor of ``e`` is false: there ``e`` is a strong zero,
-        and so is ``v``, whatever ``d`` is (``[p] * a / nan`` is 0 where p is false)."""
-        guards = _strong_factors(e)
-        if not guards:
-            return v
-        m = self.conj([self.ev(g, grid) for g in guards], grid)
+        or data comparison that is a factor of ``e`` is false (or every term of a sum that is
+        one): there ``e`` is a strong zero, and so is ``v``, whatever ``d`` is (``[p] * a /
+        nan`` is 0 where p is false)."""
+        m = self.conj([self.ev(g, grid) for g in _strong_factors(e)]
+                      + self.sum_guards(e, grid), grid)
+        return v if m is None else replace(self.where(m, v, grid), risky=v.risky)
+
+    def sum_guards(self, e: Expr, grid: dict[str, Axis]) -> list[Value]:
+        """Masks of where the factors of ``e`` that are sums of guarded terms are not strong
+        zeros: a sum is a strong zero where every term is one (docs/semantics.md), so ``w *
+        ([p] a + gt(x, y))`` is 0 where p and the comparison are false, even for w nan."""
+        return [self.zero_guard(s, grid) for s in _guarded_sums(e)]
+
+    def zero_guard(self, e: Expr, grid: dict[str, Axis]) -> Value:
+        """A mask that is false where ``e`` (:func:`_guarded`) is a strong zero by its brackets
+        and data comparisons: a product where one factor is, a sum where every term is."""
+        if isinstance(e, Binary) and e.op in "+-":
+            # (a literal 0 term is a strong zero everywhere: it adds no live point)
+            return self.disj([self.zero_guard(t, grid) for t in (e.lhs, e.rhs)
+                              if not _is_zero(t)], grid)
+        m = self.conj([self.ev(g, grid) for g in _strong_factors(e)]
+                      + self.sum_guards(e, grid), grid)
         assert m is not None
-        return replace(self.where(m, v, grid), risky=v.risky)
+        return m
 
     def call(self, e: Call, fn: str, args: tuple[Expr, ...], grid: dict[str, Axis]) -> Value:
         f = lookup(fn)
@@ -301,7 +323,8 @@ class Reads(Emitter):
             raise ProgramError(f"unknown function {fn!r}", e.loc)
         if len(args) != f.arity:
             raise ProgramError(f"{fn} takes {f.arity} argument(s), got {len(args)}", e.loc)
-        vals = [self.to_num(self.ev(a, grid)) for a in args]
+        vals = [self.to_num(self.ev(a, grid)) if fn not in _JUMPS_AT_ZERO else
+                self.difference(a, grid) for a in args]
         risky = any(v.risky for v in vals) or not f.finite
         if fn == "stop_gradient":
             return vals[0]
@@ -321,6 +344,18 @@ class Reads(Emitter):
             # np.where, so a false comparison is a strong zero as in the interpreter
             return Value(code, target, mask=True, kernels=ks, size=size)
         return self.shared(Value(code, target, risky=risky, kernels=ks, size=size), create=False)
+
+    def difference(self, e: Expr, grid: dict[str, Axis]) -> Value:
+        """``e``, the argument of a function that jumps at 0 (``step(x - y)``, max's
+        derivative): a difference ``x - y`` (or the optimizer's ``x + (-y)``) is computed as
+        written, each side on its own, not reassociated into one sum of their terms, so that
+        ``x`` and ``y`` computed alike are exactly equal where the program's are (a tie of the
+        max: ``step(0) = 1/2``; ``(a - t) - (a - t)`` summed as ``a - t - a + t`` is a rounding
+        error, whose step is 0 or 1)."""
+        if (isinstance(e, Binary) and e.op in "+-" and not _is_zero(e.lhs)
+                and not _is_zero(e.rhs)):
+            return self.binop(e.op, self.ev(e.lhs, grid), self.ev(e.rhs, grid), grid)
+        return self.to_num(self.ev(e, grid))
 
     def max_reduce(self, e: Max, grid: dict[str, Axis]) -> Value:
         """``np.max`` of the body over the bound axes (an empty range gives -inf, a nan in the
@@ -362,6 +397,47 @@ class Reads(Emitter):
         return Value("0", ()) if out is None else out
 
     # --- terms ---------------------------------------------------------------------------------
+
+
+def _sum_factors(e: Expr) -> list[Expr]:
+    """The factors of ``e`` (through products, negations, quotients' numerators and positive
+    powers, as :func:`_strong_factors`) that are sums or differences."""
+    match e:
+        case Binary("+" | "-", _, _):
+            return [e]
+        case Call(fn, (arg,)) if fn == "stop_gradient":
+            return _sum_factors(arg)
+        case Binary("*", lhs, rhs):
+            return _sum_factors(lhs) + _sum_factors(rhs)
+        case Binary("/", lhs, _) | Neg(lhs):
+            return _sum_factors(lhs)
+        case Pow(base, k) if k > 0:
+            return _sum_factors(base)
+    return []
+
+
+_JUMPS_AT_ZERO = frozenset({"step", "sign", "gt0"})
+"""Functions of one argument whose value jumps at 0: rounding their argument moves a tie."""
+
+
+def _strong_zero(v: Value) -> bool:
+    """``v`` is the backend's literal 0 (a strong zero: what a term with no live point and a
+    sum with no term lower to), neither multiplied nor divided by anything."""
+    return v.code == "0" and not v.axes
+
+
+def _guarded(e: Expr) -> bool:
+    """``e`` is a strong zero where some bracket or data comparison is false: one is a factor,
+    or a factor is a sum of such terms (a literal 0 term aside)."""
+    if isinstance(e, Binary) and e.op in "+-":
+        terms = [t for t in (e.lhs, e.rhs) if not _is_zero(t)]
+        return bool(terms) and all(_guarded(t) for t in terms)
+    return bool(_strong_factors(e)) or bool(_guarded_sums(e))
+
+
+def _guarded_sums(e: Expr) -> list[Expr]:
+    """The factors of ``e`` that are sums of guarded terms (:func:`_guarded`)."""
+    return [s for s in _sum_factors(e) if _guarded(s)]
 
 
 def _is_zero(e: Expr) -> bool:

@@ -349,7 +349,8 @@ class Reductions(Contractions):
     def split_guards(self, factors: Sequence[Expr | Term | Value], g2: dict[str, Axis]
                      ) -> tuple[list[Expr | Term | Value], list[Value]]:
         """The factors with their brackets and data comparisons (and a nested sum's count of
-        live terms) taken out as masks of the whole product (the strict code): ``[p] * (x -
+        live terms, and a sum of guarded terms' own guard) taken out as masks of the whole
+        product (the strict code): ``[p] * (x -
         z)`` evaluated alone is 0.0 where p is false, a plain number that another factor's inf
         turns into nan; the mask keeps the strong zero (``Σ_e [a] (x - z) w`` is 0 where a is
         false even for w inf, docs/semantics.md)."""
@@ -362,11 +363,16 @@ class Reductions(Contractions):
                 live = self.nested_live(f, g2)
                 if live is not None:
                     guards.append(live)
-            strong = [] if isinstance(f, Value | Term | Bracket) else _strong_factors(f)
+            if isinstance(f, Value | Term | Bracket):
+                out.append(f)
+                continue
+            strong = _strong_factors(f)
+            sums = self.sum_guards(f, _in_layout(f, g2))  # (a sum of guarded terms: [p] a + [q])
             if strong:
                 layout = _in_layout(f, g2)
                 guards += [self.ev(g, layout) for g in strong]
                 f = _without_brackets(f)
+            guards += sums
             out.append(f)
         return out, guards
 

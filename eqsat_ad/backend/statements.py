@@ -76,10 +76,15 @@ class Codegen(Loops, Reductions):
         full = {iv.name: Axis.full(iv) for iv in s.indices}
         risky = False
         plans = []
-        for t in (w for t0 in terms for w in self.windows(t0)):
-            plan = self.plan_term(t, s)
-            if plan is not None:
-                plans.append(plan)
+        for t0 in terms:
+            unrolled = self.windows(t0)
+            # (a sum adds its terms to +0.0: unrolled, -0.0 + -0.0 stays -0.0, so the total
+            # gets the + 0.0 the sum started from)
+            plus_zero |= len(unrolled) != 1 or unrolled[0] is not t0
+            for t in unrolled:
+                plan = self.plan_term(t, s)
+                if plan is not None:
+                    plans.append(plan)
         if not gens:
             total = self.to_num(self.combine([t for t, _, _ in plans], {}))
             self.decide("assign", "scalar")
@@ -143,7 +148,7 @@ class Codegen(Loops, Reductions):
     def windows(self, t: Term) -> list[Term]:
         """A statement term whose sums are windows, as one term per window offset
         (:func:`eqsat_ad.plan.windows.unroll_windows`)."""
-        out = unroll_windows(t, self.shapes)
+        out = unroll_windows(t, self.shapes, narrow=not self.strict)
         if out is None:
             return [t]
         self.decide("window-unrolled", f"{len(out)} shifted slice term(s)")

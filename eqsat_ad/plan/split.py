@@ -31,7 +31,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import NamedTuple
 
-from ..ir.expr import Access, Expr, Max, Sum, children, free_indices, map_children, substitute
+from ..ir.expr import (
+    Access,
+    And,
+    Binary,
+    Bracket,
+    Cmp,
+    Expr,
+    Max,
+    Sum,
+    children,
+    free_indices,
+    map_children,
+    substitute,
+)
 from ..ir.index import Affine, Dim, dim_value
 from ..ir.program import Program, Statement
 from .kernels import Kernel
@@ -106,12 +119,13 @@ def inline_small_arrays(prog: Program, sizes: Mapping[str, int]) -> Program | No
     bodies: dict[str, Statement] = {}
     for s in prog.statements:
         if isinstance(s, Statement) and bodies:
-            s = replace(s, body=_inline(s.body, bodies))
+            s = replace(s, body=_inline(s.body, bodies, {iv.name: iv.extent for iv in s.indices}))
         if (isinstance(s, Statement) and s.name not in returned and s.indices
                 and not _has_sum(s.body) and any(is_small(iv.extent, sizes) for iv in s.indices)
                 and any(not is_small(iv.extent, sizes) for iv in s.indices)
                 and any(s.name in t.reads() for t in prog.statements
-                        if isinstance(t, Statement))):
+                        if isinstance(t, Statement))
+                and not _fractional_reads(s.name, prog)):
             bodies[s.name] = s
             continue
         out.append(s)
@@ -127,19 +141,57 @@ def _has_sum(e: Expr) -> bool:
     return isinstance(e, Sum | Max) or any(_has_sum(c) for c in children(e))
 
 
+def _fractional_reads(name: str, prog: Program) -> bool:
+    """Some statement reads ``name`` at a fractional index (``y[k/2]`` reads 0 at odd k, where
+    ``y``'s body need not vanish: such a read is not inlined)."""
+    def walk(e: Expr) -> bool:
+        if isinstance(e, Access) and e.name == name and not all(
+                a.is_integral() for a in e.indices):
+            return True
+        return any(walk(c) for c in children(e))
+    return any(walk(t.body) for t in prog.statements if isinstance(t, Statement))
+
+
 def _reads(e: Expr, bodies: Mapping[str, Statement]) -> bool:
     if isinstance(e, Access) and e.name in bodies:
         return True
     return any(_reads(c, bodies) for c in children(e))
 
 
-def _inline(e: Expr, bodies: Mapping[str, Statement]) -> Expr:
+def _inline(e: Expr, bodies: Mapping[str, Statement], ranges: Mapping[str, Dim]) -> Expr:
     """``e`` with each read of a statement in ``bodies`` replaced by its body at the read's
-    indices (the bodies hold no sums: no binder can capture)."""
+    indices, where they are inside it (the bodies hold no sums: no binder can capture).
+    ``ranges``: the extents of the indices bound around ``e``."""
     if isinstance(e, Access) and e.name in bodies:
         s = bodies[e.name]
         mapping: dict[str, Affine] = {iv.name: a for iv, a in zip(s.indices, e.indices,
                                                                    strict=True)}
         assert not free_indices(s.body) - set(mapping)
-        return substitute(s.body, mapping)
-    return map_children(e, lambda c: _inline(c, bodies))
+        body = substitute(s.body, mapping)
+        # a read outside the array is 0 (zero padded): the body is guarded by 0 <= a < extent
+        # where that is not known from the ranges (t[1, N] of t[i: 1, j: N] = x is 0, not x)
+        outside = tuple(c for iv, a in zip(s.indices, e.indices, strict=True)
+                        for c in (Cmp(">=", a, Affine.constant(0)),
+                                  Cmp("<", a, Affine.of_dim(iv.extent)))
+                        if not _holds(c, ranges))
+        if not outside:
+            return body
+        return Binary("*", Bracket(outside[0] if len(outside) == 1 else And(outside)), body)
+    if isinstance(e, Sum | Max):
+        inner = {**ranges, **{iv.name: iv.extent for iv in e.indices}}
+        return replace(e, body=_inline(e.body, bodies, inner))
+    return map_children(e, lambda c: _inline(c, bodies, ranges))
+
+
+def _holds(c: Cmp, ranges: Mapping[str, Dim]) -> bool:
+    """``c`` (``a >= 0`` or ``a < n``) holds at every point of ``ranges``, whatever the
+    sizes."""
+    d = c.lhs - c.rhs if c.op == ">=" else c.rhs - c.lhs - 1  # (holds: d >= 0)
+    low = Affine((), d.sizes, d.const)  # the least value of d over the ranges
+    for name, k in d.index:
+        if name not in ranges:
+            return False
+        if k < 0:
+            low = low + (Affine.of_dim(ranges[name]) - 1).scale(k)
+    # (for all sizes >= 0: a size read at N - 1 may be 0 where the reader's ranges are not empty)
+    return all(k >= 0 for _, k in low.sizes) and low.const >= 0

@@ -65,7 +65,8 @@ def _read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim,
     return out
 
 
-def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]]) -> list[Term] | None:
+def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]], narrow: bool = True
+                   ) -> list[Term] | None:
     """A statement term whose sums are windows, as one term per window offset; None if not one.
 
     Equalities on summed indices are solved first; then a summed index confined to a band of
@@ -73,7 +74,9 @@ def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]]) -> list[Term]
     ``0..2``; when every sum left has a constant extent and there are at most
     :data:`WINDOW_TERMS` offsets, the sum is unrolled. Each offset's accesses are then shifted
     reads whose in-range conditions narrow the output region: the term is a slice update of the
-    output from a shifted slice (no mask, no padded copy).
+    output from a shifted slice (no mask, no padded copy). ``narrow`` False (the strict code)
+    keeps the reads zero padded instead: a read outside is an ordinary 0.0, which an inf
+    factor makes nan, where a false condition would be a strong zero.
     """
     if not t.sums:
         return None
@@ -93,7 +96,8 @@ def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]]) -> list[Term]
     for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
         at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
         h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
-        h = _decide_static(replace(h, conds=h.conds + _read_ranges(h.factors, shapes)))
+        ranges = _read_ranges(h.factors, shapes) if narrow else []
+        h = _decide_static(replace(h, conds=h.conds + ranges))
         if h is not None:
             out.append(h)
     return out
