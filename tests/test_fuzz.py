@@ -414,6 +414,51 @@ KNOWN_REPRODUCERS = {
         "backend strict code (class 6): as 005, the diagonal read A[i, i]",
     "s2027b_numpy_numpy_translate_011.py":
         "front end: np.sign was (x > 0) - (x < 0), 0 at nan where NumPy gives nan",
+    # the 10,000-program run (seeds 2028, 2029, experiments/results/fuzz.md)
+    "s2028_fd_index_gradient_interpreter_000.py":
+        "class 2 (ieee-gradient): a stored adjoint 0.0 times an infinite local derivative",
+    "s2028_fd_numpy_gradient_interpreter_003.py":
+        "class 2 (ieee-gradient): a stored adjoint 0.0 times an infinite local derivative",
+    "s2029_fd_index_gradient_interpreter_002.py":
+        "class 2 (ieee-gradient): a stored adjoint 0.0 times an infinite local derivative",
+    "s2028_gradient_index_grad_007.py":
+        "backend strict code: a sum of guarded terms lost its strong zero (sem5)",
+    "s2028_gradient_index_grad_optimize_false_006.py":
+        "backend strict code: as gradient_index_grad_007 (sem5)",
+    "s2029_gradient_index_grad_008.py":
+        "backend strict code: log(R[2, N] tanh(w)), a relation's strong zero (sem5)",
+    "s2029_gradient_index_grad_optimize_false_007.py":
+        "backend strict code: as gradient_index_grad_008 (sem5)",
+    "s2028_internal_numpy_compile_005.py":
+        "backend: np.max of a broadcast integer literal with initial=-inf raised OverflowError",
+    "s2028_internal_numpy_compile_optimize_false_004.py":
+        "backend: as internal_numpy_compile_005",
+    "s2029_gradient_numpy_grad_003.py":
+        "backend: a max tie flattened into one sum (a - t - a + t) rounded to a step of 0 or 1 "
+        "(sem6)",
+    "s2029_gradient_numpy_grad_optimize_false_006.py":
+        "backend: np.maximum(y, y + 1) at 1e300, the step's argument kept as written (sem6)",
+    "s2029_gradient_numpy_grad_optimize_false_009.py":
+        "backend: an unrolled window of -0.0 terms is +0.0 (sem6)",
+    "s2029_value_index_compile_005.py":
+        "class 4 (ill-conditioned): sums of +-1e300 entries",
+    "s2029_value_index_compile_optimize_false_004.py":
+        "class 4 (ill-conditioned): as value_index_compile_005",
+    "s2028_gradient_numpy_grad_002.py":
+        "class 4 (not fixed): np.sum(B[:1] - B[:-1]) * B.sum() at +-1e300, the sum distributed "
+        "over - (an absorption stable under the 1e-13 move)",
+    "s2028_gradient_numpy_grad_optimize_false_001.py":
+        "class 4 (not fixed): as gradient_numpy_grad_002",
+    "s2028_value_numpy_compile_009.py":
+        "class 4 (not fixed): np.sum(B - B) at +-1e300 is -2.0 compiled (the sum distributed over "
+        "-), 0.0 interpreted",
+    "s2028_value_numpy_compile_optimize_false_008.py":
+        "class 4 (not fixed): as value_numpy_compile_009",
+    "s2029_gradient_numpy_grad_001.py":
+        "not fixed (extreme inputs): x[0] ** 2 * np.minimum(x[1], x[i]) at +-1e300: the gradient "
+        "of a tie of the minimum times inf, nan interpreted, inf compiled",
+    "s2029_gradient_numpy_grad_optimize_false_000.py":
+        "not fixed: as s2029_gradient_numpy_grad_001",
 }
 
 
@@ -441,6 +486,21 @@ FIXED_REPRODUCERS = frozenset({
     "s2027b_gradient_index_grad_optimize_false_005.py",
     "s2027b_gradient_index_grad_006.py",
     "s2027b_numpy_numpy_translate_011.py",  # np.sign is the IEEE built-in sign
+    # the 10,000-program run: fixed since (or allowed outcomes: ieee-gradient, ill-conditioned)
+    "s2028_fd_index_gradient_interpreter_000.py",
+    "s2028_fd_numpy_gradient_interpreter_003.py",
+    "s2029_fd_index_gradient_interpreter_002.py",
+    "s2028_gradient_index_grad_007.py",
+    "s2028_gradient_index_grad_optimize_false_006.py",
+    "s2029_gradient_index_grad_008.py",
+    "s2029_gradient_index_grad_optimize_false_007.py",
+    "s2028_internal_numpy_compile_005.py",
+    "s2028_internal_numpy_compile_optimize_false_004.py",
+    "s2029_gradient_numpy_grad_003.py",
+    "s2029_gradient_numpy_grad_optimize_false_006.py",
+    "s2029_gradient_numpy_grad_optimize_false_009.py",
+    "s2029_value_index_compile_005.py",
+    "s2029_value_index_compile_optimize_false_004.py",
 })
 
 

@@ -1,0 +1,33 @@
+# ruff: noqa: E501 - generated: programs and inputs are written on one line each
+"""eqsat_ad fuzzer reproducer: gradient at grad (numpy program, extreme inputs).
+
+Found by `python -m eqsat_ad.fuzz --n 5000 --seed 2029`; minimized in 4 steps (77 candidates run).
+output 0: at (1,): np.float64(nan) vs np.float64(inf) (nan pattern differs)
+"""
+
+from numpy import array, float64, inf, nan, zeros  # noqa: F401 - the inputs use them
+
+from eqsat_ad.fuzz import Case, check_case
+
+SOURCE = '''\
+import numpy as np
+
+def f(x):
+    for i in range(len(x)):
+        s1 = x[0] ** 2 * np.minimum(x[1], x[i])
+    return s1
+'''
+CASE = Case('numpy', SOURCE, shapes={'x': ('M',)}, sizes={'M': 2},
+            relations=frozenset([]))
+KIND = 'extreme'
+INPUTS = {
+    'x': array([-1e+300, 1e+300], dtype=float64),
+}
+STAGE = 'grad'
+EXPECTED = '([nan, nan])'  # the reference (interpreter, or NumPy for a "numpy" finding)
+ACTUAL = '([nan, inf])'
+
+if __name__ == "__main__":
+    print(SOURCE)
+    for finding in check_case(CASE, {KIND: INPUTS})[KIND]:
+        print(finding.outcome, finding.stage, finding.detail, sep=" | ")
