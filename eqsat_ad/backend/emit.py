@@ -389,12 +389,9 @@ class Emitter:
             axes = iv.axes
             parts = (iv,)
         else:
-            # a >= 0 printed as (positive part) >= (negated negative part): N - 1 >= 2 * i.
-            a = c.aff
-            pos = Affine.make({n: k for n, k in a.index if k > 0},
-                              {n: k for n, k in a.sizes if k > 0}, max(a.const, 0))
+            pos, neg = c.sides()
             lhs, _ = self.index_value(pos, grid)
-            rhs, _ = self.index_value(pos - a, grid)
+            rhs, _ = self.index_value(neg, grid)
             axes = self.order(grid, lhs.axes, rhs.axes)
             op = dict(ge=">=", eq="==", ne="!=")[c.kind]
             code = f"{self.align(lhs, axes, _ADD)} {op} {self.align(rhs, axes, _ADD)}"

@@ -146,11 +146,9 @@ class Loops:
 
     def trip_test(self, c: Cond) -> str:
         """Python code of an index-free condition (on sizes and loop variables)."""
-        a = c.aff
-        # printed as (positive part) op (negated negative part), as masks are: M >= _k2
-        pos = Affine.make({}, {n: k for n, k in a.sizes if k > 0}, max(a.const, 0))
+        pos, neg = c.sides()  # (as masks print it: M >= _k2)
         op = dict(ge=">=", eq="==", ne="!=")[c.kind]
-        return f"{self.aff_code(pos)} {op} {self.aff_code(pos - a)}"
+        return f"{self.aff_code(pos)} {op} {self.aff_code(neg)}"
 
     def loop_variant(self) -> set[str]:
         """The names that change with the loops being emitted: their variables and what the

@@ -399,21 +399,24 @@ class Reads(Emitter):
     # --- terms ---------------------------------------------------------------------------------
 
 
-def _sum_factors(e: Expr) -> list[Expr]:
-    """The factors of ``e`` (through products, negations, quotients' numerators and positive
-    powers, as :func:`_strong_factors`) that are sums or differences."""
+def _leaf_factors(e: Expr) -> list[Expr]:
+    """The factors of ``e`` through products, negations, quotients' numerators, positive powers
+    and ``stop_gradient``: where one is a strong zero, so is ``e``."""
     match e:
-        case Binary("+" | "-", _, _):
-            return [e]
         case Call(fn, (arg,)) if fn == "stop_gradient":
-            return _sum_factors(arg)
+            return _leaf_factors(arg)
         case Binary("*", lhs, rhs):
-            return _sum_factors(lhs) + _sum_factors(rhs)
+            return _leaf_factors(lhs) + _leaf_factors(rhs)
         case Binary("/", lhs, _) | Neg(lhs):
-            return _sum_factors(lhs)
+            return _leaf_factors(lhs)
         case Pow(base, k) if k > 0:
-            return _sum_factors(base)
-    return []
+            return _leaf_factors(base)
+    return [e]
+
+
+def _sum_factors(e: Expr) -> list[Expr]:
+    """The factors of ``e`` (:func:`_leaf_factors`) that are sums or differences."""
+    return [f for f in _leaf_factors(e) if isinstance(f, Binary) and f.op in ("+", "-")]
 
 
 _JUMPS_AT_ZERO = frozenset({"step", "sign", "gt0"})
@@ -461,20 +464,7 @@ def _is_zero(e: Expr) -> bool:
 
 
 def _strong_factors(e: Expr) -> list[Expr]:
-    """The brackets and data comparisons that are factors of ``e``: where one is false, ``e``
-    is a strong zero (docs/semantics.md)."""
-    match e:
-        case Bracket():
-            return [e]
-        case Call(fn, (arg,)) if fn == "stop_gradient":
-            return _strong_factors(arg)
-        case Call(fn, _):
-            f = lookup(fn)
-            return [e] if f is not None and f.strong else []
-        case Binary("*", lhs, rhs):
-            return _strong_factors(lhs) + _strong_factors(rhs)
-        case Binary("/", lhs, _) | Neg(lhs):
-            return _strong_factors(lhs)
-        case Pow(base, k) if k > 0:
-            return _strong_factors(base)
-    return []
+    """The brackets and data comparisons that are factors of ``e`` (:func:`_leaf_factors`):
+    where one is false, ``e`` is a strong zero (docs/semantics.md)."""
+    return [f for f in _leaf_factors(e) if isinstance(f, Bracket) or (
+        isinstance(f, Call) and (g := lookup(f.fn)) is not None and g.strong)]

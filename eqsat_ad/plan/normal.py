@@ -67,6 +67,14 @@ class Cond:
             return out
         return self.aff.free_indices()
 
+    def sides(self) -> tuple[Affine, Affine]:
+        """``aff`` as ``lhs - rhs`` with no negative coefficient on either side, so the condition
+        prints as ``N - 1 >= 2 * i`` rather than ``N - 2 * i - 1 >= 0``."""
+        a = self.aff
+        pos = Affine.make({n: k for n, k in a.index if k > 0},
+                          {n: k for n, k in a.sizes if k > 0}, max(a.const, 0))
+        return pos, pos - a
+
     def substitute(self, mapping: Mapping[str, Affine]) -> Cond:
         if self.rel is not None:
             r = Rel(self.rel.name, tuple(a.substitute(mapping) for a in self.rel.indices))
