@@ -445,20 +445,21 @@ KNOWN_REPRODUCERS = {
     "s2029_value_index_compile_optimize_false_004.py":
         "class 4 (ill-conditioned): as value_index_compile_005",
     "s2028_gradient_numpy_grad_002.py":
-        "class 4 (not fixed): np.sum(B[:1] - B[:-1]) * B.sum() at +-1e300, the sum distributed "
-        "over - (an absorption stable under the 1e-13 move)",
+        "class 4 (ill-conditioned, sem7): np.sum(B[:1] - B[:-1]) * B.sum() at +-1e300, the sum "
+        "distributed over -: rounding of two reads of one entry (fuzz/rounding.py)",
     "s2028_gradient_numpy_grad_optimize_false_001.py":
-        "class 4 (not fixed): as gradient_numpy_grad_002",
+        "class 4 (ill-conditioned, sem7): as gradient_numpy_grad_002",
     "s2028_value_numpy_compile_009.py":
-        "class 4 (not fixed): np.sum(B - B) at +-1e300 is -2.0 compiled (the sum distributed over "
-        "-), 0.0 interpreted",
+        "class 4 (ill-conditioned, sem7): np.sum(B - B) at +-1e300 is -2.0 compiled (the sum "
+        "distributed over -), 0.0 interpreted: within the rounding of each read",
     "s2028_value_numpy_compile_optimize_false_008.py":
-        "class 4 (not fixed): as value_numpy_compile_009",
+        "class 4 (ill-conditioned, sem7): as value_numpy_compile_009",
     "s2029_gradient_numpy_grad_001.py":
-        "not fixed (extreme inputs): x[0] ** 2 * np.minimum(x[1], x[i]) at +-1e300: the gradient "
-        "of a tie of the minimum times inf, nan interpreted, inf compiled",
+        "backend fast code (sem7): x[0] ** 2 * np.minimum(x[1], x[i]) at +-1e300: x[0] ** 2 "
+        "overflowed and was taken out of a sum as finite (inf, the interpreter nan); an "
+        "overflow now reruns the strict code",
     "s2029_gradient_numpy_grad_optimize_false_000.py":
-        "not fixed: as s2029_gradient_numpy_grad_001",
+        "backend fast code (sem7): as s2029_gradient_numpy_grad_001",
 }
 
 
@@ -501,6 +502,14 @@ FIXED_REPRODUCERS = frozenset({
     "s2029_gradient_numpy_grad_optimize_false_009.py",
     "s2029_value_index_compile_005.py",
     "s2029_value_index_compile_optimize_false_004.py",
+    # branch sem7: rounding of two reads of one entry (ill-conditioned); an overflow in the
+    # fast code reruns the strict code
+    "s2028_gradient_numpy_grad_002.py",
+    "s2028_gradient_numpy_grad_optimize_false_001.py",
+    "s2028_value_numpy_compile_009.py",
+    "s2028_value_numpy_compile_optimize_false_008.py",
+    "s2029_gradient_numpy_grad_001.py",
+    "s2029_gradient_numpy_grad_optimize_false_000.py",
 })
 
 

@@ -407,10 +407,12 @@ class CompiledProgram:
                 # A division by zero reruns the strict code too: the fast code's normal form
                 # flattens products of sums (w * Σ_j x[j] as Σ_j w x[j]), which keeps values
                 # but not the sign of a zero sum, seen only through a division (or negative
-                # power) by it (docs/semantics.md).
+                # power) by it (docs/semantics.md). So does an overflow: the fast code takes
+                # factors out of sums as finite ones, and a product of finite values that
+                # overflows (x[0] ** 2 at 1e300) is an inf it treats as finite.
                 try:
                     if runtime.finite(*(arrays[self._param_index[n]] for n in fn.finite_inputs)):
-                        with np.errstate(divide="raise"):
+                        with np.errstate(divide="raise", over="raise"):
                             return _finish(fn(*arrays), self.program)
                 except (runtime.NonFinite, FloatingPointError):
                     pass

@@ -312,6 +312,16 @@ class Reads(Emitter):
             # (a literal 0 term is a strong zero everywhere: it adds no live point)
             return self.disj([self.zero_guard(t, grid) for t in (e.lhs, e.rhs)
                               if not _is_zero(t)], grid)
+        if isinstance(e, Sum):
+            # a Σ whose every term is guarded is live where its count of live terms is > 0
+            # (also 0 over an empty range)
+            guards = _strong_factors(e.body)
+            live: Expr = guards[0]
+            for g in guards[1:]:
+                live = Binary("*", live, g)
+            count = self.to_num(self.ev(Sum(e.indices, live), grid))
+            return Value(f"{count.paren(_ADD)} > 0", count.axes, mask=True, prec=_ADD,
+                         kernels=count.kernels, size=count.size)
         m = self.conj([self.ev(g, grid) for g in _strong_factors(e)]
                       + self.sum_guards(e, grid), grid)
         assert m is not None
@@ -415,8 +425,9 @@ def _leaf_factors(e: Expr) -> list[Expr]:
 
 
 def _sum_factors(e: Expr) -> list[Expr]:
-    """The factors of ``e`` (:func:`_leaf_factors`) that are sums or differences."""
-    return [f for f in _leaf_factors(e) if isinstance(f, Binary) and f.op in ("+", "-")]
+    """The factors of ``e`` (:func:`_leaf_factors`) that are sums, differences or Σs."""
+    return [f for f in _leaf_factors(e)
+            if isinstance(f, Binary) and f.op in ("+", "-") or isinstance(f, Sum)]
 
 
 _JUMPS_AT_ZERO = frozenset({"step", "sign", "gt0"})
@@ -431,7 +442,10 @@ def _strong_zero(v: Value) -> bool:
 
 def _guarded(e: Expr) -> bool:
     """``e`` is a strong zero where some bracket or data comparison is false: one is a factor,
-    or a factor is a sum of such terms (a literal 0 term aside)."""
+    or a factor is a sum of such terms (a literal 0 term aside), or a Σ whose body has a
+    bracket or data comparison as a factor (a strong zero where every term is one)."""
+    if isinstance(e, Sum):
+        return bool(_strong_factors(e.body))
     if isinstance(e, Binary) and e.op in "+-":
         terms = [t for t in (e.lhs, e.rhs) if not _is_zero(t)]
         return bool(terms) and all(_guarded(t) for t in terms)

@@ -137,6 +137,10 @@ class Codegen(Loops, Reductions):
                       self.kernel(Fill, n, n, "zero-fill"))
         for t, axes, solved in rest:
             risky |= self.write(py, s, t, axes, solved)
+        # (the strict code: outside a term's region the term is a strong zero, whose +0.0
+        # IEEE adds to the dense terms' -0.0; the fast code reruns the strict code where the
+        # sign of a zero could show, a division by it)
+        plus_zero |= self.strict and bool(dense) and bool(rest)
         if plus_zero:  # IEEE: -0.0 + 0 is +0.0 (the normal form has no literal zero term)
             n = self.numel_poly(gens, full)
             self.emit(f"{py} = {py} + 0.0", self.kernel(Elementwise, n, n, "+ 0.0"))

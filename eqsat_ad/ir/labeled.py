@@ -37,9 +37,11 @@ from .expr import (
 from .functions import lookup
 from .index import Affine, Dim, IndexVar
 
-__all__ = ["Axes", "Labeled", "Value", "every_zero_absorbs"]
+__all__ = ["Axes", "Labeled", "Value", "every_read_rounded", "every_zero_absorbs"]
 
 _ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
+_READ_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
+    contextvars.ContextVar("read_rounding", default=None)
 
 
 @contextlib.contextmanager
@@ -53,6 +55,22 @@ def every_zero_absorbs() -> Iterator[None]:
         yield
     finally:
         _ZERO_ABSORBS.reset(token)
+
+
+@contextlib.contextmanager
+def every_read_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
+    """Evaluate with every entry of every read of a tensor (each access, each time it is
+    evaluated) multiplied by its own ``1 + rel * u``, ``u`` uniform in [-1, 1) from ``rng``:
+    NOT the semantics, a diagnostic. It models the rounding of a reassociated sum (which is the
+    exact sum of its terms each moved by a few ulps, docs/semantics.md): two reads of one entry
+    move apart, so ``x - x`` is no longer exactly 0 and ``a - (a - b)`` no longer exactly 0 where
+    ``a`` absorbs ``b``. A read of 0.0, inf or nan, and every strong zero, stays what it is."""
+    token = _READ_ROUNDING.set((rng, rel))
+    try:
+        yield
+    finally:
+        _READ_ROUNDING.reset(token)
+
 
 Axes = tuple[str, ...]
 Labeled = tuple[Axes, np.ndarray]
@@ -154,6 +172,10 @@ def _eval(
                          np.asarray(True) if v == 0 else None)
         case Access():
             axes, data = _access(e, env, sizes, extents)
+            rounding = _READ_ROUNDING.get()
+            if rounding is not None:
+                rng, rel = rounding
+                data = data * (1.0 + rel * rng.uniform(-1.0, 1.0, size=data.shape))
             return Value(axes, data, None)
         case Bracket(p):
             axes, mask = _pred(p, env, sizes, extents)

@@ -1,0 +1,111 @@
+"""Whether a compiled result differs from the interpreter's only by rounding (``ill-conditioned``).
+
+docs/semantics.md allows the rules and the backend to reassociate finite sums and products:
+the result then differs from the interpreter's by rounding, and an overflow of a finite
+intermediate is rounding too. A reassociated sum is the exact sum of its terms, each moved by a
+few ulps (backward stability), so the values rounding can give are modelled by evaluating the
+reference program again with small relative moves:
+
+* of the inputs (each entry on its own, 1e-13 relative, three draws): an ill-conditioned
+  point, e.g. ``1e154 + 1 - 1e154``;
+* of every read of a tensor, each read on its own (:func:`~eqsat_ad.ir.labeled.every_read_rounded`,
+  1e-13 relative, two draws and their mirror images): two reads of one entry that cancel exactly
+  in the interpreter's order (``Σ(B - B)``, ``a - (a - b)`` with ``a`` absorbing ``b``) but not
+  once the sum is distributed.
+
+A result is ``ill-conditioned`` (not a defect) only where it stays inside what those draws
+show, entry by entry: a nan or ±inf of the compiled result must be one that the reference or a
+draw has there, and a finite value must lie no farther from the reference than the farthest
+draw (where the reference is not finite: within the span of the draws' finite values;
+unbounded toward +inf or -inf where one of them overflows to it), up to the comparison's
+tolerance. A wrong value at a well-conditioned point, or a kind no rounding gives (a 0 where
+every draw is nan), stays a defect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.program import Program
+from .compare import RTOL
+
+__all__ = ["MOVE", "rounded_results", "within_rounding"]
+
+MOVE = 1e-13  # relative move of an input entry or of a read (about 1000 ulps)
+
+
+def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | None:
+    """The reference's results under the moves of the module docstring (``None``: a draw
+    failed, no diagnosis)."""
+    from ..ir.interpreter import evaluate
+    from ..ir.labeled import every_read_rounded
+
+    out: list[Any] = []
+    rng = np.random.default_rng(0)
+    try:
+        for _ in range(3):
+            moved: dict[str, Any] = {}
+            for k, v in inputs.items():
+                a = np.asarray(v)
+                if a.dtype.kind != "f":
+                    moved[k] = v
+                    continue
+                b = a * (1 + MOVE * rng.uniform(-1.0, 1.0, size=a.shape))
+                moved[k] = float(b) if a.ndim == 0 else b
+            out.append(evaluate(reference, **moved))
+        for seed in (1, 2):
+            for sign in (1.0, -1.0):  # the same draw mirrored: both sides of the value
+                with every_read_rounded(np.random.default_rng(seed), sign * MOVE):
+                    out.append(evaluate(reference, **inputs))
+    except Exception:  # noqa: BLE001 - no diagnosis: the finding stands
+        return None
+    return out
+
+
+def within_rounding(reference: Program, inputs: dict[str, Any], expected: Any,
+                    got: Any) -> bool:
+    """Whether ``got`` differs from the reference's ``expected`` only as rounding can (module
+    docstring)."""
+    draws = rounded_results(reference, inputs)
+    return draws is not None and _inside(expected, got, draws)
+
+
+def _inside(ref: Any, got: Any, draws: list[Any]) -> bool:
+    if isinstance(ref, tuple) or isinstance(got, tuple):
+        if not (isinstance(ref, tuple) and isinstance(got, tuple)) or len(ref) != len(got) \
+                or any(not isinstance(d, tuple) or len(d) != len(ref) for d in draws):
+            return False
+        return all(_inside(r, g, [d[k] for d in draws])
+                   for k, (r, g) in enumerate(zip(ref, got, strict=True)))
+    try:
+        a = np.asarray(ref, dtype=np.float64)
+        b = np.asarray(got, dtype=np.float64)
+        ds = [np.asarray(d, dtype=np.float64) for d in draws]
+    except (TypeError, ValueError):
+        return False
+    if b.shape != a.shape or any(d.shape != a.shape for d in ds):
+        return False
+    seen = np.stack([a, *ds])  # the reference and every draw, entry by entry
+    for kind in (np.isnan, np.isposinf, np.isneginf, np.isfinite):
+        if (kind(b) & ~kind(seen).any(axis=0)).any():
+            return False  # a kind of value no rounding of the reference gives there
+    fin = np.isfinite(b)
+    if not fin.any():
+        return True
+    finite = np.where(np.isfinite(seen), seen, np.nan)
+    with np.errstate(all="ignore"):
+        lo, hi = np.fmin.reduce(finite, axis=0), np.fmax.reduce(finite, axis=0)
+        # around a finite reference: as far on either side as the farthest draw (a few draws
+        # of a value that rounding makes chaotic, cos of 1e15, need not bracket it)
+        r = np.maximum(a - lo, hi - a)
+        lo, hi = np.where(np.isfinite(a), a - r, lo), np.where(np.isfinite(a), a + r, hi)
+        lo = np.where(np.isneginf(seen).any(axis=0), -np.inf, lo)
+        hi = np.where(np.isposinf(seen).any(axis=0), np.inf, hi)
+        # (the absolute floor of the comparison: the two results' own magnitudes)
+        scale = max(1.0, float(np.max(np.abs(b[fin]))),
+                    float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0)))
+        tol = RTOL * np.maximum(np.abs(lo), np.abs(hi)) + 1e-9 * scale
+        ok = (b >= lo - tol) & (b <= hi + tol)
+    return bool(ok[fin].all())
