@@ -143,3 +143,25 @@ def test_a_nan_pattern_that_rounding_decides_is_rounding_but_not_any_pattern(
     monkeypatch.setattr(CompiledProgram, "__call__", lambda self, *a, **k: 0.0)
     findings = check_case(case, inputs)["nonfinite"]
     assert "nan-pattern" in {f.outcome for f in findings}, findings
+
+
+def test_numpy_itself_may_round_an_ill_conditioned_value_otherwise() -> None:
+    """2029 #1341: ``cos`` of dot products of entries near 1e23 (an argument near 1e47, where
+    the cosine is decided by rounding): NumPy's BLAS order gives -0.00063, the interpreter
+    -0.00094, its rounded draws spread by 0.0016: ``ill-conditioned``, as for compiled code."""
+    case = Case("numpy", "import numpy as np\n\n\ndef f(A):\n    for _ in range(3):\n"
+                "        A = ((A.T * np.trace(A)) * (A.T * np.trace(A)))\n"
+                "    return (np.mean((np.full((A[::2].shape[0], A[1:].shape[0],), 1e-3) / "
+                "np.full((A[::2].shape[0], A[1:].shape[0],), 1.0)), axis=0) @ "
+                "np.cos(np.dot(A[:-1], A[-1]))), A\n", {"A": ("N", "N")}, {"N": 4})
+    A = np.array([[-1.6367880725322168, -1.3574524200952045, 0.3283335708682234,
+                   -1.6615575905237798],
+                  [1.3674851707583229, 1.0169700768013699, -0.5245259808455843,
+                   -1.6726561237220023],
+                  [1.5010377732518068, 1.699193900414485, -0.7802465780324712,
+                   -0.3087695076430608],
+                  [0.40303592775029506, 0.43874291812612, -0.8404602535840602,
+                   -1.2963743917485762]])
+    findings = check_case(case, {"finite": {"A": A}}, fd=False)["finite"]
+    assert [f for f in findings if f.outcome in DEFECTS] == [], findings
+    assert ("ill-conditioned", "translate") in {(f.outcome, f.stage) for f in findings}
