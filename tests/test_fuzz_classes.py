@@ -165,3 +165,37 @@ def test_numpy_itself_may_round_an_ill_conditioned_value_otherwise() -> None:
     findings = check_case(case, {"finite": {"A": A}}, fd=False)["finite"]
     assert [f for f in findings if f.outcome in DEFECTS] == [], findings
     assert ("ill-conditioned", "translate") in {(f.outcome, f.stage) for f in findings}
+
+
+_SQRT_OF_A_COMPUTED_ZERO = Case("index", "def f(x: [N]):\n    return sqrt(x[0] - x[0]) * x[1]\n",
+                                {"x": ("N",)}, {"N": 3})
+
+
+def test_sqrt_of_a_computed_zero_is_the_ieee_chain_rule() -> None:
+    """2028 #2241 (``np.sqrt(np.mean(M @ (x[::2] - x[::2])))``): the function is 0 whatever
+    ``x``, but its gradient is ``sqrt'(0) = inf`` times the two reads' adjoints ``+a`` and
+    ``-a``: inf - inf = nan, as ``jax.grad`` gives. With every inf a division makes saturated,
+    the gradient program gives the finite differences' 0: ``ieee-gradient``, not ``fd``."""
+    case = Case("numpy", "import numpy as np\n\n\ndef f(x):\n"
+                "    return np.sqrt(np.mean(3.0 * (x[::2] - x[::2])))\n", {"x": ("N",)}, {"N": 3})
+    inputs = {"finite": {"x": np.array([1.2, 1.3, -0.7])}}
+    for c in (case, _SQRT_OF_A_COMPUTED_ZERO):
+        findings = check_case(c, inputs)["finite"]
+        assert [f.outcome for f in findings] == ["ieee-gradient"], findings
+        assert "saturated" in findings[0].detail and findings[0].actual == "nan"
+
+
+def test_an_inf_that_does_not_cancel_exactly_stays_an_fd_finding(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The saturating diagnosis explains only an exact cancellation: a gradient program that
+    computes ``t a - 0.5 t a`` with ``t = sqrt'(0)`` (a wrong derivative) saturates to 5e99·a,
+    not the finite differences' 0, so it stays ``fd``."""
+    import eqsat_ad.api as api
+
+    wrong = ea.parse("def f_grad(x: [N]):\n    t = 1 / (2 * sqrt(x[0] - x[0]))\n"
+                     "    x_bar[i: N] = (i == 0) * (t * x[1] - 0.5 * t * x[1])\n"
+                     "    return (x_bar,)\n")
+    monkeypatch.setattr(api, "gradient_program", lambda *a, **k: wrong)
+    inputs = {"finite": {"x": np.array([1.2, 1.3, -0.7])}}
+    findings = check_case(_SQRT_OF_A_COMPUTED_ZERO, inputs)["finite"]
+    assert "fd" in {f.outcome for f in findings}, findings

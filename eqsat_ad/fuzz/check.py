@@ -15,8 +15,9 @@ more than rounding: else ``ill-conditioned``);
 ``raises`` (an EqsatError where the interpreter returned a value); ``internal`` (any other
 exception); ``timeout`` (set by the runner); ``ieee-gradient`` (not a defect: the interpreted
 gradient is inf or nan where finite differences are finite, and evaluating it with every 0.0
-factor absorbing inf and nan gives the finite differences' value: the chain rule's IEEE ``0 *
-inf``, specified by docs/semantics.md, "The chain rule is IEEE too"; the compiled gradients are
+factor absorbing inf and nan, or with every inf it makes saturated, gives the finite
+differences' value: the chain rule's IEEE ``0 * inf`` or ``inf - inf``, specified by
+docs/semantics.md, "The chain rule is IEEE too"; the compiled gradients are
 still compared with the interpreted one); ``ill-conditioned`` (not a defect: the compiled
 result differs, but only as rounding can: each differing entry is of a kind (nan, ±inf, finite)
 and within a span that the interpreter's own result shows under 1e-13 relative moves of the
@@ -272,22 +273,26 @@ def _check_fd(forward: Program, inputs: dict[str, Any], wrt: tuple[str, ...], gr
     """The interpreted gradient against Richardson-extrapolated central differences, at the
     components where the function is smooth (one-sided slopes agree, no jump, all finite). A
     non-finite component that the gradient program ``gp`` gives right with every zero absorbing
-    inf and nan is the specified ``ieee-gradient``, not an ``fd`` finding."""
+    inf and nan, or with every inf it makes saturated to a large finite number (``sqrt'(0) *
+    (a - a)`` distributed: inf - inf), is the specified ``ieee-gradient``, not an ``fd``
+    finding."""
     if not np.isfinite(f0):
         return []
-    absorbed: list[tuple | None] = []
+    diagnosed: dict[str, tuple | None] = {}
 
-    def zero_absorbing() -> tuple | None:
-        if not absorbed:
+    def diagnosis(mode: str) -> tuple | None:
+        """The gradient program's value with every 0.0 absorbing inf and nan ("absorbs"), or
+        with every inf a division, power or function makes saturated ("saturates")."""
+        if mode not in diagnosed:
             from ..ir.interpreter import evaluate
-            from ..ir.labeled import every_zero_absorbs
+            from ..ir.labeled import every_infinity_saturates, every_zero_absorbs
 
             try:
-                with every_zero_absorbs():
-                    absorbed.append(evaluate(gp, **inputs) if gp is not None else None)
+                with every_zero_absorbs() if mode == "absorbs" else every_infinity_saturates():
+                    diagnosed[mode] = evaluate(gp, **inputs) if gp is not None else None
             except Exception:  # noqa: BLE001 - no diagnosis: the fd finding stands
-                absorbed.append(None)
-        return absorbed[0]
+                diagnosed[mode] = None
+        return diagnosed[mode]
 
     ieee: list[Finding] = []
     rng = np.random.default_rng(0)
@@ -315,19 +320,33 @@ def _check_fd(forward: Program, inputs: dict[str, Any], wrt: tuple[str, ...], gr
             if not _close(gk, est, noise):
                 at = np.unravel_index(int(k), x0.shape) if x0.shape else ()
                 where = f"d/d{name}{list(map(int, at))}: {gk!r} vs finite differences {est!r}"
-                alt = zero_absorbing() if not np.isfinite(gk) else None
-                if alt is not None:
+                explained = False
+                for mode, why in _DIAGNOSES if not np.isfinite(gk) else ():
+                    alt = diagnosis(mode)
+                    if alt is None:
+                        continue
                     ga = float(np.asarray(alt[wrt.index(name)], dtype=np.float64).ravel()[k])
-                    # (only an ordinary 0.0 times inf or nan made it non-finite)
+                    # (only an ordinary 0.0 times inf or nan, or an inf minus itself, made
+                    # it non-finite)
                     if _close(ga, est, noise):
                         ieee.append(Finding(
                             "ieee-gradient", "gradient (interpreter)",
-                            f"{where}; {ga!r} with every 0.0 absorbing inf and nan (the chain "
-                            f"rule's IEEE 0 * inf or 0 * nan, docs/semantics.md)", repr(est),
-                            repr(gk)))
-                        continue
+                            f"{where}; {ga!r} {why} (docs/semantics.md)", repr(est), repr(gk)))
+                        explained = True
+                        break
+                if explained:
+                    continue
                 return [Finding("fd", "gradient (interpreter)", where, repr(est), repr(gk))]
     return ieee[:1]
+
+
+_DIAGNOSES = (
+    ("absorbs", "with every 0.0 absorbing inf and nan (the chain rule's IEEE 0 * inf or "
+                "0 * nan)"),
+    ("saturates", "with every inf a division, power or function makes saturated to 1e100 (an "
+                  "infinite local derivative meeting an exact cancellation: the chain rule's "
+                  "IEEE inf - inf)"),
+)
 
 
 def _close(g: float, est: float, noise: float) -> bool:

@@ -37,9 +37,11 @@ from .expr import (
 from .functions import lookup
 from .index import Affine, Dim, IndexVar
 
-__all__ = ["Axes", "Labeled", "Value", "every_read_rounded", "every_zero_absorbs"]
+__all__ = ["Axes", "Labeled", "Value", "every_infinity_saturates", "every_read_rounded",
+           "every_zero_absorbs"]
 
 _ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
+_SATURATES: contextvars.ContextVar[bool] = contextvars.ContextVar("saturates", default=False)
 _READ_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
     contextvars.ContextVar("read_rounding", default=None)
 
@@ -55,6 +57,26 @@ def every_zero_absorbs() -> Iterator[None]:
         yield
     finally:
         _ZERO_ABSORBS.reset(token)
+
+
+@contextlib.contextmanager
+def every_infinity_saturates() -> Iterator[None]:
+    """Evaluate with every inf that a division, a power or a function makes replaced by
+    ±1e100: NOT the semantics, a diagnostic. The fuzzer uses it to tell an infinite local
+    derivative that meets an exact cancellation (``sqrt'(0) a - sqrt'(0) a``: inf - inf, nan
+    under IEEE as in JAX; the chain rule's IEEE of docs/semantics.md) from a gradient that is
+    wrong for another reason."""
+    token = _SATURATES.set(True)
+    try:
+        yield
+    finally:
+        _SATURATES.reset(token)
+
+
+def _saturated(data: np.ndarray) -> np.ndarray:
+    if _SATURATES.get():
+        return np.where(np.isinf(data), np.copysign(1e100, data), data)
+    return data
 
 
 @contextlib.contextmanager
@@ -190,7 +212,7 @@ def _eval(
             with np.errstate(all="ignore"):
                 if op == "/":
                     # a strong zero divided by anything stays a strong zero
-                    return _value(axes, x / y, sa)
+                    return _value(axes, _saturated(x / y), sa)
                 out = x + y if op == "+" else x - y
             # (a strong zero is stored as 0.0, the identity of + and -)
             return _value(axes, out, _and(sa, sb))
@@ -202,7 +224,7 @@ def _eval(
             with np.errstate(all="ignore"):
                 data = np.asarray(np.power(v.data, k), dtype=float)
             # a positive power of a strong zero is a strong zero; 0 ** 0 = 1, 0 ** -1 = inf
-            return _value(v.axes, data, v.strong if k > 0 else None)
+            return _value(v.axes, _saturated(data), v.strong if k > 0 else None)
         case Call(fn, args):
             return _call(e, fn, args, env, sizes, extents)
         case Sum():
@@ -224,7 +246,7 @@ def _call(e: Call, fn: str, args, env, sizes, extents) -> Value:
     axes = _union(*(v.axes for v in vals))
     arrays = [_align(_weak(v), axes, extents) for v in vals]
     with np.errstate(all="ignore"):
-        out = np.asarray(f.numpy(*arrays), dtype=float)
+        out = _saturated(np.asarray(f.numpy(*arrays), dtype=float))
     # A function may broadcast lazily (e.g. returns its argument): make it full. A function of a
     # strong zero is the function of 0.0, an ordinary value; a data comparison (gt, ge, ...) is
     # a bracket on data: 1 or a strong zero.
