@@ -123,7 +123,7 @@ def _random_pair_program(seed: int) -> str:
     combination outside the sums."""
     rng = np.random.default_rng(seed)
     fns = ["abs", "sqrt", ""]
-    e = ["exp(A[i, j])", "tanh(A[i, j]) * 2", "A[i, j] * A[i, j] + 1"][seed % 3]
+    e = ["sqrt(A[i, j] * A[i, j] + 1)", "abs(A[i, j]) * 2", "A[i, j] * A[i, j] + 1"][seed % 3]
     sums = []
     for _ in range(int(rng.integers(2, 4))):
         a = "e[j, i]" if rng.random() < 0.6 else "e[i, j]"
@@ -144,7 +144,7 @@ def _random_pair_program(seed: int) -> str:
 def test_random_pair_loops_equal_the_interpreter(seed: int) -> None:
     src = _random_pair_program(seed)
     f = ea.compile(ea.parse(src), backend="numba", optimize=False)
-    if "e[j, i]" in src:  # the pair value (its libm call once per pair) fuses
+    if "e[j, i]" in src:  # the pair value (computed once per pair) fuses
         assert f.compiled.schedule.placement == {"e": "fused", "y": "pairs"}, src
     for dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-4)):
         args = _inputs(f.program, 9, dtype, seed)
