@@ -15,13 +15,18 @@ body with each sum read from its row.
 
 Each output still adds its terms in the interpreter's order (``j = 0, 1, …``): a row term along
 ``_q``, a column term as ``_p`` grows, so the values are those of the loop nest, and no array
-of pairs is stored. The form applies (:func:`pair_form`) to a statement whose generator is
-``i`` (first) and a few constant indices, whose body's sums (outside other sums) each sum one
-index over ``i``'s extent, with bodies of plain arithmetic (no bracket, relation, comparison or
-nested sum: no strong zero, so a sum is an ordinary number; no call but single-instruction
-functions, :data:`CHEAP_CALLS`), no read walking an array down a
-column along ``_q``, and with at least one column term (else the loop nest walks rows already).
-"""
+of pairs is stored. A sum whose body adds row and column terms (``Σ_j (a[i, j] + b[j, i])``, as
+the NumPy front end writes N-body's adjoint) is split into a row sum and a column sum: each
+adds its terms in that order, the two totals are added once more (a rounding apart from the
+interpreter's, as the NumPy backend's sums are; the nan pattern is the same). A bracket that
+holds over the whole ranges (``k >= 0`` for ``k: N``) reads 1. The form applies
+(:func:`pair_form`) to a statement whose generator is ``i`` (first) and a few constant indices
+(a size symbol there is fixed to its value at the call: :mod:`.specialize`), whose body's sums
+(outside other sums) each sum one index over ``i``'s extent, with bodies of plain arithmetic
+(no bracket, relation, comparison or nested sum: no strong zero, so a sum is an ordinary
+number; no call but single-instruction functions, :data:`CHEAP_CALLS`), no read walking an
+array down a column along ``_q``, and with at least one column term (else the loop nest walks
+rows already)."""
 
 from __future__ import annotations
 
