@@ -27,10 +27,12 @@ from eqsat_ad.ir.interpreter import evaluate
 
 numba = pytest.importorskip("numba")
 
+import eqsat_ad.backend.fused.schedule as fused_schedule  # noqa: E402
 from eqsat_ad.backend.fused import NumbaProgram, cache_dir, compile_numba  # noqa: E402
 from eqsat_ad.backend.fused.schedule import (  # noqa: E402
     LOOP_RATIO,
     REUSE,
+    SERIAL_SUM,
     STRIDED,
     loop_price,
     schedule,
@@ -284,6 +286,65 @@ def test_column_sums_stay_numpy() -> None:
     assert "> 8x the NumPy plan" in " ".join(g.compiled.schedule.why.values())
 
 
+def test_libm_calls_and_serial_sums_are_priced_as_measured() -> None:
+    # y = exp(x) as a loop nest: a read, the call at CALL_PRICE, a write; x ** 3 a pow call,
+    # x ** 2 a multiplication. A row sum free of the innermost index (hoisted) accumulates a
+    # dependent chain: SERIAL_SUM per term; a sum over the innermost index is tiled: 2.
+    prog = ea.parse(
+        "def f(x: [N, M]):\n"
+        "    a[i: N, j: M] = exp(x[i, j])\n"
+        "    b[i: N, j: M] = x[i, j] ** 3\n"
+        "    c[i: N, j: M] = x[i, j] ** 2\n"
+        "    r[i: N, j: M] = x[i, j] - Sum[k: M](x[i, k])\n"
+        "    t[i: N] = Sum[k: M](x[i, k] * x[i, k])\n"
+        "    return a, b, c, r, t\n")
+    st = {s.name: s for s in prog.statements}
+    nm, n = Poly.symbol("N") * Poly.symbol("M"), Poly.symbol("N")
+    assert loop_price(st["a"]) == nm * (fused_schedule.CALL_PRICE["exp"] + 2)
+    assert loop_price(st["b"]) == nm * (fused_schedule.POW_PRICE + 2)
+    assert loop_price(st["c"]) == nm * 3
+    assert fused_schedule.serial_sums(st["r"]) == [st["r"].body.rhs]
+    assert fused_schedule.serial_sums(st["t"]) == [st["t"].body]  # x[i, k] walks a column of i
+    assert loop_price(st["t"]) == nm * SERIAL_SUM + n  # the chain, not 2 reads, 2 operations
+    conv = ea.parse("def g(y: [N], w: [K]):\n    c[i: N] = Sum[k: K](y[i + k] * w[k])\n"
+                    "    return c\n").statements[0]
+    assert fused_schedule.serial_sums(conv) == []  # along i: interchanged with tiles of i
+    assert loop_price(conv) == Poly.symbol("N") * Poly.symbol("K") * 4 + Poly.symbol("N")
+    # where priced dearer than NumPy's SIMD kernels they stay NumPy; the values still agree
+    f = ea.compile(prog, backend="numba", optimize=False)
+    place = f.compiled.schedule.placement
+    assert place["a"] == place["b"] == place["t"] == "numpy" and place["c"] == "loop"
+    args = _inputs(prog, {"N": 6, "M": 5}, np.float64)
+    args["x"][1, 2] = np.nan
+    _agree(f(**args), evaluate(prog, **args), 1e-12)
+
+
+def test_a_split_dearer_than_the_numpy_program_runs_it_whole() -> None:
+    # attention-like: E * G read by two products. Z's loop nest alone is placed (a diagonal
+    # read, cheaper than NumPy's view and pass), but A's and B's NumPy code run on their own
+    # each compute E * G (T**2 more than the NumPy plan, which computes it once): the split
+    # costs more than the loop saves, and the whole NumPy program runs.
+    prog = ea.parse(
+        "def f(E: [T, T], G: [T, T], K: [T, D], Q: [T, D]):\n"
+        "    Z[t: T] = 2 * E[t, t] + G[t, t]\n"
+        "    A[i: T, j: D] = Sum[k: T](K[k, j] * (E[i, k] * G[i, k])) * Z[i]\n"
+        "    B[i: T, j: D] = Sum[k: T](Q[k, j] * (E[k, i] * G[k, i])) * Z[i]\n"
+        "    return A, B\n")
+    f = ea.compile(prog, backend="numba", optimize=False)
+    nb_prog = f.compiled
+    plan = lower_program(nb_prog._prog).plan
+    loopable = {s.name: nb_prog._loopable(s) for s in nb_prog._prog.statements}
+    alone = {s.name: nb_prog._alone_price(s) for s in nb_prog._prog.statements}
+    assert compare(alone["A"] + alone["B"],
+                   plan.statement_cost("A") + plan.statement_cost("B")) > 0
+    # per statement Z loops (priced without the parts' prices alone, the split is not seen)
+    assert schedule(nb_prog._prog, plan, loopable).placement["Z"] == "loop"
+    assert set(nb_prog.schedule.placement.values()) == {"numpy"} and nb_prog.numpy_only
+    assert "no cheaper than" in nb_prog.schedule.why["Z"]
+    args = _inputs(prog, {"T": 6, "D": 3}, np.float64)
+    _agree(f(**args), evaluate(prog, **args), 1e-12)
+
+
 def test_a_reused_sum_is_not_recomputed() -> None:
     # logsumexp's gradient: x_bar[i, j] = exp(x[i, j]) · w[i] / Σ_k exp(x[i, k]) and w_bar[i] =
     # log(Σ_j exp(x[i, j])). The NumPy plan sums once and w_bar's share is a log (B); run on
@@ -299,11 +360,18 @@ def test_a_reused_sum_is_not_recomputed() -> None:
     assert compare(alone, share * REUSE) > 0
     assert set(nb_prog.schedule.placement.values()) == {"numpy"}
     assert "reused values not recomputed: w_bar" in nb_prog.schedule.why["x_bar"]
-    # Without the price of w_bar's code alone the schedule loops x_bar and leaves w_bar to
-    # recompute the sum: the earlier schedule, 1.6x slower than NumPy.
+    # Without the price of w_bar's code alone the schedule would loop x_bar and leave w_bar to
+    # recompute the sum (an earlier schedule, 1.6x slower than NumPy), were x_bar's two exps
+    # per point priced as one operation each; at their libm price (CALL_PRICE) its loop nest
+    # is dearer than NumPy's vectorized exp passes anyway.
     loopable = {s.name: True for s in prog.statements}
     blind = schedule(prog, plan, loopable)
-    assert blind.placement == {"x_bar": "loop", "w_bar": "numpy"}
+    assert blind.placement == {"x_bar": "numpy", "w_bar": "numpy"}
+    assert "> 8x the NumPy plan" in blind.why["x_bar"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(fused_schedule.CALL_PRICE, "exp", 1)
+        mp.setitem(fused_schedule.CALL_PRICE, "log", 1)
+        assert schedule(prog, plan, loopable).placement == {"x_bar": "loop", "w_bar": "numpy"}
     inputs = _inputs(prog, {"B": 3, "N": 4}, np.float64)
     _agree(g(**inputs), evaluate(g.program, **inputs), 1e-12)
 

@@ -2,13 +2,12 @@
 
 :mod:`.loops` writes a statement's loop nest (:mod:`.scans`: its running sums,
 :mod:`.interior`: edge / interior partitions, :mod:`.tiles`: sums interchanged with tiles of
-the innermost output loop),
-:mod:`.pairs` writes a statement whose sums run over pairs ``(i, j)`` as one pass over the
-pairs, :mod:`.schedule` decides what runs as loops, what stays a NumPy call and which producers fuse
-into their consumers, :mod:`.program` writes the module, loads it through Numba's on-disk cache
-and runs it. Numba is an optional dependency
-(``pip install 'eqsat-ad[numba]'``); the NumPy backend stays the default.
-"""
+the innermost output loop), :mod:`.pairs` writes a statement whose sums run over pairs ``(i,
+j)`` as one pass over the pairs (:mod:`.specialize` fixes the sizes it unrolls to their values
+at a call), :mod:`.schedule` decides what runs as loops, what stays a NumPy call and which
+producers fuse into their consumers, :mod:`.program` writes the module, loads it through
+Numba's on-disk cache and runs it. Numba is an optional dependency (``pip install
+'eqsat-ad[numba]'``); the NumPy backend stays the default."""
 
 from __future__ import annotations
 

@@ -15,13 +15,18 @@ body with each sum read from its row.
 
 Each output still adds its terms in the interpreter's order (``j = 0, 1, …``): a row term along
 ``_q``, a column term as ``_p`` grows, so the values are those of the loop nest, and no array
-of pairs is stored. The form applies (:func:`pair_form`) to a statement whose generator is
-``i`` (first) and a few constant indices, whose body's sums (outside other sums) each sum one
-index over ``i``'s extent, with bodies of plain arithmetic (no bracket, relation, comparison or
-nested sum: no strong zero, so a sum is an ordinary number; no call but single-instruction
-functions, :data:`CHEAP_CALLS`), no read walking an array down a
-column along ``_q``, and with at least one column term (else the loop nest walks rows already).
-"""
+of pairs is stored. A sum whose body adds row and column terms (``Σ_j (a[i, j] + b[j, i])``, as
+the NumPy front end writes N-body's adjoint) is split into a row sum and a column sum: each
+adds its terms in that order, the two totals are added once more (a rounding apart from the
+interpreter's, as the NumPy backend's sums are; the nan pattern is the same). A bracket that
+holds over the whole ranges (``k >= 0`` for ``k: N``) reads 1. The form applies
+(:func:`pair_form`) to a statement whose generator is ``i`` (first) and a few constant indices
+(a size symbol there is fixed to its value at the call: :mod:`.specialize`), whose body's sums
+(outside other sums) each sum one index over ``i``'s extent, with bodies of plain arithmetic
+(no bracket, relation, comparison or nested sum: no strong zero, so a sum is an ordinary
+number; no call but single-instruction functions, :data:`CHEAP_CALLS`), no read walking an
+array down a column along ``_q``, and with at least one column term (else the loop nest walks
+rows already)."""
 
 from __future__ import annotations
 
@@ -29,12 +34,19 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ...ir.expr import (
     Access,
+    And,
+    Binary,
     Bracket,
     Call,
+    Cmp,
+    Const,
     Expr,
+    Neg,
+    Pred,
     Rel,
     Sum,
     children,
@@ -132,9 +144,70 @@ def _narrow_last(a: Access, shapes: Mapping[str, tuple[Dim, ...]]) -> bool:
     return isinstance(last, int) and last <= MAX_REST
 
 
+def _always(p: Pred, ranges: Mapping[str, Dim]) -> bool:
+    """``p`` holds at every point of the index ``ranges`` (``0 .. extent-1``), whatever the
+    sizes (each at least 1): ``k >= 0``, ``N > k`` for ``k: N``."""
+    preds = p.preds if isinstance(p, And) else (p,)
+    for q in preds:
+        if not isinstance(q, Cmp) or q.op in ("==", "!="):
+            return False
+        a = q.lhs - q.rhs if q.op in (">", ">=") else q.rhs - q.lhs  # holds: a > 0 (or >= 0)
+        low = Affine((), a.sizes, a.const)  # a's least value over the ranges
+        for n, c in a.index:
+            if n not in ranges:
+                return False
+            if c < 0:
+                low = low + (Affine.of_dim(ranges[n]) - 1).scale(c)
+        if any(c < 0 for _, c in low.sizes):
+            return False
+        at_one = low.const + sum((c for _, c in low.sizes), Fraction(0))
+        if not (at_one > 0 if q.op in (">", "<") else at_one >= 0):
+            return False
+    return True
+
+
+def _drop_true_brackets(e: Expr, ranges: Mapping[str, Dim]) -> Expr:
+    """``e`` with each bracket that holds at every point of ``ranges`` read as 1 (exactly its
+    value there: no strong zero can arise)."""
+    if isinstance(e, Bracket) and _always(e.pred, ranges):
+        return Const(1.0)
+    return map_children(e, lambda c: _drop_true_brackets(c, ranges))
+
+
+def _addends(e: Expr) -> list[Expr]:
+    """``e`` as a list of terms whose sum it is (a difference's right side negated)."""
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        rhs = _addends(e.rhs)
+        return _addends(e.lhs) + (rhs if e.op == "+" else [Neg(t) for t in rhs])
+    return [e]
+
+
+def _split(e: Sum, i: str) -> Expr:
+    """``Σ_j (a + b)`` whose terms read the pair value both ways (``[i, j]`` and ``[j, i]``)
+    as ``Σ_j a + Σ_j b``, a sum per orientation (each adds its terms in order of ``j``; the
+    total is rounded once more, as the NumPy backend's sums are)."""
+    j = e.indices[0].name
+    rows: list[Expr] = []
+    cols: list[Expr] = []
+    for t in _addends(e.body):
+        (rows if _orientation(t, i, j) else cols).append(t)
+    if not rows or not cols:
+        return e
+
+    def total(ts: list[Expr]) -> Expr:
+        out = ts[0]
+        for t in ts[1:]:
+            out = Binary("+", out, t)
+        return Sum(e.indices, out)
+
+    return Binary("+", total(rows), total(cols))
+
+
 def pair_form(s: Statement, shapes: Mapping[str, tuple[Dim, ...]],
               relations: frozenset[str]) -> PairForm | None:
-    """``s`` as a pair loop (module docstring), or None."""
+    """``s`` as a pair loop (module docstring), or None. A bracket that holds over the whole
+    ranges (``k >= 0`` for ``k: N``, as the NumPy front end writes a shifted index) reads 1;
+    a sum with terms of both orientations is split into a row sum and a column sum."""
     if not s.indices:
         return None
     i, rest = s.indices[0], s.indices[1:]
@@ -143,8 +216,19 @@ def pair_form(s: Statement, shapes: Mapping[str, tuple[Dim, ...]],
     if math.prod(int(iv.extent) for iv in rest) > MAX_REST:
         return None
     names = {iv.name for iv in s.indices}
+    ranges = {iv.name: iv.extent for iv in s.indices}
+
+    def prepare(e: Expr) -> Expr:
+        if isinstance(e, Sum):
+            if len(e.indices) != 1 or e.indices[0].name in ranges:
+                return e
+            inner = {**ranges, e.indices[0].name: e.indices[0].extent}
+            return _split(Sum(e.indices, _drop_true_brackets(e.body, inner), e.loc), i.name)
+        return map_children(e, prepare)
+
+    body = prepare(s.body)
     terms: list[PairTerm] = []
-    for e in _top_sums(s.body):
+    for e in _top_sums(body):
         if len(e.indices) != 1 or e.indices[0].extent != i.extent:
             return None
         j = e.indices[0].name
@@ -157,7 +241,7 @@ def pair_form(s: Statement, shapes: Mapping[str, tuple[Dim, ...]],
         terms.append(PairTerm(e, j, row))
     if not terms or all(t.row for t in terms):
         return None
-    return PairForm(s.body, i, rest, tuple(terms))
+    return PairForm(body, i, rest, tuple(terms))
 
 
 def _final(form: PairForm) -> Expr:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -35,9 +37,10 @@ from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .interior import Index
 from .loops import HELPERS, LoopWriter, Unsupported
-from .pairs import PairForm, pair_form, pair_kernel, pair_price, row_shapes
+from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .scans import statement_scans
 from .schedule import Schedule, schedule
+from .specialize import fix_sizes, small_sizes
 from .tiles import TILE, TILE_MIN
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
@@ -122,6 +125,9 @@ class NumbaProgram:
         self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
         self.runner: Any = self.numpy if self.numpy_only else self
         self._modules: dict[str, ModuleType] = {}
+        # size symbols a pair loop would unroll (.specialize): fixed to their values at a call
+        self._small = small_sizes(self._prog)
+        self._special: dict[tuple[tuple[str, int], ...], NumbaProgram | None] = {}
         self.compile_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -447,26 +453,30 @@ class NumbaProgram:
         is returned. (A parameter named ``out`` is an input, as written.)"""
         if "out" in self.program.param_names and out is not None:
             kwargs["out"], out = out, None
-        if out is None and self.numpy_only:  # nothing runs as loops: the NumPy program
+        if out is None and self.numpy_only and not self._small:  # nothing runs as loops
             return self.numpy(*args, **kwargs)
         arrays, sizes = self.numpy.bind(*args, **kwargs)
+        target = self._specialized(sizes) if self._small else self
+        if out is None and target.numpy_only:
+            return self.numpy(*args, **kwargs)
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
         bufs = self._buffers(out, sizes, dt, arrays)
-        if 0 in sizes.values() or self.numpy_only:
+        if 0 in sizes.values() or target.numpy_only:
             # empty tensors (the interpreter's zeros), or nothing runs as loops: the NumPy
             # backend's program as it is
             result = self.numpy(*args, **kwargs)
         else:
-            first = dt.char not in self.compile_seconds
+            first = dt.char not in target.compile_seconds
             start = time.perf_counter()
-            mod = self._module(dt)
+            mod = target._module(dt)
             with np.errstate(all="ignore"):
-                result = mod.run(*arrays, *(sizes[n] for n in self._sizes), bufs,
-                                 self._scratch(dt))
+                result = mod.run(*arrays, *(sizes[n] for n in target._sizes), bufs,
+                                 target._scratch(dt))
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
-                self.compile_seconds[dt.char] = time.perf_counter() - start
+                target.compile_seconds[dt.char] = time.perf_counter() - start
+                self.compile_seconds.setdefault(dt.char, target.compile_seconds[dt.char])
             if self.fallback is not None and not trusted(
                     self.fallback, self.program, arrays, sizes, result):
                 result = self.fallback(*args, **kwargs)  # finite-only rewrites met inf/nan
@@ -479,6 +489,24 @@ class NumbaProgram:
                     values[k] = b
             result = tuple(values) if several else values[0]
         return _finish(result, self.program)
+
+    def _specialized(self, sizes: Mapping[str, int]) -> NumbaProgram:
+        """The program compiled with the sizes a pair loop would unroll (``_small``) fixed to
+        their values in ``sizes`` (once per value), where a few and where its schedule then
+        runs a pair loop; else this program."""
+        values = tuple(sorted((n, sizes[n]) for n in self._small))
+        if values not in self._special:
+            special = None
+            if 0 < math.prod(v for _, v in values) <= MAX_REST:
+                from . import compile_numba
+
+                special = compile_numba(fix_sizes(self.program, dict(values)))
+                if "pairs" not in special.schedule.placement.values():
+                    special = None
+            with self._lock:
+                self._special[values] = special
+        found = self._special[values]
+        return self if found is None else found
 
     def _scratch(self, dt: np.dtype) -> dict[str, np.ndarray]:
         """This thread's intermediate arrays for float type ``dt`` (reused by later calls)."""

@@ -7,7 +7,10 @@ plan prices NumPy kernels in:
   per arithmetic operation, a ``Sum`` its range times its body, plus one write
   (:func:`loop_price`): 1 for each index an equality bracket solves (one index per equality,
   :func:`~.brackets.solve_order`, as the loop writer runs it), the width of a band of constant
-  width.
+  width. Work a scalar loop does far slower than NumPy's vectorized kernels is priced at its
+  measured cost (``experiments/calibrate_fused.py``): a libm call (``exp``, ``tanh``, a
+  ``pow``: :data:`CALL_PRICE`, :data:`POW_PRICE`; NumPy's ufuncs are SIMD) and a sum whose adds
+  form a dependent chain (:data:`SERIAL_SUM`; NumPy's ``.sum`` is pairwise and vectorized).
 * A statement stays a NumPy call when its loop nest is dearer than :data:`LOOP_RATIO` times
   the NumPy backend's kernels for it (the plan's ``statement_cost``: a scan, a contraction
   order or point writes that loops would not find), when the plan runs it as BLAS does (a
@@ -32,6 +35,11 @@ plan prices NumPy kernels in:
   and is kept only where a producer fuses into it (its gain: no N x N intermediate; over
   parameters alone NumPy's vectorized passes and BLAS win). A producer read by it is
   evaluated once per pair and distinct read.
+* The split costs: the fused program runs each NumPy-placed statement's code on its own, so a
+  value the NumPy program computes once for several statements is computed by each. When the
+  fused program (its loop nests at ``1 / LOOP_RATIO``, its NumPy statements at their price
+  alone) is priced no cheaper than the NumPy plan, the whole NumPy program runs
+  (:func:`_whole_numpy`).
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -65,8 +73,8 @@ from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
 
-__all__ = ["LOOP_RATIO", "MEMORY", "STRIDED", "PairPrice", "Schedule", "loop_price",
-           "schedule"]
+__all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
+           "PairPrice", "Schedule", "loop_price", "schedule", "serial_sums"]
 
 MEMORY = 4
 """Price of moving one element to or from memory, in arithmetic operations."""
@@ -81,6 +89,37 @@ the plan's price (``Σ_t [i == t]·x[t]`` per point against ``k`` point writes) 
 STRIDED = 8 * MEMORY
 """Extra price of a read that walks a row-major array down a column: a cache line (8 float64)
 fetched for the one element used (NumPy's ``.sum(axis=0)`` and BLAS walk rows instead)."""
+
+CALL_PRICE: Mapping[str, int] = {
+    "exp": 24, "log": 26, "tanh": 121, "sin": 6, "cos": 6, "log1p": 26, "expm1": 24,
+    "sigmoid": 24, "softplus": 50, "logaddexp": 50,
+}
+"""Points of loop work per call of a libm function (other functions: 1, a single
+instruction such as ``sqrt`` or ``abs``). NumPy's ufuncs run these with SIMD (AVX-512) code;
+a Numba loop calls the scalar libm function once per element. Each is the price at which a
+loop nest ``y[k] = f(x[k])`` (a read, the call, a write) breaks even with NumPy's ``f(x)``
+(priced one point) at their measured time ratio: ``LOOP_RATIO · ratio - 2``. Measured by
+``taskset -c 1 python experiments/calibrate_fused.py`` (N = 10**6, float64; the ratios and
+their spread are in experiments/results/calibration_fused.md): exp 3.3x, log 3.5x, tanh 15x,
+sin 1.0x; ``sigmoid`` is an exp and a division, ``softplus`` and ``logaddexp`` an exp and a
+log1p."""
+
+POW_PRICE = 47
+"""Points per ``x ** k`` the loop writer emits as a ``pow`` call (every exponent but 1, 2,
+-1 and 0.5, which are a multiplication, a division or ``sqrt``): measured as for
+:data:`CALL_PRICE`, ``x ** 1.5`` 6.1x NumPy's."""
+
+_INLINE_POWERS = (1, 2, -1, 0.5)
+
+SERIAL_SUM = 13
+"""Points per term of a sum the loop nest accumulates as a chain of dependent adds (LLVM does
+not reassociate them, so the loop is not vectorized; NumPy's ``.sum`` is pairwise and
+vectorized): a sum free of the statement's innermost index (once per row) or one whose read
+walks a column along it (:func:`serial_sums`). Sums over the innermost index are
+interchanged with tiles of it (:mod:`.tiles`) and vectorize. A term whose own work exceeds the
+chain's latency hides it: a term costs ``max(work + 1, SERIAL_SUM)``. Measured as for
+:data:`CALL_PRICE`: a row sum ``acc += a[t, i]`` (1000 x 1000) 1.6x ``a.sum(axis=1)``, so a
+read and an add break even at ``LOOP_RATIO · 1.6``."""
 
 REUSE = 2
 """A statement reuses a value another statement's NumPy kernels computed when its NumPy code
@@ -137,14 +176,14 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
     if isinstance(e, Sum) and (not free_indices(e) or (hoisted and e in hoisted)):
         return ONE  # hoisted (a sum over no free index: once per call, not priced per point)
     if hoisted and isinstance(e, Binary | Neg | Pow | Call):
-        total = ONE
+        total = _op_price(e)
         for c in _children(e):
             total = total + work(c, fused_work, scans, hoisted, inner)
         return total
     if scans and isinstance(e, Sum) and e in scans:
         return work(scans[e].body, fused_work) + 2
     if scans and not isinstance(e, Sum):
-        total = ZERO if isinstance(e, Const | Access) else ONE
+        total = ZERO if isinstance(e, Const | Access) else _op_price(e)
         if isinstance(e, Access):
             return fused_work.get(e.name, ONE)
         for c in _children(e):
@@ -159,11 +198,12 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
         walks = inner is not None and any(isinstance(p, Rel) and strided(p, inner) for p in preds)
         return ONE + STRIDED if walks else ONE
     if isinstance(e, Neg | Pow):
-        return work(e.arg if isinstance(e, Neg) else e.base, fused_work, inner=inner) + ONE
+        return work(e.arg if isinstance(e, Neg) else e.base, fused_work, inner=inner) + \
+            _op_price(e)
     if isinstance(e, Binary):
         return work(e.lhs, fused_work, inner=inner) + work(e.rhs, fused_work, inner=inner) + ONE
     if isinstance(e, Call):
-        total = ONE
+        total = _op_price(e)
         for a in e.args:
             total = total + work(a, fused_work, inner=inner)
         return total
@@ -172,6 +212,56 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
         inner_iv = solve_order(e.indices, e.body)[-1]
         return count * (work(e.body, fused_work, inner=inner_iv.name) + ONE)
     return ONE
+
+
+def _op_price(e: Expr) -> Poly:
+    """One operation's price: a libm call's or ``pow``'s (:data:`CALL_PRICE`,
+    :data:`POW_PRICE`), else 1."""
+    if isinstance(e, Call):
+        return Poly.const(CALL_PRICE.get(e.fn, 1))
+    if isinstance(e, Pow) and e.exponent not in _INLINE_POWERS:
+        return Poly.const(POW_PRICE)
+    return ONE
+
+
+def _top_sums(e: Expr) -> list[Sum]:
+    if isinstance(e, Sum):
+        return [e]
+    return [s for c in _children(e) for s in _top_sums(c)]
+
+
+def serial_sums(s: Statement) -> list[Sum]:
+    """The sums of ``s``'s body (outside other sums) its loop nest accumulates per point as
+    chains of dependent adds (:data:`SERIAL_SUM`): those free of the innermost output index
+    or reading an array down a column along it (not interchanged with tiles), over a range
+    that grows with the sizes (a few taps are straight-line code)."""
+    if not s.indices or statement_scans(s.body, s.indices[-1].name):
+        return []
+    v = s.indices[-1].name
+    out: list[Sum] = []
+    for e in _top_sums(s.body):
+        if (e in out or not free_indices(e)  # (over no free index: once per call, at the top)
+                or sum_points(e.indices, e.body).is_constant()):
+            continue
+        if v not in free_indices(e) or any(strided(a, v) for a in _reads(e.body)):
+            out.append(e)
+    return out
+
+
+def _reads(e: Expr) -> list[Access]:
+    if isinstance(e, Access):
+        return [e]
+    return [a for c in _children(e) for a in _reads(c)]
+
+
+def _chain_price(e: Sum, fused_work: Mapping[str, Poly] | None) -> Poly:
+    """What a serial sum's dependent adds cost beyond :func:`work`'s count: its terms times
+    ``SERIAL_SUM - (work + 1)`` where the term's work is a constant below that."""
+    term = work(e.body, fused_work, inner=solve_order(e.indices, e.body)[-1].name) + ONE
+    if term.degree() > 0:
+        return ZERO
+    short = SERIAL_SUM - term.constant_term()
+    return sum_points(e.indices, e.body) * short if short > 0 else ZERO
 
 
 def hoisted_sums(s: Statement) -> list[Sum]:
@@ -204,6 +294,9 @@ def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Po
     outer = Poly.product_of_dims(s.shape[:-1])
     for h in hoisted:
         price = price + outer * work(h, fused_work)
+    for e in serial_sums(s):  # once per outer point when hoisted, else once per point
+        times = outer if e in hoisted else Poly.product_of_dims(s.shape)
+        price = price + times * _chain_price(e, fused_work)
     return price
 
 
@@ -307,7 +400,36 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         if name not in fed:  # (measured: without a fused producer NumPy's passes and BLAS win)
             placement[name] = place
             why[name] = reason + "; a pair loop only pays with a producer fused into it"
+    note = _whole_numpy(prog, plan, placement, alone, pairs, sizes)
+    if note is not None:
+        return Schedule({s.name: "numpy" for s in prog.statements},
+                        {s.name: note for s in prog.statements})
     return Schedule(placement, why)
+
+
+def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],
+                 alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
+                 sizes: Mapping[str, int] | None) -> str | None:
+    """Why the whole NumPy program runs instead of the fused one, or None. The fused program
+    runs each NumPy-placed statement's code on its own (a value the NumPy program shares
+    between statements, ``E * E_bar`` for two products, computed by each that reads it): its
+    price, loop nests counted at ``1 / LOOP_RATIO`` (the per-statement test's exchange rate),
+    must be below the NumPy plan's, else the split costs more than the loops save."""
+    loops, parts = ZERO, ZERO
+    for s in prog.statements:
+        place = placement[s.name]
+        if place == "numpy":
+            parts = parts + (alone.get(s.name, plan.statement_cost(s.name)) if alone
+                             else plan.statement_cost(s.name))
+        elif place == "pairs":
+            loops = loops + pairs[s.name].price
+        else:  # a loop nest, or a fused producer (evaluated where read: at least once)
+            loops = loops + loop_price(s)
+    if not loops.is_zero() and compare(loops + parts * LOOP_RATIO, plan.cost * LOOP_RATIO,
+                                       sizes) >= 0:
+        return (f"the NumPy program: the fused one (loops {loops}, NumPy parts {parts}) is "
+                f"no cheaper than its {plan.cost}")
+    return None
 
 
 def _place(s: Statement, loop: Poly, numpy: Poly, own: Poly, sizes: Mapping[str, int] | None,
