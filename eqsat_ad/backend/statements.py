@@ -65,9 +65,9 @@ class Codegen(Loops, Reductions):
             return
         # Broadcast sums of reads inside contractions spread over their terms
         # (plan.normal.spread_reads: exact for finite values, the fast code only) where that
-        # is priced no higher and allocates no larger array.
-        spread = None if self.strict or s.name in self.structured else spread_reads(
-            terms, self.names)
+        # is priced no higher at the call's sizes and allocates no larger array (as a split).
+        spread = None if self.strict or not self.sizes or s.name in self.structured \
+            else spread_reads(terms, self.names)
         if spread is None and not self.split_axes(s, terms):
             self.lower_terms(s, terms)
             return
