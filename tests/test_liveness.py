@@ -10,6 +10,8 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pytest
+import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import programs, random_inputs, tensor_params
@@ -113,12 +115,11 @@ def test_nbody_peak_is_predicted_and_its_temporaries_are_released():
     peak = lowered.plan.peak(sizes)
     predicted = 8 * peak.value(sizes)
     n2 = 8 * 400 * 400
-    # with dels, the weights' risky factors multiplied into one array: at most 4 N x N arrays
-    # and the output held at once (9 without them; NumPy's in-place temporaries make it 3)
-    assert predicted <= 4 * n2 + 8 * 400 * 3
+    # with dels, spread differences and dead arrays written into: two N x N arrays at once
+    assert predicted <= 2 * n2 + 8 * 400 * 3
     measured = _measured_peak(g, **ins)
     args = sum(a.nbytes for a in ins.values())
-    assert predicted / 3 <= measured <= predicted + args + SLACK, (measured, predicted)
+    assert predicted - SLACK <= measured <= predicted + args + SLACK, (measured, predicted)
     gone = released(lowered.source)
     assert "r2" in gone  # the squared distances, dead once the weights are computed
     assert all(n.startswith("_t") or n == "r2" for n in gone)
@@ -126,6 +127,63 @@ def test_nbody_peak_is_predicted_and_its_temporaries_are_released():
     # the same values as the code without dels, bit for bit, and as the hand gradient
     np.testing.assert_array_equal(_load(lowered)(**ins), _without_dels(lowered)(**ins))
     np.testing.assert_allclose(g(**ins), NBODY.hand(**ins)["x"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("n", [300, 700])
+def test_nbody_gradient_holds_two_n_by_n_arrays_as_its_plan_says(n):
+    # issue 10's N-body target, counted: the plan's peak is 2 N² + O(N) elements whatever N is
+    # (the squared distances and the weights; the differences x[i] - x[k] spread into matrix
+    # products, never an N x N x 3 array), and one call holds exactly that (tracemalloc)
+    g = ea.grad(NBODY.target, argnums=0)
+    sizes = {"N": n, "M": 3}
+    ins = NBODY.make_inputs(sizes, np.random.default_rng(n))
+    g(**ins)
+    lowered = lower_program(g.program, sizes)
+    assert any(d.kind == "spread" for d in lowered.decisions), lowered.source
+    peak = lowered.plan.peak(sizes)
+    expr = peak.elements.to_sympy()
+    big_n = next(v for v in expr.free_symbols if v.name == "N")
+    elements = sympy.Poly(expr, big_n)
+    assert elements.degree() == 2 and elements.coeff_monomial(big_n**2) == 2, peak
+    measured = _measured_peak(_load(lowered), **ins)
+    predicted = 8 * peak.value(sizes)
+    assert abs(measured - predicted) <= SLACK, (measured, predicted, lowered.source)
+    assert measured < 8 * n * 3 * n  # below one N x 3 x N array (the target's bar)
+    # the interpreter's values (naive program), on finite and on non-finite inputs
+    plain = ea.grad(NBODY.target, argnums=0, optimize=False)
+    np.testing.assert_allclose(g(**ins), NBODY.hand(**ins)["x"], rtol=1e-9)
+    small = NBODY.make_inputs({"N": 6}, np.random.default_rng(1))
+    want = ea.evaluate(g.naive, small["x"], small["m"])
+    np.testing.assert_allclose(g(**small), want, rtol=1e-9)
+    for bad in (np.inf, np.nan):
+        x = small["x"].copy()
+        x[2, 1] = bad
+        np.testing.assert_array_equal(g(x, small["m"]), plain(x, small["m"]))
+
+
+def test_a_difference_of_reads_is_spread_only_where_that_is_priced_lower():
+    # Σ_k W[i, k] (x[i] - x[k]): x[i] Σ_k W[i, k] - W @ x, two matrix-vector products, no N x N
+    # difference; Σ_k A[i, k] B[k, j] (x[i] - y[k]) spread would run its N³ contraction twice
+    cheap = ea.parse("""
+def f(W: [N, N], x: [N]):
+    y[i: N] = Sum[k: N](W[i, k] * (x[i] - x[k]))
+    return y
+""")
+    dear = ea.parse("""
+def f(A: [N, N], B: [N, N], x: [N], y: [N]):
+    z[i: N, j: N] = Sum[k: N](A[i, k] * B[k, j] * (x[i] - y[k]))
+    return z
+""")
+    sizes = {"N": 300}
+    rng = np.random.default_rng(3)
+    for prog, spread in ((cheap, True), (dear, False)):
+        lowered = lower_program(prog, sizes)
+        assert any(d.kind == "spread" for d in lowered.decisions) == spread, lowered.source
+        args = [rng.standard_normal([300] * len(p.shape)) for p in prog.params]
+        np.testing.assert_allclose(_load(lowered)(*args), ea.evaluate(prog, *args),
+                                   rtol=1e-9, atol=1e-9)
+    lowered = lower_program(cheap, sizes)
+    assert lowered.plan.largest(sizes).alloc.evaluate(sizes) == 300  # vectors only
 
 
 CHAIN = """

@@ -33,6 +33,7 @@ from .values import (
     _ADD,
     _ATOM,
     _MUL,
+    _POW,
     _RESERVED,
     Decision,
     Value,
@@ -310,6 +311,12 @@ class Emitter:
             return Value(f"np.divide({self.align(a, target, False)}, "
                          f"{self.align(b, target, False)}, dtype=_dt)", target, risky=True,
                          kernels=ks, size=size)
+        if op == "/" and a.code == "1" and not a.axes and b.kernels and b.axes == tuple(target):
+            # 1 / e as e ** -1, NumPy's reciprocal (the same IEEE quotient and flags), which it
+            # computes in e's temporary; 1 / e allocates a new array while e is still held
+            ks = ks[:-1] + (replace(ks[-1], detail="**", args=(len(b.kernels),)),)
+            return Value(f"{b.paren()} ** (-1)", target, risky=True, prec=_POW, kernels=ks,
+                         size=size)
         return Value(f"{left} {op} {right}", target, risky=risky, prec=level, kernels=ks,
                      size=size)
 

@@ -77,8 +77,9 @@ def release_dead(lines: Sequence[str], kernels: Sequence[Kernel],
         line, block = where
         after.setdefault(line, {}).setdefault(block.level, []).append(name)
         released_in[name] = block
+    reused: dict[str, set[int]] = {}
     if sizes:
-        lines = _in_place(lines, info, after, owned, kernels, sizes)
+        lines, reused = _in_place(lines, info, after, owned, kernels, sizes)
     out: list[str] = []
     new_at: list[int] = []
     del_line: dict[str, list[int]] = {}
@@ -91,7 +92,7 @@ def release_dead(lines: Sequence[str], kernels: Sequence[Kernel],
             out.append("    " * (1 + level) + "del " + ", ".join(names))
     moved = [replace(k, line=new_at[k.line]) if k.line >= 0 else k for k in kernels]
     lifetimes = _lifetimes(info, owned, arrays, new_at, del_line, released_in, top,
-                           len(out) - 1)
+                           len(out) - 1, reused)
     return Released(out, moved, lifetimes)
 
 
@@ -105,10 +106,14 @@ _UFUNCS = {ast.Add: "np.add", ast.Sub: "np.subtract", ast.Mult: "np.multiply",
 
 def _in_place(lines: Sequence[str], info: Sequence[_Line],
               after: Mapping[int, Mapping[int, list[str]]], owned: Mapping[int, Poly],
-              kernels: Sequence[Kernel], sizes: Mapping[str, int]) -> list[str]:
+              kernels: Sequence[Kernel], sizes: Mapping[str, int]
+              ) -> tuple[list[str], dict[str, set[int]]]:
     """``lines`` with each ``v = a op b`` whose operand ``a`` (or ``b``) is released right after
     it, in its own block (not after a loop that runs it again), and holds an array of the
-    result's size (so of its shape) written as ``v = _rt.into(a, np.op, a, b)``."""
+    result's size (so of its shape) written as ``v = _rt.into(a, np.op, a, b)``, and other
+    lines' last reads of such an array as :func:`_chain_into` writes them; and the lines that
+    write into each name's array (its memory is the line's result from then on)."""
+    reused: dict[str, set[int]] = {}
     result: dict[int, Poly] = {}
     for k in kernels:
         if k.line >= 0 and not k.alloc.is_zero():
@@ -119,9 +124,20 @@ def _in_place(lines: Sequence[str], info: Sequence[_Line],
         dying = after.get(k, {}).get(li.level, [])
         if dying and li.defines is not None and k in result:
             out[k] = _written_into(lines[k], dying, last_def, owned, result[k], sizes)
+            call = ast.parse(out[k].strip()).body[0].value if out[k] != lines[k] else None
+            if isinstance(call, ast.Call) and not any(_temporary(a) for a in call.args[2:]):
+                # (with a temporary operand the plan has the result in it: NumPy's elision)
+                reused.setdefault(ast.unparse(call.args[0]), set()).add(k)
+        for name in dying if out[k] == lines[k] else ():
+            held = owned.get(last_def.get(name, -1))
+            if held is not None and held.evaluate(
+                    {n: sizes.get(n, 1000) for n in held.size_names()}) >= IN_PLACE_MIN:
+                before, out[k] = out[k], _chain_into(out[k], name)
+                if out[k] != before:
+                    reused.setdefault(name, set()).add(k)
         if li.defines is not None:
             last_def[li.defines] = k
-    return out
+    return out, reused
 
 
 def _written_into(line: str, dying: Sequence[str], last_def: Mapping[str, int],
@@ -146,6 +162,117 @@ def _written_into(line: str, dying: Sequence[str], last_def: Mapping[str, int],
         return (f"{indent}{target} = _rt.into({operand.id}, {_UFUNCS[type(op.op)]}, "
                 f"{a}, {b})")
     return line
+
+
+# NumPy's elementwise ufuncs from floats to floats of the operands' dtype, as the generated code
+# calls them (operators, and one-argument functions).
+_UNARY_UFUNCS = frozenset({"np.sqrt", "np.exp", "np.log", "np.sin", "np.cos", "np.tanh",
+                           "np.abs", "np.log1p", "np.expm1", "np.negative"})
+_COMMUTATIVE = (ast.Add, ast.Mult)
+
+
+def _chain_into(line: str, name: str) -> str:
+    """``line`` with the elementwise operations that its last read of ``name`` (released after
+    the line) feeds, up to the first whose other operand is a temporary NumPy writes into
+    anyway, written into ``name``'s array (``_rt.reuse``, checked when it runs): the array is
+    dead once read, so the line holds one array less (``1 / (2 * sqrt(r)) * sqrt(r) ** 2``
+    reuses ``r`` for ``sqrt(r) ** 2``, where it would hold ``r``, the left factor and a third
+    array). Unchanged when the last read is no operand of such an operation."""
+    text = line.strip()
+    tree = ast.parse(text)
+    stmt = tree.body[0]
+    if not isinstance(stmt, ast.Assign | ast.AugAssign) or any(
+            isinstance(n, ast.Lambda | ast.IfExp | ast.NamedExpr | ast.comprehension
+                       | ast.BoolOp | ast.Compare) for n in ast.walk(stmt.value)):
+        return line
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) \
+            and stmt.target.id == name:
+        return line
+    parents: dict[int, ast.AST] = {}
+    order: list[ast.AST] = []
+
+    def visit(node: ast.AST) -> None:  # evaluation order: operands left to right, then node
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            visit(child)
+        order.append(node)
+
+    visit(stmt.value)
+    reads = [n for n in order if isinstance(n, ast.Name) and n.id == name]
+    if not reads:
+        return line
+    node: ast.expr = reads[-1]
+    wrapped = None
+    while True:
+        parent = parents.get(id(node))
+        call = _elementwise(parent, node)
+        if call is None:
+            break
+        ufunc, operands = call
+        if isinstance(parent, ast.BinOp):
+            other = parent.right if parent.left is node else parent.left
+            if _temporary(other) and (isinstance(parent.op, _COMMUTATIVE)
+                                      or other is parent.left):
+                break  # NumPy computes the result into that temporary
+        new = ast.Call(ast.Attribute(ast.Name("_rt"), "reuse"), [ufunc, *operands],
+                       [ast.keyword("dead", ast.Name(name))])
+        _replace(parents[id(parent)] if id(parent) in parents else stmt, parent, new)
+        parents[id(new)] = parents.get(id(parent), stmt)
+        wrapped = node = new
+    if wrapped is None:
+        return line
+    indent = line[: len(line) - len(line.lstrip())]
+    return indent + ast.unparse(stmt)
+
+
+def _temporary(e: ast.expr) -> bool:
+    """Whether ``e`` computes a new array (not a name, a number, a view or a slice of one)."""
+    return not isinstance(e, ast.Name | ast.Constant | ast.Attribute | ast.Subscript) and not (
+        isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant))
+
+
+def _elementwise(parent: ast.AST | None, node: ast.expr
+                 ) -> tuple[ast.expr, list[ast.expr]] | None:
+    """The ufunc and operands of ``parent`` when it is an elementwise operation with ``node``
+    as an operand, else None."""
+    if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Pow):
+        if parent.left is not node:
+            return None
+        try:
+            k = ast.literal_eval(parent.right)
+        except ValueError:
+            k = None
+        if isinstance(k, int | float) and not isinstance(k, bool):
+            # NumPy computes these powers by other ufuncs (its fast scalar powers): the same
+            # ones here, so that the values are the operator's (sqrt(-0.0) is -0.0)
+            fast = {2: "np.square", -1: "np.reciprocal", 0.5: "np.sqrt"}.get(k)
+            if fast is not None:
+                return ast.parse(fast).body[0].value, [parent.left]
+            if k in (0, 1):
+                return None
+        return ast.parse("np.power").body[0].value, [parent.left, parent.right]
+    if isinstance(parent, ast.BinOp) and type(parent.op) in _UFUNCS:
+        return ast.parse(_UFUNCS[type(parent.op)]).body[0].value, [parent.left, parent.right]
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub):
+        return ast.parse("np.negative").body[0].value, [parent.operand]
+    if (isinstance(parent, ast.Call) and ast.unparse(parent.func) in _UNARY_UFUNCS
+            and len(parent.args) == 1 and not parent.keywords and parent.args[0] is node):
+        return parent.func, [node]
+    return None
+
+
+def _replace(holder: ast.AST, old: ast.AST, new: ast.AST) -> None:
+    """Put ``new`` where ``holder`` has ``old``."""
+    for field, value in ast.iter_fields(holder):
+        if value is old:
+            setattr(holder, field, new)
+            return
+        if isinstance(value, list):
+            for k, item in enumerate(value):
+                if item is old:
+                    value[k] = new
+                    return
+    raise AssertionError("not a child")
 
 
 def _parse(line: str) -> _Line:
@@ -236,10 +363,12 @@ def _defined_first(block: _Block, info: Sequence[_Line], first: int, name: str) 
 
 def _lifetimes(info: Sequence[_Line], owned: Mapping[int, Poly], arrays: set[str],
                new_at: Sequence[int], del_line: Mapping[str, list[int]],
-               released_in: Mapping[str, _Block], top: _Block, last: int
-               ) -> tuple[Lifetime, ...]:
+               released_in: Mapping[str, _Block], top: _Block, last: int,
+               reused: Mapping[str, set[int]]) -> tuple[Lifetime, ...]:
     """One lifetime per definition of an array name (new line numbers): to the next definition
-    of the name, its release, or the end; aliases extend what they refer to."""
+    of the name, its release, or the end; aliases extend what they refer to. An array a line
+    writes its result into (``reused``: name -> old lines) ends before that line: the line's
+    allocation is that array."""
     defs: dict[str, list[int]] = {}
     for k, li in enumerate(info):
         if li.defines in arrays:
@@ -254,6 +383,9 @@ def _lifetimes(info: Sequence[_Line], owned: Mapping[int, Poly], arrays: set[str
             if n + 1 < len(ks):
                 ends.append(new_at[ks[n + 1]])
             end = min(ends, default=last)
+            into = [new_at[j] for j in reused.get(name, ()) if start < new_at[j] <= end]
+            if into:
+                end = min(into) - 1
             # defined in a loop, released only after it: two arrays while the line runs
             looped = k in in_loop and (name not in released_in or released_in[name] is top)
             out.append(Lifetime(name, owned.get(k, ZERO), start, end, looped))

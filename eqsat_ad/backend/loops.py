@@ -30,28 +30,39 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 class Loops:
     """Mixin of the code generator (:class:`eqsat_ad.backend.statements.Codegen`)."""
 
-    def statement_split(self, s: Statement, terms: list[Term]) -> bool:
-        """Lower ``s`` (expanded into ``terms``) as a loop over a small axis when that is priced
-        below running it whole; False (nothing emitted) otherwise."""
+    def split_axes(self, s: Statement, terms: list[Term]) -> list[tuple[str, str | Dim]]:
+        """The small axes ``s`` (expanded into ``terms``) may run as a loop over: generators
+        ``("gen", name)`` and summed extents ``("sum", extent)``."""
         if self.strict or self.indent or s.name in self.structured or not self.sizes:
-            return False
+            return []
         cands: list[tuple[str, str | Dim]] = [
             ("gen", iv.name) for iv in s.indices if is_small(iv.extent, self.sizes)]
         for t in terms:
             for iv in t.sums:
                 if is_small(iv.extent, self.sizes) and ("sum", iv.extent) not in cands:
                     cands.append(("sum", iv.extent))
-        if not cands:
-            return False
-        best, best_price = None, self.trial(lambda: self.lower_terms(s, terms))
-        for cand in cands:
+        return cands
+
+    def split_choice(self, s: Statement, terms: list[Term], whole: SplitPrice | None = None
+                     ) -> tuple[tuple[str, str | Dim] | None, SplitPrice]:
+        """How to lower ``s`` (expanded into ``terms``): a loop over a small axis when that is
+        priced below running it whole (:func:`eqsat_ad.plan.split.prefer`), else None; and
+        the price of that choice. ``whole``: the whole lowering's price, if known."""
+        best_price = whole or self.trial(lambda: self.lower_terms(s, terms))
+        best = None
+        for cand in self.split_axes(s, terms):
             price = self.trial(lambda c=cand: self.run_split(s, terms, c))
             if plan_split.prefer(price, best_price):
                 best, best_price = cand, price
-        if best is None:
-            return False
-        self.run_split(s, terms, best)
-        return True
+        return best, best_price
+
+    def lower_choice(self, s: Statement, terms: list[Term],
+                     split: tuple[str, str | Dim] | None) -> None:
+        """Emit ``s`` as :meth:`split_choice` chose."""
+        if split is None:
+            self.lower_terms(s, terms)
+        else:
+            self.run_split(s, terms, split)
 
     def trial(self, lower: Callable[[], None]) -> SplitPrice:
         """The split price of what ``lower()`` emits; then forgotten."""

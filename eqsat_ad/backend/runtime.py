@@ -156,7 +156,16 @@ def einsum_sz(spec: str, path: list[object] | bool, *operands: np.ndarray) -> np
 
 def finite(*arrays: np.ndarray) -> bool:
     """Whether every entry of ``arrays`` is finite (then any order of the products is exact)."""
-    return all(bool(np.isfinite(a).all()) for a in arrays)
+    return all(_all_finite(a) for a in arrays)
+
+
+def _all_finite(a: object) -> bool:
+    """Whether every entry of ``a`` is finite, by its least and greatest entries (NumPy's
+    minimum and maximum propagate nan): no boolean array of ``a``'s size is allocated."""
+    a = np.asarray(a)
+    if a.size == 0 or a.dtype.kind != "f":
+        return bool(np.isfinite(a).all())
+    return bool(np.isfinite(a.min()) and np.isfinite(a.max()))
 
 
 def finite_result(result: object) -> bool:
@@ -179,7 +188,7 @@ class NonFinite(ArithmeticError):
 
 def checked(r: np.ndarray) -> np.ndarray:
     """``r`` (a product of parameters) if every entry is finite; raises :class:`NonFinite`."""
-    if not np.isfinite(r).all():
+    if not _all_finite(r):
         raise NonFinite("a checked product holds inf or nan")
     return r
 
@@ -262,16 +271,43 @@ def suffix_sum(v: np.ndarray, axis: int) -> np.ndarray:
     return np.flip(np.cumsum(np.flip(v, axis=axis), axis=axis), axis=axis)
 
 
-def into(dead: object, ufunc: Callable[..., np.ndarray], a: object, b: object) -> object:
-    """``ufunc(a, b)`` written into ``dead`` (``a`` or ``b``: an array the caller reads no
-    more) when that gives the very same array: nothing else refers to ``dead`` (not a view, not
-    an argument, not another name), and it has the result's shape and dtype; a new array
-    otherwise. (An elementwise ufunc reads each element before it writes it: exact.)"""
-    if (type(dead) is np.ndarray and sys.getrefcount(dead) <= _SOLE and dead.base is None
-            and dead.flags.writeable and np.result_type(a, b) == dead.dtype
-            and dead.shape == np.broadcast_shapes(np.shape(a), np.shape(b))):
-        return ufunc(a, b, out=dead)
-    return ufunc(a, b)
+def into(dead: object, ufunc: Callable[..., np.ndarray], *operands: object) -> object:
+    """``ufunc(*operands)`` written into ``dead`` (an operand, or an array an operand was
+    computed into: an array the caller reads no more) when that gives the very same array:
+    nothing else refers to ``dead`` (not a view, not an argument, not another name), and it has
+    the result's shape and dtype; a new array otherwise. (An elementwise ufunc reads each
+    element before it writes it: exact.)"""
+    sole = _SOLE - 1 + sum(1 for x in operands if x is dead)
+    if (type(dead) is np.ndarray and sys.getrefcount(dead) <= sole and dead.base is None
+            and dead.flags.writeable and np.result_type(*operands) == dead.dtype
+            and dead.shape == np.broadcast_shapes(*(np.shape(x) for x in operands))):
+        return ufunc(*operands, out=dead)
+    return ufunc(*operands)
+
+
+def reuse(ufunc: Callable[..., np.ndarray], *operands: object, dead: object) -> object:
+    """``ufunc(*operands)`` written into ``dead`` under :func:`into`'s checks. ``dead`` comes
+    last, so that it is read after the operands: a nested ``reuse(f, reuse(g, a, dead=a),
+    dead=a)`` finds ``a`` held by nothing but its variable while the inner call runs."""
+    sole = _SOLE_LAST - 1 + sum(1 for x in operands if x is dead)
+    if (type(dead) is np.ndarray and sys.getrefcount(dead) <= sole and dead.base is None
+            and dead.flags.writeable and np.result_type(*operands) == dead.dtype
+            and dead.shape == np.broadcast_shapes(*(np.shape(x) for x in operands))):
+        return ufunc(*operands, out=dead)
+    return ufunc(*operands)
+
+
+def _sole_references_last() -> int:
+    """:func:`_sole_references` for :func:`reuse`."""
+
+    def probe(ufunc: object, *operands: object, dead: object) -> int:
+        return sys.getrefcount(dead)
+
+    def caller() -> int:
+        t, u = np.empty(2), np.empty(2)
+        return probe(None, u, t, dead=t)
+
+    return caller()
 
 
 def _sole_references() -> int:
@@ -279,7 +315,7 @@ def _sole_references() -> int:
     passed to it as ``dead`` and one operand (as the generated code does), as :func:`into`
     counts them (the interpreter decides how many)."""
 
-    def probe(dead: object, ufunc: object, a: object, b: object) -> int:
+    def probe(dead: object, ufunc: object, *operands: object) -> int:
         return sys.getrefcount(dead)
 
     def caller() -> int:
@@ -290,3 +326,4 @@ def _sole_references() -> int:
 
 
 _SOLE = _sole_references()
+_SOLE_LAST = _sole_references_last()

@@ -37,6 +37,7 @@ from ..plan.normal import (
     expand,
     fold,
     outer_groups,
+    spread_reads,
 )
 from ..plan.poly import ZERO, Poly
 from ..plan.split import SplitPrice, inline_small_arrays, split_price
@@ -59,9 +60,24 @@ class Codegen(Loops, Reductions):
         self.emit(f"# {print_statement(s)}")
         body, plus_zero = _zero_addend(s.body)
         terms = expand(body, self.names)
-        # (a literal zero addend is added after the writes: such a statement is not split)
-        if plus_zero or not self.statement_split(s, terms):
-            self.lower_terms(s, terms, plus_zero=plus_zero)
+        if plus_zero:  # (a literal zero addend is added after the writes: not split)
+            self.lower_terms(s, terms, plus_zero=True)
+            return
+        # Broadcast sums of reads inside contractions spread over their terms
+        # (plan.normal.spread_reads: exact for finite values, the fast code only) where that
+        # is priced no higher at the call's sizes and allocates no larger array (as a split).
+        spread = None if self.strict or not self.sizes or s.name in self.structured \
+            else spread_reads(terms, self.names)
+        if spread is None and not self.split_axes(s, terms):
+            self.lower_terms(s, terms)
+            return
+        split, price = self.split_choice(s, terms)
+        if spread is not None:
+            split2, price2 = self.split_choice(s, spread)
+            if price2.price <= price.price and price2.peak <= price.peak:
+                self.decide("spread", "sums of reads distributed over their contractions")
+                terms, split = spread, split2
+        self.lower_choice(s, terms, split)
 
     def full_axis(self, iv: IndexVar) -> Axis:
         return Axis.full(iv)

@@ -52,30 +52,62 @@ class PeakMemory:
                                            for n in self.elements.size_names()}))
 
 
+ELIDE_MIN = 32768
+"""Elements (of float64) a temporary must have for NumPy to compute an operator into it
+(``a * b``, ``a ** 2`` where ``a`` is a temporary no name refers to: NumPy's temporary elision,
+256 KiB and up)."""
+
+# Kernels that are Python operators (NumPy elides their temporaries): the operand positions a
+# result may be written into. ``**`` has its base as its one operand (``e ** k``); a one-operand
+# ``-`` may be ``0.0 - e``, so it is not counted.
+_ELIDED = {"+": (0, 1), "*": (0, 1), "scale": (0, 1), "-": (0,), "/": (0,), "**": (0,)}
+
+
 def line_peak(kernels: Sequence[Kernel], sizes: Mapping[str, int] | None = None) -> Poly:
     """The most elements one line's kernels (in the order they run: each operand's kernels
     before the kernel that reads it) hold at once: what is computed and not yet read, and what
     the running kernel writes. A kernel whose operands are not known (``args`` None) frees
-    nothing: what came before it is counted until the line ends."""
+    nothing: what came before it is counted until the line ends. An operator whose operand is
+    a temporary of its result's size (of :data:`ELIDE_MIN` elements or more) writes into it
+    and allocates nothing."""
     stack: list[tuple[Poly, int]] = []  # (elements held, kernels that computed them)
     best = ZERO
     for k in kernels:
-        total = k.alloc
-        for held, _ in stack:
-            total = total + held
-        if compare(total, best, sizes) > 0:
-            best = total
         want = sum(k.args) if k.args is not None else 0
         taken = j = 0
         while j < len(stack) and taken < want:
             j += 1
             taken += stack[-j][1]
-        if taken == want and want:
+        operands = stack[len(stack) - j:] if taken == want and want else []
+        alloc = ZERO if _elided(k, operands, sizes) else k.alloc
+        total = alloc
+        for held, _ in stack:
+            total = total + held
+        if compare(total, best, sizes) > 0:
+            best = total
+        if operands:
             del stack[len(stack) - j:]  # its operands, freed
         else:
             taken = 0
         stack.append((k.alloc, 1 + taken))
     return best
+
+
+def _elided(k: Kernel, operands: Sequence[tuple[Poly, int]],
+            sizes: Mapping[str, int] | None) -> bool:
+    """Whether ``k`` writes into one of its ``operands`` (their stack entries: each computed
+    operand's, in order) by NumPy's temporary elision."""
+    where = _ELIDED.get(k.detail) if k.kind == "elementwise" else None
+    if where is None or k.args is None or len(k.args) > 2 or k.alloc.is_zero():
+        return False
+    computed = [n for n, a in enumerate(k.args) if a]
+    if [c for _, c in operands] != [k.args[n] for n in computed]:
+        return False
+    if sizes is not None and k.alloc.evaluate(
+            {n: sizes.get(n, 1000) for n in k.alloc.size_names()}) < ELIDE_MIN:
+        return False
+    return any(n in where and held == k.alloc for n, (held, _) in zip(computed, operands,
+                                                                         strict=True))
 
 
 def peak_memory(lifetimes: Sequence[Lifetime], allocs: Mapping[int, Poly],
