@@ -63,7 +63,9 @@ class Reductions(Contractions):
             fv = f.free() if isinstance(f, Term) else set(free_indices(f))
             (inner_f if fv & j else outer_f).append(f)
         guards: list[Value] = []
-        if self.strict and len(outer_f) + bool(j) > 1:
+        if self.strict and (len(outer_f) + bool(j) > 1 or t.coef < 0):
+            # (also a negated factor: -([p] a + [q] b) is a strong zero, +0.0, where p and q
+            # are false, not the negation of the factor's 0.0)
             outer_f, guards = self.split_guards(outer_f, grid)
         outer = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
                  for f in outer_f]

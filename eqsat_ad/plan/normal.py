@@ -306,6 +306,16 @@ def _merge(a: Term, b: Term) -> Term:
     return Term(a.coef * b.coef, [], [replace(a, coef=1.0), replace(b, coef=1.0)], [])
 
 
+def _negated(terms: list[Term], e: Expr, names: _Names) -> list[Term]:
+    """``-e`` for ``e`` expanded into ``terms``. The strict lowering keeps the negation of a
+    sum of two or more terms outside it: ``-(a + b)`` is -0.0 where ``a + b`` is +0.0 (``a =
+    -b``), but ``-a - b`` is +0.0 there, a sign a division by it sees (docs/semantics.md: the
+    unoptimized code agrees with the interpreter on every value)."""
+    if len(terms) > 1 and not names.flatten:
+        return [Term(-1.0, [], [e], [])]
+    return [replace(t, coef=-t.coef) for t in terms]
+
+
 def _comparisons(terms: list[Term]) -> list[Expr]:
     """The data comparisons (``gt(x, y)``, ...) among the factors of a single term: like
     brackets, each makes the term a strong zero where it is false."""
@@ -344,9 +354,9 @@ def expand(e: Expr, names: _Names) -> list[Term]:
         case Binary("+", lhs, rhs):
             return expand(lhs, names) + expand(rhs, names)
         case Binary("-", lhs, rhs):
-            return expand(lhs, names) + [replace(t, coef=-t.coef) for t in expand(rhs, names)]
+            return expand(lhs, names) + _negated(expand(rhs, names), rhs, names)
         case Neg(arg):
-            return [replace(t, coef=-t.coef) for t in expand(arg, names)]
+            return _negated(expand(arg, names), arg, names)
         case Binary("/", lhs, Const(v)) if v != 0 and math.isfinite(v):
             return [replace(t, coef=t.coef / v) for t in expand(lhs, names)]
         case Binary("/", lhs, rhs):

@@ -1,0 +1,67 @@
+"""Defects found by the 10,000-program fuzz run at commit 4bff926 (seeds 2030, 2031;
+experiments/results/fuzz.md), one regression test per class: the interpreter's value is stated,
+and every stage (unoptimized and optimized code, values and gradients) is checked against it by
+the fuzzer's own comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.fuzz import Case, check_case
+from eqsat_ad.fuzz.report import DEFECTS
+from eqsat_ad.ir.interpreter import evaluate
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def _agree(source: str, shapes: dict, sizes: dict, inputs: dict, generator: str = "index",
+           kind: str = "nonfinite") -> None:
+    """Interpreter, optimize=False and optimized code agree (values, nan/inf patterns, and the
+    gradients of a scalar program)."""
+    case = Case(generator, source, shapes, sizes)
+    findings = check_case(case, {kind: inputs}, fd=False)[kind]
+    assert [f for f in findings if f.outcome in DEFECTS] == []
+
+
+def _compiled(source: str, *args: object) -> list[object]:
+    return [ea.compile(ea.parse(source), optimize=optimize)(*args) for optimize in (False, True)]
+
+
+@pytest.mark.parametrize("source, x, want", [
+    # a negated sum that is exactly +0.0 (x[0] = -x[1]) is -0.0, so 1 / it is -inf
+    ("def f(x: [N]):\n    y[i: N] = -(x[i] + x[1 - i])\n    return 1 / y[0]\n",
+     [1.0, -1.0], -np.inf),
+    # ... and the same behind a difference: -0.0 - (+0.0) is -0.0
+    ("def f(x: [N]):\n    y[i: N] = x[2] - (x[i] + x[1 - i])\n    return 1 / y[0]\n",
+     [-1.0, 1.0, -0.0], -np.inf),
+    # a negated sum of guarded terms that are all false is a strong zero: +0.0, not -0.0
+    ("def f(x: [N]):\n    y[i: N] = -((i == 0) * x[i] + (i == 2) * x[0])\n    return 1 / y[1]\n",
+     [1.0, -1.0], np.inf),
+    ("def f(x: [N]):\n    y[i: N] = -((i == 0) * x[i] + gt(x[i], 5) * x[0])\n"
+     "    return 1 / y[1]\n", [np.nan, -1.0], np.inf),
+])
+def test_a_negated_sum_keeps_the_sign_of_its_zero(source: str, x: list, want: float) -> None:
+    """fuzz 2030:537 (``x = -np.where(x <= x, x, x[-1])``, then ``x[-1] ** -1``): ``-(a +
+    b)`` is -0.0 where ``a + b`` is +0.0 (``a = -b``, or ``a = -0.0`` plus the select's strong
+    zero), but the normal form distributed the negation, ``-a - b``: +0.0, so a division by it
+    gave +inf against the interpreter's -inf, on finite inputs too. The strict code (which the
+    fast code reruns on a division by zero) now keeps the negation of a sum of terms outside
+    it, and a negated sum of guarded terms stays a strong zero where none is live."""
+    xs = np.array(x)
+    assert _value(source, x=xs) == want
+    assert _compiled(source, xs) == [want, want]
+    _agree(source, {"x": ("N",)}, {"N": len(x)}, {"x": xs})
+
+
+def test_np_where_then_negation_keeps_the_sign_of_zero() -> None:
+    """The program of fuzz 2030:537, minimized: the select ``ge(x, x) * x + nge(x, x) * x[1]``
+    at ``x = -0.0`` is +0.0 (the strong zero added to -0.0), negated -0.0."""
+    src = ("import numpy as np\n\n\ndef f(x):\n    x = -(np.where(x <= x, x, x[-1]))\n"
+           "    return 1.0 / x[-1]\n")
+    _agree(src, {"x": ("N",)}, {"N": 2}, {"x": np.array([-0.9, -0.0])}, generator="numpy")
+
+
+def _value(source: str, **inputs: object) -> object:
+    return evaluate(ea.parse(source), **inputs)
