@@ -65,3 +65,36 @@ def test_np_where_then_negation_keeps_the_sign_of_zero() -> None:
 
 def _value(source: str, **inputs: object) -> object:
     return evaluate(ea.parse(source), **inputs)
+
+
+@pytest.mark.parametrize("source, inputs, want", [
+    # fuzz 2030:400: Σ_i t0[2i] / Σ_j A1[j] with the divisor 5e-324 and t0 = 0
+    ("def f(x: [N], w: []):\n    return Sum[i: N](x[i] / w)\n",
+     {"x": np.array([0.0, 0.0]), "w": 5e-324}, 0.0),
+    ("def f(x: [N], w: [N]):\n    return Sum[i: N](x[i] / w[i])\n",
+     {"x": np.array([0.0, 1e-300]), "w": np.array([5e-324, 1e-10])}, 1e-300 / 1e-10),
+    ("def f(x: [N], w: []):\n    return Sum[i: N](x[i] / w) * w\n",
+     {"x": np.array([1e-300, 0.0]), "w": 5e-324}, 1e-300),
+])
+def test_a_quotient_by_a_subnormal_is_not_a_product_by_its_overflowed_reciprocal(
+        source: str, inputs: dict, want: float) -> None:
+    """``a / b`` with ``b = 5e-324`` is finite (0 for ``a = 0``), but ``1 / b`` overflows, so
+    ``a * b ** -1`` is ``0 * inf``, nan: the strict code took a quotient inside a sum apart into
+    the factors ``a`` and ``b ** -1`` (to take ``b`` out of the sum, as the fast code does where
+    ``b ** -1`` is checked finite). It keeps the quotient whole now."""
+    assert _value(source, **inputs) == pytest.approx(want, rel=1e-12)
+    got = _compiled(source, *inputs.values())
+    assert got[0] == got[1] == pytest.approx(want, rel=1e-12)
+    shapes = {k: ("N",) if np.ndim(v) else () for k, v in inputs.items()}
+    _agree(source, shapes, {"N": 2}, inputs, kind="extreme")
+
+
+def test_a_sum_divided_by_a_subnormal_sum_reruns_exactly() -> None:
+    """The program of fuzz 2030:400, minimized: ``Σ_i t0[2i] / Σ_{j: 2} A1[j]`` at N = 1 with
+    ``t0 = log(1 - (-0.0) / 5e-324) = 0`` and the divisor the subnormal 5e-324: 0."""
+    src = ("def f(A: [1, N], A1: [N]):\n    t0[i: N] = log((1 - (A[0, i/2] / A1[i/2])))\n"
+           "    return Sum[i: N](t0[2*i] / Sum[j: 2](A1[j]))\n")
+    inputs = {"A": np.array([[-0.0]]), "A1": np.array([5e-324])}
+    assert _value(src, **inputs) == 0.0
+    assert _compiled(src, *inputs.values()) == [0.0, 0.0]
+    _agree(src, {"A": (1, "N"), "A1": ("N",)}, {"N": 1}, inputs, kind="extreme")

@@ -59,7 +59,9 @@ class Reductions(Contractions):
         inner_conds = [c for c in t.conds if c.indices() & j]
         inner_f: list[Expr | Term] = []
         outer_f: list[Expr | Term] = []
-        for f in divisions_out_of_sums(t.factors, j):
+        # (the strict code keeps a quotient whole: a * b ** -1 is nan where b is subnormal and
+        # a is 0, 1 / b overflowing, but a / b is 0)
+        for f in t.factors if self.strict else divisions_out_of_sums(t.factors, j):
             fv = f.free() if isinstance(f, Term) else set(free_indices(f))
             (inner_f if fv & j else outer_f).append(f)
         guards: list[Value] = []
