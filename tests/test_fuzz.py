@@ -459,6 +459,13 @@ KNOWN_REPRODUCERS = {
         "of a tie of the minimum times inf, nan interpreted, inf compiled",
     "s2029_gradient_numpy_grad_optimize_false_000.py":
         "not fixed: as s2029_gradient_numpy_grad_001",
+    # the 10,000-program run at 4bff926 (seeds 2030, 2031), triaged on branch sem8
+    "s2030_nan_pattern_numpy_compile_optimize_false_537.py":
+        "backend strict code: -(a + b) distributed into -a - b (+0.0 where a + b is +0.0, "
+        "-0.0 negated: the select's -0.0 + strong zero), so x ** -1 gave +inf against -inf",
+    "s2030_nan_pattern_index_compile_optimize_false_400.py":
+        "backend strict code: a quotient in a sum by the subnormal Σ A1 taken apart into "
+        "t0 * (Σ A1) ** -1: 0 * inf = nan against 0 / 5e-324 = 0",
 }
 
 
@@ -501,6 +508,9 @@ FIXED_REPRODUCERS = frozenset({
     "s2029_gradient_numpy_grad_optimize_false_009.py",
     "s2029_value_index_compile_005.py",
     "s2029_value_index_compile_optimize_false_004.py",
+    # the run at 4bff926 (branch sem8, tests/test_fuzz_2030.py)
+    "s2030_nan_pattern_numpy_compile_optimize_false_537.py",
+    "s2030_nan_pattern_index_compile_optimize_false_400.py",
 })
 
 
