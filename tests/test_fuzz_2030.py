@@ -36,6 +36,13 @@ def _compiled(source: str, *args: object) -> list[object]:
     # ... and the same behind a difference: -0.0 - (+0.0) is -0.0
     ("def f(x: [N]):\n    y[i: N] = x[2] - (x[i] + x[1 - i])\n    return 1 / y[0]\n",
      [-1.0, 1.0, -0.0], -np.inf),
+    # ... a sum divided by a negative constant, or a bracketed one times one
+    ("def f(x: [N]):\n    y[i: N] = (x[i] + x[1 - i]) / -2\n    return 1 / y[0]\n",
+     [1.0, -1.0], -np.inf),
+    ("def f(x: [N]):\n    y[i: N] = -2 * ((i == 0) * x[i] + x[1 - i])\n    return 1 / y[0]\n",
+     [-0.0, 0.0], -np.inf),
+    ("def f(x: [N]):\n    y[i: N] = ((i == 0) * x[i] + x[1 - i]) / -4\n    return 1 / y[0]\n",
+     [1.0, -1.0], -np.inf),
     # a negated sum of guarded terms that are all false is a strong zero: +0.0, not -0.0
     ("def f(x: [N]):\n    y[i: N] = -((i == 0) * x[i] + (i == 2) * x[0])\n    return 1 / y[1]\n",
      [1.0, -1.0], np.inf),
