@@ -466,6 +466,19 @@ KNOWN_REPRODUCERS = {
     "s2030_nan_pattern_index_compile_optimize_false_400.py":
         "backend strict code: a quotient in a sum by the subnormal Σ A1 taken apart into "
         "t0 * (Σ A1) ** -1: 0 * inf = nan against 0 / 5e-324 = 0",
+    "s2031_gradient_index_grad_optimize_false_1396.py":
+        "backend fast code: a small array read outside it (t1[3, N - 1]) recomputed behind a "
+        "false bracket, which removed the term and its log(0) = -inf: gradient 0 against nan",
+    "s2030_nan_pattern_numpy_compile_optimize_false_349.py":
+        "class 4 (not fixed): a sum of +-1e154 entries that cancel, times a product near "
+        "1e308: finite interpreted, -inf compiled (the order of an overflow)",
+    "s2031_gradient_numpy_grad_1377.py":
+        "class 4 (not fixed): np.max(A[:-1] + 100.0) at A[0] = [1e-300, 5e-324]: the sums tie "
+        "(100 absorbs both), the optimizer cancels the 100s in step(a + 100 - (b + 100)), "
+        "so the tie is broken: gradient [1, 0] against [0.5, 0.5]",
+    "s2031_gradient_numpy_grad_optimize_false_1513.py":
+        "class 4 (not fixed): s1_bar * (t * step(1 - t * t)) at t = -1e300 flattened into "
+        "s1_bar * t * step(...): (2e300 * 1e300) * 0 = nan against 0 (an overflow's order)",
 }
 
 
@@ -511,6 +524,7 @@ FIXED_REPRODUCERS = frozenset({
     # the run at 4bff926 (branch sem8, tests/test_fuzz_2030.py)
     "s2030_nan_pattern_numpy_compile_optimize_false_537.py",
     "s2030_nan_pattern_index_compile_optimize_false_400.py",
+    "s2031_gradient_index_grad_optimize_false_1396.py",
 })
 
 

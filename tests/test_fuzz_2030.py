@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import eqsat_ad as ea
+import eqsat_ad.api
 from eqsat_ad.fuzz import Case, check_case
 from eqsat_ad.fuzz.report import DEFECTS
 from eqsat_ad.ir.interpreter import evaluate
@@ -105,3 +106,20 @@ def test_a_sum_divided_by_a_subnormal_sum_reruns_exactly() -> None:
     assert _value(src, **inputs) == 0.0
     assert _compiled(src, *inputs.values()) == [0.0, 0.0]
     _agree(src, {"A": (1, "N"), "A1": ("N",)}, {"N": 1}, inputs, kind="extreme")
+
+
+def test_a_small_array_read_outside_it_is_not_recomputed_behind_a_false_bracket() -> None:
+    """fuzz 2031:1396 (finite inputs): ``t1[i: 3, j: N] = i < j`` read at ``t1[3, N - 1]``,
+    outside it: an ordinary 0.0, so the adjoint ``t1[3, N - 1] * 2 (log(0) + ...)`` is ``0 *
+    -inf``, nan, as the interpreter computes. The fast code recomputed the small array where it
+    is read (plan/split.py ``inline_small_arrays``) behind the read's range, a false bracket:
+    the whole term vanished, its -inf unseen, so no rerun of the strict code (gradient 0). An
+    array read where a read is not proven inside it is now kept."""
+    src = ("def f(A: [N, N]):\n    t0[i: N, j: N] = A[i, N - 1]\n    t1[i: 3, j: N] = i < j\n"
+           "    return (log(0.0) + t0[N - 1, N - 1] * t1[3, N - 1]) ** 2\n")
+    p, a = ea.parse(src), np.array([[1.92]])
+    want = evaluate(ea.api.gradient_program(p, ("A",), as_tuple=True), A=a)[0]
+    assert np.isnan(want).all()
+    for optimize in (False, True):
+        assert np.isnan(ea.grad(p, wrt="A", optimize=optimize)(a)).all()
+    _agree(src, {"A": ("N", "N")}, {"N": 1}, {"A": a}, kind="finite")
