@@ -469,6 +469,9 @@ KNOWN_REPRODUCERS = {
     "s2031_gradient_index_grad_optimize_false_1396.py":
         "backend fast code: a small array read outside it (t1[3, N - 1]) recomputed behind a "
         "false bracket, which removed the term and its log(0) = -inf: gradient 0 against nan",
+    "s2030_nan_pattern_index_compile_optimize_false_2738.py":
+        "backend: (1 != 1) + t0[1] with t0[1] = -0.0: the false bracket's term dropped, -0.0 "
+        "kept, where the strong zero's +0.0 makes +0.0 (t1 ** -1: -inf against +inf)",
     "s2030_nan_pattern_numpy_compile_optimize_false_349.py":
         "class 4 (not fixed): a sum of +-1e154 entries that cancel, times a product near "
         "1e308: finite interpreted, -inf compiled (the order of an overflow)",
@@ -525,6 +528,7 @@ FIXED_REPRODUCERS = frozenset({
     "s2030_nan_pattern_numpy_compile_optimize_false_537.py",
     "s2030_nan_pattern_index_compile_optimize_false_400.py",
     "s2031_gradient_index_grad_optimize_false_1396.py",
+    "s2030_nan_pattern_index_compile_optimize_false_2738.py",
 })
 
 

@@ -123,3 +123,22 @@ def test_a_small_array_read_outside_it_is_not_recomputed_behind_a_false_bracket(
     for optimize in (False, True):
         assert np.isnan(ea.grad(p, wrt="A", optimize=optimize)(a)).all()
     _agree(src, {"A": ("N", "N")}, {"N": 1}, {"A": a}, kind="finite")
+
+
+@pytest.mark.parametrize("body, want", [
+    ("(1 != 1) + t0[1]", np.inf),
+    ("t0[1] + (1 != 1 and 1 >= 2) * t0[2] / softplus(t0[0])", np.inf),
+    ("-(1 != 1) + t0[1]", np.inf),
+    ("t0[1] - (1 != 1)", -np.inf),  # (e - 0 is e exactly)
+])
+def test_a_statically_false_bracket_added_to_a_negative_zero(body: str, want: float) -> None:
+    """fuzz 2030:2738 (finite inputs): ``t0[1] = x[1/2] / x[1]`` is -0.0 for ``x[1] < 0``, and
+    ``(1 != 1) + t0[1]`` is the strong zero's +0.0 plus -0.0: +0.0, so ``t1 ** -1`` is +inf.
+    The normal form drops the false bracket's term and kept -0.0 (-inf); such a statically
+    zero addend is now added after the terms, as the literal 0 is."""
+    src = (f"def f(x: [3]):\n    t0[i: 3] = x[i/2] / x[i]\n    t1 = {body}\n"
+           "    return t1 ** (-1)\n")
+    x = np.array([1.66, -1.63, -1.93])
+    assert _value(src, x=x) == want
+    assert _compiled(src, x) == [want, want]
+    _agree(src, {"x": (3,)}, {}, {"x": x}, kind="finite")
