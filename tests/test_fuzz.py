@@ -472,6 +472,10 @@ KNOWN_REPRODUCERS = {
     "s2030_nan_pattern_index_compile_optimize_false_2738.py":
         "backend: (1 != 1) + t0[1] with t0[1] = -0.0: the false bracket's term dropped, -0.0 "
         "kept, where the strong zero's +0.0 makes +0.0 (t1 ** -1: -inf against +inf)",
+    "s2030_nan_pattern_index_compile_optimize_false_2802.py":
+        "backend (not fixed, class 5: a sum of strong zeros): Sum[i: M](i > 2) / (M < 2) at "
+        "M = 3: the sum's range narrows to nothing (a strong zero), divided by a false bracket: "
+        "0 interpreted, 0 / 0 = nan compiled",
     "s2030_nan_pattern_numpy_compile_optimize_false_349.py":
         "class 4 (not fixed): a sum of +-1e154 entries that cancel, times a product near "
         "1e308: finite interpreted, -inf compiled (the order of an overflow)",
