@@ -142,3 +142,20 @@ def test_a_statically_false_bracket_added_to_a_negative_zero(body: str, want: fl
     assert _value(src, x=x) == want
     assert _compiled(src, x) == [want, want]
     _agree(src, {"x": (3,)}, {}, {"x": x}, kind="finite")
+
+
+def test_a_temporary_of_a_guarded_loop_term_is_not_reused_after_the_guard() -> None:
+    """fuzz 2030:3306 (internal error, finite inputs): a small axis run as a loop tests a
+    term's conditions on the loop variable with an ``if`` (backend/loops.py); the sum both
+    terms share was computed inside the first term's ``if`` and reused by the second term
+    after it: UnboundLocalError where the condition was false. A temporary defined under the
+    ``if`` is now forgotten after it."""
+    src = ("def f(A: [N, N], B: [N, N]):\n"
+           "    t0[i: 2] = (((i != i/2) * -1.5 + -(A[2*i, i/2])) * "
+           "Sum[j: N](Sum[k: 2](B[k, 2*i])))\n    return t0\n")
+    rng = np.random.default_rng(0)
+    inputs = {"A": rng.normal(size=(3, 3)), "B": rng.normal(size=(3, 3))}
+    want = _value(src, **inputs)
+    for got in _compiled(src, *inputs.values()):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    _agree(src, {"A": ("N", "N"), "B": ("N", "N")}, {"N": 3}, inputs, kind="finite")
