@@ -460,6 +460,33 @@ KNOWN_REPRODUCERS = {
         "overflow now reruns the strict code",
     "s2029_gradient_numpy_grad_optimize_false_000.py":
         "backend fast code (sem7): as s2029_gradient_numpy_grad_001",
+    # the 10,000-program run at 4bff926 (seeds 2030, 2031), triaged on branch sem8
+    "s2030_nan_pattern_numpy_compile_optimize_false_537.py":
+        "backend strict code: -(a + b) distributed into -a - b (+0.0 where a + b is +0.0, "
+        "-0.0 negated: the select's -0.0 + strong zero), so x ** -1 gave +inf against -inf",
+    "s2030_nan_pattern_index_compile_optimize_false_400.py":
+        "backend strict code: a quotient in a sum by the subnormal Σ A1 taken apart into "
+        "t0 * (Σ A1) ** -1: 0 * inf = nan against 0 / 5e-324 = 0",
+    "s2031_gradient_index_grad_optimize_false_1396.py":
+        "backend fast code: a small array read outside it (t1[3, N - 1]) recomputed behind a "
+        "false bracket, which removed the term and its log(0) = -inf: gradient 0 against nan",
+    "s2030_nan_pattern_index_compile_optimize_false_2738.py":
+        "backend: (1 != 1) + t0[1] with t0[1] = -0.0: the false bracket's term dropped, -0.0 "
+        "kept, where the strong zero's +0.0 makes +0.0 (t1 ** -1: -inf against +inf)",
+    "s2030_nan_pattern_index_compile_optimize_false_2802.py":
+        "backend (not fixed, class 5: a sum of strong zeros): Sum[i: M](i > 2) / (M < 2) at "
+        "M = 3: the sum's range narrows to nothing (a strong zero), divided by a false bracket: "
+        "0 interpreted, 0 / 0 = nan compiled",
+    "s2030_nan_pattern_numpy_compile_optimize_false_349.py":
+        "class 4 (not fixed): a sum of +-1e154 entries that cancel, times a product near "
+        "1e308: finite interpreted, -inf compiled (the order of an overflow)",
+    "s2031_gradient_numpy_grad_1377.py":
+        "class 4 (not fixed): np.max(A[:-1] + 100.0) at A[0] = [1e-300, 5e-324]: the sums tie "
+        "(100 absorbs both), the optimizer cancels the 100s in step(a + 100 - (b + 100)), "
+        "so the tie is broken: gradient [1, 0] against [0.5, 0.5]",
+    "s2031_gradient_numpy_grad_optimize_false_1513.py":
+        "class 4 (not fixed): s1_bar * (t * step(1 - t * t)) at t = -1e300 flattened into "
+        "s1_bar * t * step(...): (2e300 * 1e300) * 0 = nan against 0 (an overflow's order)",
 }
 
 
@@ -510,6 +537,11 @@ FIXED_REPRODUCERS = frozenset({
     "s2028_value_numpy_compile_optimize_false_008.py",
     "s2029_gradient_numpy_grad_001.py",
     "s2029_gradient_numpy_grad_optimize_false_000.py",
+    # the run at 4bff926 (branch sem8, tests/test_fuzz_2030.py)
+    "s2030_nan_pattern_numpy_compile_optimize_false_537.py",
+    "s2030_nan_pattern_index_compile_optimize_false_400.py",
+    "s2031_gradient_index_grad_optimize_false_1396.py",
+    "s2030_nan_pattern_index_compile_optimize_false_2738.py",
 })
 
 

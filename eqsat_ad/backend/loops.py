@@ -129,6 +129,8 @@ class Loops:
                 # tested before the term runs: a mask would still evaluate the read out of range
                 per_trip = [c for c in t2.conds if c.kind in ("ge", "eq", "ne")
                             and not c.indices() and var in c.aff.size_names()]
+                # (a temporary the guarded lines define is not there after the if: forgotten)
+                memo, aranges = dict(self.memo), dict(self.aranges)
                 if per_trip:
                     t2 = replace(t2, conds=[c for c in t2.conds if c not in per_trip])
                     self.emit("if " + " and ".join(self.trip_test(c) for c in per_trip) + ":")
@@ -144,6 +146,7 @@ class Loops:
                         if len(self.lines) == mark:
                             self.emit("pass")
                         self.indent -= 1
+                        self.memo, self.aranges = memo, aranges
             if len(self.lines) == start:
                 self.emit("pass")
         finally:

@@ -59,11 +59,15 @@ class Reductions(Contractions):
         inner_conds = [c for c in t.conds if c.indices() & j]
         inner_f: list[Expr | Term] = []
         outer_f: list[Expr | Term] = []
-        for f in divisions_out_of_sums(t.factors, j):
+        # (the strict code keeps a quotient whole: a * b ** -1 is nan where b is subnormal and
+        # a is 0, 1 / b overflowing, but a / b is 0)
+        for f in t.factors if self.strict else divisions_out_of_sums(t.factors, j):
             fv = f.free() if isinstance(f, Term) else set(free_indices(f))
             (inner_f if fv & j else outer_f).append(f)
         guards: list[Value] = []
-        if self.strict and len(outer_f) + bool(j) > 1:
+        if self.strict and (len(outer_f) + bool(j) > 1 or t.coef < 0):
+            # (also a negated factor: -([p] a + [q] b) is a strong zero, +0.0, where p and q
+            # are false, not the negation of the factor's 0.0)
             outer_f, guards = self.split_guards(outer_f, grid)
         outer = [self.term_value(f, grid) if isinstance(f, Term) else self.ev(f, grid)
                  for f in outer_f]

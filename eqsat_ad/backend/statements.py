@@ -11,6 +11,7 @@ from ..ir.errors import ProgramError
 from ..ir.expr import (
     Access,
     Binary,
+    Bracket,
     Expr,
     Neg,
     free_indices,
@@ -32,7 +33,9 @@ from ..plan.normal import (
     Axis,
     Term,
     _by_component,
+    _conds,
     _decide_static,
+    _static,
     eliminate,
     expand,
     fold,
@@ -44,7 +47,7 @@ from ..plan.split import SplitPrice, inline_small_arrays, split_price
 from ..plan.windows import unroll_windows
 from .liveness import release_dead
 from .loops import Loops, _calls
-from .reads import _is_zero
+from .reads import _is_zero, _leaf_factors
 from .reduce import Reductions
 from .values import (
     _ATOM,
@@ -481,8 +484,18 @@ def _zero_addend(e: Expr) -> tuple[Expr, bool]:
     literal zero is added after the terms are written, since IEEE makes ``-0.0 + 0`` +0.0
     (``e - 0`` is ``e`` exactly: False)."""
     match e:
-        case Binary("+" | "-" as op, lhs, rhs) if _is_zero(lhs) != _is_zero(rhs):
-            if _is_zero(rhs):
+        case Binary("+" | "-" as op, lhs, rhs) if _static_zero(lhs) != _static_zero(rhs):
+            if _static_zero(rhs):
                 return lhs, op == "+"
             return (rhs if op == "+" else Neg(rhs)), True
     return e, False
+
+
+def _static_zero(e: Expr) -> bool:
+    """``e`` is a strong zero known without data or indices: the literal 0 (``_is_zero``) or a
+    product with a bracket false whatever the sizes (``(1 != 1) * x``, which the normal form
+    drops: ``(1 != 1) + t`` is +0.0 where ``t`` is -0.0, as ``0 + t``)."""
+    return _is_zero(e) or any(
+        isinstance(f, Bracket) and any(not c.indices() and _static(c) is False
+                                       for c in _conds(f.pred))
+        for f in _leaf_factors(e))

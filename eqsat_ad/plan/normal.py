@@ -285,10 +285,12 @@ def _cheap(terms: list[Term]) -> bool:
     )
 
 
-def _scaling(terms: list[Term]) -> bool:
-    """One term of a constant and brackets only: distributing it over a sum is exact (up to
-    rounding) whatever values the sum holds."""
-    return len(terms) == 1 and not terms[0].factors and not terms[0].sums
+def _scaling(terms: list[Term], other: list[Term]) -> bool:
+    """One term of a constant and brackets only: distributing it over the sum ``other`` is
+    exact (up to rounding) whatever values the sum holds, and keeps the sign of its zero where
+    the constant is positive."""
+    return (len(terms) == 1 and not terms[0].factors and not terms[0].sums
+            and (terms[0].coef > 0 or len(other) == 1))
 
 
 def _merge(a: Term, b: Term) -> Term:
@@ -304,6 +306,16 @@ def _merge(a: Term, b: Term) -> Term:
     if not a.sums:  # b is a sum: keep it as one factor
         return Term(a.coef * b.coef, [], a.factors + [replace(b, coef=1.0)], a.conds)
     return Term(a.coef * b.coef, [], [replace(a, coef=1.0), replace(b, coef=1.0)], [])
+
+
+def _negated(terms: list[Term], e: Expr, names: _Names) -> list[Term]:
+    """``-e`` for ``e`` expanded into ``terms``. The strict lowering keeps the negation of a
+    sum of two or more terms outside it: ``-(a + b)`` is -0.0 where ``a + b`` is +0.0 (``a =
+    -b``), but ``-a - b`` is +0.0 there, a sign a division by it sees (docs/semantics.md: the
+    unoptimized code agrees with the interpreter on every value)."""
+    if len(terms) > 1 and not names.flatten:
+        return [Term(-1.0, [], [e], [])]
+    return [replace(t, coef=-t.coef) for t in terms]
 
 
 def _comparisons(terms: list[Term]) -> list[Expr]:
@@ -344,11 +356,14 @@ def expand(e: Expr, names: _Names) -> list[Term]:
         case Binary("+", lhs, rhs):
             return expand(lhs, names) + expand(rhs, names)
         case Binary("-", lhs, rhs):
-            return expand(lhs, names) + [replace(t, coef=-t.coef) for t in expand(rhs, names)]
+            return expand(lhs, names) + _negated(expand(rhs, names), rhs, names)
         case Neg(arg):
-            return [replace(t, coef=-t.coef) for t in expand(arg, names)]
+            return _negated(expand(arg, names), arg, names)
         case Binary("/", lhs, Const(v)) if v != 0 and math.isfinite(v):
-            return [replace(t, coef=t.coef / v) for t in expand(lhs, names)]
+            terms = expand(lhs, names)
+            if v < 0 and len(terms) > 1 and not names.flatten:  # (as -(a + b), _negated)
+                return [Term(1.0 / v, [], [lhs], [])]
+            return [replace(t, coef=t.coef / v) for t in terms]
         case Binary("/", lhs, rhs):
             # ([p] e) / d = [p] (e / d): a strong zero divided by anything is one (a bracket
             # or data comparison guards the quotient, 0 / nan included)
@@ -382,11 +397,13 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             # Under inf/nan (the strict lowering, names.flatten off) only a multiplier of
             # brackets and a constant distributes: a (b + c) = a b + a c fails for a = inf
             # with b + c finite (or for b = -inf, c finite), as IEEE products do.
+            # (A negative constant keeps the sum whole there too: -2 (a + b) is -0.0 where
+            # a + b is +0.0, -2 a - 2 b is +0.0, as for -(a + b), _negated.)
             if (
                 len(left) * len(right) <= 16
                 and (_cheap(left) or _cheap(right))
                 and any(t.conds for t in left + right)
-                and (names.flatten or _scaling(left) or _scaling(right))
+                and (names.flatten or _scaling(left, right) or _scaling(right, left))
             ):
                 return [_merge(a, b) for a in left for b in right]
             lt = left[0] if len(left) == 1 else Term(1.0, [], [lhs], [])

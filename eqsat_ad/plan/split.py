@@ -33,9 +33,6 @@ from typing import NamedTuple
 
 from ..ir.expr import (
     Access,
-    And,
-    Binary,
-    Bracket,
     Cmp,
     Expr,
     Max,
@@ -113,14 +110,35 @@ def inline_small_arrays(prog: Program, sizes: Mapping[str, int]) -> Program | No
     returned and read by later statements recomputed where it is read; None if there is none.
 
     (The caller prices both programs: recomputation pays when the readers then loop over the
-    small axis instead of reading an array over it.)"""
+    small axis instead of reading an array over it.)
+
+    An array read where its reader's ranges do not prove the read inside it is not recomputed:
+    a read outside it is an ordinary 0.0 (zero padded), which the fast code may meet with an
+    inf the finite arguments make (``t1[3, N - 1] * log(0.0)``: nan, which reruns the strict
+    code), while the recomputed body behind a false bracket is a strong zero that removes the
+    whole term, its inf unseen."""
+    kept: set[str] = set()
+    while True:
+        missed: set[str] = set()
+        got = _inline_small(prog, sizes, frozenset(kept), missed)
+        if not missed:
+            return got
+        kept |= missed
+
+
+def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
+                  missed: set[str]) -> Program | None:
+    """:func:`inline_small_arrays` recomputing no array in ``kept``; the arrays read where a
+    read is not proven inside them are added to ``missed``."""
     returned = {o.name for o in prog.outputs if isinstance(o, Access)}
     out: list = []
     bodies: dict[str, Statement] = {}
     for s in prog.statements:
         if isinstance(s, Statement) and bodies:
-            s = replace(s, body=_inline(s.body, bodies, {iv.name: iv.extent for iv in s.indices}))
+            s = replace(s, body=_inline(s.body, bodies, {iv.name: iv.extent for iv in s.indices},
+                                        missed))
         if (isinstance(s, Statement) and s.name not in returned and s.indices
+                and s.name not in kept
                 and not _has_sum(s.body) and any(is_small(iv.extent, sizes) for iv in s.indices)
                 and any(not is_small(iv.extent, sizes) for iv in s.indices)
                 and any(s.name in t.reads() for t in prog.statements
@@ -158,29 +176,31 @@ def _reads(e: Expr, bodies: Mapping[str, Statement]) -> bool:
     return any(_reads(c, bodies) for c in children(e))
 
 
-def _inline(e: Expr, bodies: Mapping[str, Statement], ranges: Mapping[str, Dim]) -> Expr:
+def _inline(e: Expr, bodies: Mapping[str, Statement], ranges: Mapping[str, Dim],
+            missed: set[str]) -> Expr:
     """``e`` with each read of a statement in ``bodies`` replaced by its body at the read's
     indices, where they are inside it (the bodies hold no sums: no binder can capture).
-    ``ranges``: the extents of the indices bound around ``e``."""
+    ``ranges``: the extents of the indices bound around ``e``; ``missed`` collects the
+    statements read where that is not proven."""
     if isinstance(e, Access) and e.name in bodies:
         s = bodies[e.name]
         mapping: dict[str, Affine] = {iv.name: a for iv, a in zip(s.indices, e.indices,
                                                                    strict=True)}
         assert not free_indices(s.body) - set(mapping)
         body = substitute(s.body, mapping)
-        # a read outside the array is 0 (zero padded): the body is guarded by 0 <= a < extent
-        # where that is not known from the ranges (t[1, N] of t[i: 1, j: N] = x is 0, not x)
+        # a read outside the array is 0 (zero padded), not the body (t[1, N] of t[i: 1, j: N]
+        # = x is 0, not x): where the ranges do not prove 0 <= a < extent, the array is kept
         outside = tuple(c for iv, a in zip(s.indices, e.indices, strict=True)
                         for c in (Cmp(">=", a, Affine.constant(0)),
                                   Cmp("<", a, Affine.of_dim(iv.extent)))
                         if not _holds(c, ranges))
-        if not outside:
-            return body
-        return Binary("*", Bracket(outside[0] if len(outside) == 1 else And(outside)), body)
+        if outside:
+            missed.add(e.name)
+        return body
     if isinstance(e, Sum | Max):
         inner = {**ranges, **{iv.name: iv.extent for iv in e.indices}}
-        return replace(e, body=_inline(e.body, bodies, inner))
-    return map_children(e, lambda c: _inline(c, bodies, ranges))
+        return replace(e, body=_inline(e.body, bodies, inner, missed))
+    return map_children(e, lambda c: _inline(c, bodies, ranges, missed))
 
 
 def _holds(c: Cmp, ranges: Mapping[str, Dim]) -> bool:
