@@ -137,6 +137,11 @@ def test_a_nan_pattern_that_rounding_decides_is_rounding_but_not_any_pattern(
     case = Case("index", "def f(x: [N]):\n    return x[0] * (x[1] - (x[1] - x[2]))\n",
                 {"x": ("N",)}, {"N": 3})
     inputs = {"nonfinite": {"x": np.array([np.inf, 1e154, 1.3])}}
+    # the compiled code itself (the strict code keeps the difference as written) is no defect
+    findings = check_case(case, inputs)["nonfinite"]
+    assert not [f for f in findings if f.outcome in DEFECTS], findings
+    # the distributed form's inf (a - (a - b) = b) is rounding
+    monkeypatch.setattr(CompiledProgram, "__call__", lambda self, *a, **k: np.inf)
     findings = check_case(case, inputs)["nonfinite"]
     compiled = [f for f in findings if f.stage.startswith("compile")]
     assert compiled and {f.outcome for f in compiled} == {"ill-conditioned"}, findings
