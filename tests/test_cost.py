@@ -564,9 +564,10 @@ def test_every_well_formed_program_is_priced(prog):
         if d.kind == "statement":
             # a statement pays at least for writing its output
             assert d.poly.evaluate(big) >= d.writes.evaluate(big)
-    # pricing is deterministic and does not depend on the tie-break sizes' presence for O(·)
+    # pricing is deterministic; concrete sizes may enable a cheaper lowering (a loop over an
+    # axis of literal extent, plan/split.py), never an asymptotically dearer one
     assert program_cost(prog).total == c.total
-    assert degree(program_cost(prog, big).total) == degree(c.total)
+    assert degree(program_cost(prog, big).total) <= degree(c.total)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
