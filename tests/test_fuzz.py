@@ -480,6 +480,9 @@ KNOWN_REPRODUCERS = {
     "s2030_nan_pattern_numpy_compile_optimize_false_349.py":
         "class 4 (not fixed): a sum of +-1e154 entries that cancel, times a product near "
         "1e308: finite interpreted, -inf compiled (the order of an overflow)",
+    "s2031_value_index_compile_optimize_false_3854.py":
+        "backend: a data comparison free of the summed index (ne(0, [i > i])) dropped from "
+        "the sum, which counted its terms: N against 0 (finite inputs)",
     "s2031_gradient_numpy_grad_1377.py":
         "class 4 (not fixed): np.max(A[:-1] + 100.0) at A[0] = [1e-300, 5e-324]: the sums tie "
         "(100 absorbs both), the optimizer cancels the 100s in step(a + 100 - (b + 100)), "
@@ -547,6 +550,8 @@ FIXED_REPRODUCERS = frozenset({
     "s2030_nan_pattern_index_compile_optimize_false_2802.py",
     "s2030_nan_pattern_numpy_compile_optimize_false_349.py",
     "s2031_gradient_numpy_grad_optimize_false_1513.py",
+    # a comparison free of the summed index dropped from the sum (tests/test_fuzz_2030.py)
+    "s2031_value_index_compile_optimize_false_3854.py",
 })
 
 

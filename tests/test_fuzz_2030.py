@@ -159,3 +159,20 @@ def test_a_temporary_of_a_guarded_loop_term_is_not_reused_after_the_guard() -> N
     for got in _compiled(src, *inputs.values()):
         np.testing.assert_allclose(got, want, rtol=1e-12)
     _agree(src, {"A": ("N", "N"), "B": ("N", "N")}, {"N": 3}, inputs, kind="finite")
+
+
+@pytest.mark.parametrize("body, want", [
+    ("ne(0.0, (i > i) * 0.001)", 0.0),  # 2031 #3854: the comparison is false for every i
+    ("ne(0.0, (i > i))", 0.0),
+    ("ne(0.0, (i > i) * A[i, i])", 0.0),
+    ("eq(0.0, (i > i) * 0.001)", 2.0),  # true for every i: counts the terms
+])
+def test_a_comparison_free_of_the_summed_index_guards_the_sum(body: str, want: float) -> None:
+    """2031 #3854 (finite inputs): a data comparison whose value does not depend on the summed
+    index (the bracket ``[i > i]`` is statically false) was dropped from the sum, which then
+    counted its terms: ``Σ_i ne(0, [i > i])`` gave N, the interpreter 0."""
+    source = f"def f(A: [N, N]):\n    return Sum[i: N]({body})\n"
+    A = np.array([[1.03, 2.0], [3.0, 4.0]])
+    assert float(evaluate(ea.parse(source), A=A)) == want
+    assert [float(v) for v in _compiled(source, A)] == [want, want]
+    _agree(source, {"A": ("N", "N")}, {"N": 2}, {"A": A}, kind="finite")

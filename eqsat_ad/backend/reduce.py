@@ -302,7 +302,13 @@ class Reductions(Contractions):
         mult = " * ".join(_factor(self.count_code(inner[a])) for a in absent)
         if not summed:
             vals = [self.settle(v) for v in vals]
-            return self.scale_by_count(mult, self.product(1.0, vals, g2), g2)
+            prod = self.product(1.0, vals, g2)
+            # (a condition free of the summed indices still guards every term: fuzz 2031 #3854,
+            # Σ_i ne(0, [i > i]) is 0, not N)
+            m = self.conj(masks, g2)
+            if m is not None:
+                prod = self.where(m, prod, g2)
+            return self.scale_by_count(mult, prod, g2)
         if not masks and len(vals) == 1:
             v = self.shared(vals[0], create="(" in vals[0].code)
             pos = tuple(k for k, a in enumerate(v.axes) if a in summed)
