@@ -271,6 +271,14 @@ def suffix_sum(v: np.ndarray, axis: int) -> np.ndarray:
     return np.flip(np.cumsum(np.flip(v, axis=axis), axis=axis), axis=axis)
 
 
+def _fits(dead: np.ndarray, operands: tuple[object, ...]) -> bool:
+    """``dead`` can hold the elementwise result of ``operands``: its own memory (not a view),
+    writeable, of the result's dtype and shape."""
+    return (dead.base is None and dead.flags.writeable
+            and np.result_type(*operands) == dead.dtype
+            and dead.shape == np.broadcast_shapes(*(np.shape(x) for x in operands)))
+
+
 def into(dead: object, ufunc: Callable[..., np.ndarray], *operands: object) -> object:
     """``ufunc(*operands)`` written into ``dead`` (an operand, or an array an operand was
     computed into: an array the caller reads no more) when that gives the very same array:
@@ -278,9 +286,8 @@ def into(dead: object, ufunc: Callable[..., np.ndarray], *operands: object) -> o
     the result's shape and dtype; a new array otherwise. (An elementwise ufunc reads each
     element before it writes it: exact.)"""
     sole = _SOLE - 1 + sum(1 for x in operands if x is dead)
-    if (type(dead) is np.ndarray and sys.getrefcount(dead) <= sole and dead.base is None
-            and dead.flags.writeable and np.result_type(*operands) == dead.dtype
-            and dead.shape == np.broadcast_shapes(*(np.shape(x) for x in operands))):
+    # (the reference count is read here: passing ``dead`` to a helper would add one)
+    if type(dead) is np.ndarray and sys.getrefcount(dead) <= sole and _fits(dead, operands):
         return ufunc(*operands, out=dead)
     return ufunc(*operands)
 
@@ -290,9 +297,8 @@ def reuse(ufunc: Callable[..., np.ndarray], *operands: object, dead: object) -> 
     last, so that it is read after the operands: a nested ``reuse(f, reuse(g, a, dead=a),
     dead=a)`` finds ``a`` held by nothing but its variable while the inner call runs."""
     sole = _SOLE_LAST - 1 + sum(1 for x in operands if x is dead)
-    if (type(dead) is np.ndarray and sys.getrefcount(dead) <= sole and dead.base is None
-            and dead.flags.writeable and np.result_type(*operands) == dead.dtype
-            and dead.shape == np.broadcast_shapes(*(np.shape(x) for x in operands))):
+    # (the reference count is read here: passing ``dead`` to a helper would add one)
+    if type(dead) is np.ndarray and sys.getrefcount(dead) <= sole and _fits(dead, operands):
         return ufunc(*operands, out=dead)
     return ufunc(*operands)
 
