@@ -3,6 +3,8 @@ injected clock (no timing is measured), and the split schedule against egglog's 
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 import eqsat_ad as ea
@@ -197,3 +199,28 @@ def test_ranking_stops_at_its_deadline_with_extractions_best(monkeypatch) -> Non
     assert tidied == progs
     # a repeated candidate is priced once and the first of equals kept
     assert opt.finish([progs[1], progs[1]], None) == (0, progs[1])
+
+
+class _Held:
+    """An object the collector tracks (has a __dict__)."""
+
+
+def test_the_worker_never_walks_the_callers_heap(monkeypatch, tmp_path) -> None:
+    # A full collection in the forked worker used to walk every object of the caller (a test
+    # process holds millions), charging seconds of CPU to the saturation budget. Count what a
+    # collection in the worker would walk: the caller's objects must not be among them.
+    from eqsat_ad.egraph import saturate as sat
+
+    held = [_Held() for _ in range(200_000)]
+    seen = tmp_path / "tracked"
+    take = sat.take_snapshot
+
+    def counting_snapshot(eg):
+        seen.write_text(str(len(gc.get_objects())))
+        return take(eg)
+
+    monkeypatch.setattr(sat, "take_snapshot", counting_snapshot)  # inherited by the fork
+    prog = ea.parse("def f(x: [N]):\n    return Sum[i: N](2.0 * x[i])\n")
+    ea.optimize(prog, limits=ea.Limits(seconds=30), cache=False)
+    assert len(gc.get_objects()) > len(held)  # the caller's own view: all of them
+    assert int(seen.read_text()) < len(held) // 10

@@ -10,6 +10,7 @@ is not an error: the best program found so far is still correct.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import time
@@ -298,6 +299,10 @@ def _worker(
     """Grow the e-graph (:class:`Grower`) within ``seconds`` of this process's CPU time. Sends
     ('snap', snapshot, step, counts, cpu) once after loading (the fallback), ('progress', step,
     nodes, cpu) after every step, and at the end the final ('snap', ...) and ('done', reason)."""
+    # the forked worker shares the parent's heap: a full collection here would walk (and
+    # copy-on-write) every object of the caller, charged to this budget; frozen, it walks only
+    # the worker's own objects
+    gc.freeze()
     clock = time.process_time
     t0 = clock()
     try:
