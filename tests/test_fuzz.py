@@ -484,9 +484,10 @@ KNOWN_REPRODUCERS = {
         "backend: a data comparison free of the summed index (ne(0, [i > i])) dropped from "
         "the sum, which counted its terms: N against 0 (finite inputs)",
     "s2031_gradient_numpy_grad_1377.py":
-        "class 4 (not fixed): np.max(A[:-1] + 100.0) at A[0] = [1e-300, 5e-324]: the sums tie "
-        "(100 absorbs both), the optimizer cancels the 100s in step(a + 100 - (b + 100)), "
-        "so the tie is broken: gradient [1, 0] against [0.5, 0.5]",
+        "class 4 (ill-conditioned, sem9): np.max(A[:-1] + 100.0) at A[0] = [1e-300, 5e-324]: "
+        "the sums tie (100 absorbs both), the optimizer cancels the 100s in step(a + 100 - "
+        "(b + 100)), so the tie is broken: gradient [1, 0] against [0.5, 0.5]; within the "
+        "rounding of each sum (fuzz/rounding.py)",
     "s2031_gradient_numpy_grad_optimize_false_1513.py":
         "class 4 (not fixed): s1_bar * (t * step(1 - t * t)) at t = -1e300 flattened into "
         "s1_bar * t * step(...): (2e300 * 1e300) * 0 = nan against 0 (an overflow's order)",
@@ -552,6 +553,9 @@ FIXED_REPRODUCERS = frozenset({
     "s2031_gradient_numpy_grad_optimize_false_1513.py",
     # a comparison free of the summed index dropped from the sum (tests/test_fuzz_2030.py)
     "s2031_value_index_compile_optimize_false_3854.py",
+    # a tie made by absorption, broken by the optimizer's exact algebra: rounding of each
+    # sum (branch sem9, tests/test_fuzz_orders.py)
+    "s2031_gradient_numpy_grad_1377.py",
 })
 
 

@@ -11,7 +11,14 @@ reference program again with small relative moves:
 * of every read of a tensor, each read on its own (:func:`~eqsat_ad.ir.labeled.every_read_rounded`,
   1e-13 relative, two draws and their mirror images): two reads of one entry that cancel exactly
   in the interpreter's order (``Σ(B - B)``, ``a - (a - b)`` with ``a`` absorbing ``b``) but not
-  once the sum is distributed.
+  once the sum is distributed; in the same draws the result of every ``+`` and ``-``
+  (:func:`~eqsat_ad.ir.labeled.every_sum_rounded`): a sum that absorbed a term, ``(a + 100) -
+  (b + 100)`` exactly 0 where ``a - b`` (the 100s cancelled) is not, a tie of ``max`` broken;
+* of the order of every product's factors (:func:`~eqsat_ad.ir.labeled.every_product_reordered`:
+  as written, constants first, reversed; no move): a product of finite values that overflows or
+  underflows in one order and not in another (``2 x · x · 0.5 y`` at ``x = 1e154``; ``s · t ·
+  0`` against ``s · (t · 0)`` at ``s t = inf``; ``0.125 · 5e-324 · inf``), where the order
+  decides inf, nan or a finite value.
 
 A result is ``ill-conditioned`` (not a defect) only where it stays inside what those draws
 show, entry by entry: a nan or ±inf of the compiled result must be one that the reference or a
@@ -40,7 +47,12 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
     """The reference's results under the moves of the module docstring (``None``: a draw
     failed, no diagnosis)."""
     from ..ir.interpreter import evaluate
-    from ..ir.labeled import every_read_rounded
+    from ..ir.labeled import (
+        PRODUCT_ORDERS,
+        every_product_reordered,
+        every_read_rounded,
+        every_sum_rounded,
+    )
 
     out: list[Any] = []
     rng = np.random.default_rng(0)
@@ -57,8 +69,12 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
             out.append(evaluate(reference, **moved))
         for seed in (1, 2):
             for sign in (1.0, -1.0):  # the same draw mirrored: both sides of the value
-                with every_read_rounded(np.random.default_rng(seed), sign * MOVE):
+                rng = np.random.default_rng(seed)
+                with every_read_rounded(rng, sign * MOVE), every_sum_rounded(rng, sign * MOVE):
                     out.append(evaluate(reference, **inputs))
+        for order in PRODUCT_ORDERS:
+            with every_product_reordered(order):
+                out.append(evaluate(reference, **inputs))
     except Exception:  # noqa: BLE001 - no diagnosis: the finding stands
         return None
     return out
@@ -106,6 +122,9 @@ def _inside(ref: Any, got: Any, draws: list[Any]) -> bool:
         # (the absolute floor of the comparison: the two results' own magnitudes)
         scale = max(1.0, float(np.max(np.abs(b[fin]))),
                     float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0)))
-        tol = RTOL * np.maximum(np.abs(lo), np.abs(hi)) + 1e-9 * scale
+        # (relative to the finite bounds: an unbounded side must not open the other one)
+        mag = np.maximum(np.where(np.isfinite(lo), np.abs(lo), 0.0),
+                         np.where(np.isfinite(hi), np.abs(hi), 0.0))
+        tol = RTOL * mag + 1e-9 * scale
         ok = (b >= lo - tol) & (b <= hi + tol)
     return bool(ok[fin].all())

@@ -37,13 +37,19 @@ from .expr import (
 from .functions import lookup
 from .index import Affine, Dim, IndexVar
 
-__all__ = ["Axes", "Labeled", "Value", "every_infinity_saturates", "every_read_rounded",
+__all__ = ["PRODUCT_ORDERS", "Axes", "Labeled", "Value", "every_infinity_saturates",
+           "every_product_reordered", "every_read_rounded", "every_sum_rounded",
            "every_zero_absorbs"]
 
 _ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
 _SATURATES: contextvars.ContextVar[bool] = contextvars.ContextVar("saturates", default=False)
 _READ_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
     contextvars.ContextVar("read_rounding", default=None)
+_SUM_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
+    contextvars.ContextVar("sum_rounding", default=None)
+_PRODUCT_ORDER: contextvars.ContextVar[str | None] = \
+    contextvars.ContextVar("product_order", default=None)
+PRODUCT_ORDERS = ("written", "constants-first", "reversed")
 
 
 @contextlib.contextmanager
@@ -92,6 +98,45 @@ def every_read_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
         yield
     finally:
         _READ_ROUNDING.reset(token)
+
+
+@contextlib.contextmanager
+def every_sum_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
+    """Evaluate with every entry of the result of every ``+`` and ``-`` multiplied by its own
+    ``1 + rel * u`` as :func:`every_read_rounded` does for reads: NOT the semantics, a
+    diagnostic. It models a sum that rounding has absorbed a term into and that a rewrite exact
+    in real arithmetic removes: ``(a + 100) - (b + 100)`` is exactly 0 where 100 absorbs both
+    ``a = 1e-300`` and ``b = 5e-324``, but ``a - b``, what cancelling the 100s gives, is not;
+    with each sum moved on its own the difference is no longer exactly 0 either. A result of
+    0.0, inf or nan, and a strong zero, stays what it is."""
+    token = _SUM_ROUNDING.set((rng, rel))
+    try:
+        yield
+    finally:
+        _SUM_ROUNDING.reset(token)
+
+
+@contextlib.contextmanager
+def every_product_reordered(order: str) -> Iterator[None]:
+    """Evaluate every product of three or more factors, and every Σ of a product, in the given
+    order of its factors (:data:`PRODUCT_ORDERS`), each step an IEEE product: NOT the
+    semantics, a diagnostic. The reference multiplies a product's factors left to right, but a
+    Σ of a product of finite factors by an einsum path of NumPy's choosing; the backend's
+    normal form multiplies a term's constant coefficient first. Where an intermediate product
+    of finite values overflows or underflows in one order and not in another
+    (``2 x (0.5 / x) x`` at 1e154, ``0.125 · 5e-324 · inf``), the order decides inf, nan or a
+    finite value: rounding, as docs/semantics.md allows a backend to reassociate finite
+    products. Orders: ``written`` (left to right, no einsum), ``constants-first`` (the
+    literal factors first, a quotient by a non-zero literal ``e / c`` taken as the factor
+    ``1 / c``, then the others left to right: the normal form's ``coef · Π factors``),
+    ``reversed`` (right to left). Strong zeros stay strong whatever the order."""
+    if order not in PRODUCT_ORDERS:
+        raise ValueError(f"unknown product order {order!r}: one of {PRODUCT_ORDERS}")
+    token = _PRODUCT_ORDER.set(order)
+    try:
+        yield
+    finally:
+        _PRODUCT_ORDER.reset(token)
 
 
 Axes = tuple[str, ...]
@@ -203,7 +248,9 @@ def _eval(
             axes, mask = _pred(p, env, sizes, extents)
             return _value(axes, mask.astype(float), ~mask)
         case Binary("*", _, _):
-            return _product(_factors(e), env, sizes, extents)
+            return _product(_ordered(_factors(e)), env, sizes, extents)
+        case Binary("/", _, Const(c)) if c != 0 and _PRODUCT_ORDER.get() == "constants-first":
+            return _product(_ordered(_factors(e)), env, sizes, extents)
         case Binary(op, lhs, rhs):
             a, b = _eval(lhs, env, sizes, extents), _eval(rhs, env, sizes, extents)
             axes = _union(a.axes, b.axes)
@@ -214,6 +261,10 @@ def _eval(
                     # a strong zero divided by anything stays a strong zero
                     return _value(axes, _saturated(x / y), sa)
                 out = x + y if op == "+" else x - y
+                rounding = _SUM_ROUNDING.get()
+                if rounding is not None:
+                    rng, rel = rounding
+                    out = out * (1.0 + rel * rng.uniform(-1.0, 1.0, size=out.shape))
             # (a strong zero is stored as 0.0, the identity of + and -)
             return _value(axes, out, _and(sa, sb))
         case Neg(arg):
@@ -255,10 +306,25 @@ def _call(e: Call, fn: str, args, env, sizes, extents) -> Value:
 
 
 def _factors(e: Expr) -> list[Expr]:
-    """The factors of a product tree ``a * (b * c) * ...``."""
+    """The factors of a product tree ``a * (b * c) * ...`` (under the ``constants-first``
+    order of :func:`every_product_reordered`, ``e / c`` by a non-zero literal is ``e * (1/c)``)."""
     if isinstance(e, Binary) and e.op == "*":
         return _factors(e.lhs) + _factors(e.rhs)
+    if isinstance(e, Binary) and e.op == "/" and isinstance(e.rhs, Const) and e.rhs.value != 0 \
+            and _PRODUCT_ORDER.get() == "constants-first":
+        return _factors(e.lhs) + [Const(1.0 / e.rhs.value, e.rhs.loc)]
     return [e]
+
+
+def _ordered(factors: list[Expr]) -> list[Expr]:
+    """``factors`` in the order :func:`every_product_reordered` asks for (as written else)."""
+    order = _PRODUCT_ORDER.get()
+    if order == "reversed":
+        return factors[::-1]
+    if order == "constants-first":
+        return [f for f in factors if isinstance(f, Const)] + \
+            [f for f in factors if not isinstance(f, Const)]
+    return factors
 
 
 def _product(factors: list[Expr], env, sizes, extents) -> Value:
@@ -297,12 +363,13 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
     unused = [n for n in names if n not in free_indices(e.body)]
     count = math.prod(inner[n] for n in unused)
 
-    vals = [_eval(f, env, sizes, inner) for f in _factors(e.body)]
+    vals = [_eval(f, env, sizes, inner) for f in _ordered(_factors(e.body))]
     union = _union(*(v.axes for v in vals))
     out_axes = tuple(a for a in union if a not in bound)
     summed = [a for a in union if a in bound]
     data = None
-    if len(vals) > 1 and len(union) < len(_LETTERS) and all(
+    # (a diagnostic order of the factors takes the careful path: the product in that order)
+    if _PRODUCT_ORDER.get() is None and len(vals) > 1 and len(union) < len(_LETTERS) and all(
         np.isfinite(v.data).all() for v in vals
     ):
         # With finite factors the product needs no care: contract with einsum instead of
