@@ -188,3 +188,38 @@ def test_an_unknown_product_order_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown product order"), \
             every_product_reordered("sorted"):
         pass
+
+
+def test_constants_first_takes_a_quotient_by_a_literal_as_its_reciprocal_only_if_finite() -> None:
+    """``3 x / 4`` is ``0.75 · x`` with the constants first; ``3 x / 5e-324`` stays a quotient
+    (its reciprocal overflows: a product with inf is no rounding of it)."""
+    x = {"x": np.array([1e-320])}
+    quarter = ea.parse("def f(x: [N]):\n    return 3 * x[0] / 4\n")
+    subnormal = ea.parse("def f(x: [N]):\n    return 3 * x[0] / 5e-324\n")
+    plain = ea.evaluate(subnormal, **x)
+    assert np.isfinite(plain)
+    with every_product_reordered("constants-first"):
+        assert ea.evaluate(quarter, **x) == 0.75 * 1e-320
+        assert ea.evaluate(subnormal, **x) == plain
+
+
+def test_a_pole_that_rounding_decides_allows_any_finite_value_but_not_any_kind() -> None:
+    """2028 #4783 (``... / (A - A).sum()`` at ±1e300): the interpreter divides by the exact
+    0.0 (inf); a move of each read makes the sum ±1e287, of either sign, so the quotient is a
+    pole that rounding decides: any finite value (-6.6 compiled: ``Σ A - Σ A`` absorbed into
+    -2.0). Its -inf or nan no draw gives stays a defect; and where the draws' finite values
+    have one sign only (no pole), a finite value on the other side of them is a defect."""
+    from eqsat_ad.fuzz.rounding import within_rounding
+
+    prog = ea.parse("def f(x: [N]):\n    return x[2] / Sum[i: 2](x[i] - x[i])\n")
+    at = {"x": np.array([1e300, -1e300, 13.2])}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        ref = ea.evaluate(prog, **at)
+        assert ref == np.inf
+        assert within_rounding(prog, at, ref, -6.6)
+        assert not within_rounding(prog, at, ref, -np.inf)
+        assert not within_rounding(prog, at, ref, np.nan)
+        one_sided = ea.parse(_OVERFLOW_ORDER.source)
+        assert within_rounding(one_sided, _OVERFLOW_AT, np.inf, 1e154)
+        assert not within_rounding(one_sided, _OVERFLOW_AT, np.inf, -1e154)

@@ -24,9 +24,11 @@ A result is ``ill-conditioned`` (not a defect) only where it stays inside what t
 show, entry by entry: a nan or ±inf of the compiled result must be one that the reference or a
 draw has there, and a finite value must lie no farther from the reference than the farthest
 draw (where the reference is not finite: within the span of the draws' finite values;
-unbounded toward +inf or -inf where one of them overflows to it), up to the comparison's
-tolerance. A wrong value at a well-conditioned point, or a kind no rounding gives (a 0 where
-every draw is nan), stays a defect.
+unbounded toward +inf or -inf where one of them overflows to it, and on both sides at a pole:
+an infinite reference whose draws are finite of both signs, a quotient by a sum that rounding
+decides around 0), up to the comparison's tolerance (relative to the finite bounds, so an
+unbounded side does not open the other). A wrong value at a well-conditioned point, or a kind
+no rounding gives (a 0 where every draw is nan), stays a defect.
 """
 
 from __future__ import annotations
@@ -117,8 +119,11 @@ def _inside(ref: Any, got: Any, draws: list[Any]) -> bool:
         # of a value that rounding makes chaotic, cos of 1e15, need not bracket it)
         r = np.maximum(a - lo, hi - a)
         lo, hi = np.where(np.isfinite(a), a - r, lo), np.where(np.isfinite(a), a + r, hi)
-        lo = np.where(np.isneginf(seen).any(axis=0), -np.inf, lo)
-        hi = np.where(np.isposinf(seen).any(axis=0), np.inf, hi)
+        # a pole: an infinite reference whose draws are finite of both signs (a quotient by a
+        # sum that rounding decides around 0, 1 / (Σ B - Σ B)) may be any finite value
+        pole = ~np.isfinite(a) & (lo < 0) & (hi > 0)
+        lo = np.where(np.isneginf(seen).any(axis=0) | pole, -np.inf, lo)
+        hi = np.where(np.isposinf(seen).any(axis=0) | pole, np.inf, hi)
         # (the absolute floor of the comparison: the two results' own magnitudes)
         scale = max(1.0, float(np.max(np.abs(b[fin]))),
                     float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0)))

@@ -249,7 +249,7 @@ def _eval(
             return _value(axes, mask.astype(float), ~mask)
         case Binary("*", _, _):
             return _product(_ordered(_factors(e)), env, sizes, extents)
-        case Binary("/", _, Const(c)) if c != 0 and _PRODUCT_ORDER.get() == "constants-first":
+        case Binary("/", _, Const()) if _by_literal(e):
             return _product(_ordered(_factors(e)), env, sizes, extents)
         case Binary(op, lhs, rhs):
             a, b = _eval(lhs, env, sizes, extents), _eval(rhs, env, sizes, extents)
@@ -310,10 +310,18 @@ def _factors(e: Expr) -> list[Expr]:
     order of :func:`every_product_reordered`, ``e / c`` by a non-zero literal is ``e * (1/c)``)."""
     if isinstance(e, Binary) and e.op == "*":
         return _factors(e.lhs) + _factors(e.rhs)
-    if isinstance(e, Binary) and e.op == "/" and isinstance(e.rhs, Const) and e.rhs.value != 0 \
-            and _PRODUCT_ORDER.get() == "constants-first":
+    if _by_literal(e):
+        assert isinstance(e, Binary) and isinstance(e.rhs, Const)
         return _factors(e.lhs) + [Const(1.0 / e.rhs.value, e.rhs.loc)]
     return [e]
+
+
+def _by_literal(e: Expr) -> bool:
+    """``e`` is a quotient by a literal that the ``constants-first`` order takes as the product
+    with its reciprocal (a finite one: ``e / 5e-324`` is no product with inf)."""
+    return isinstance(e, Binary) and e.op == "/" and isinstance(e.rhs, Const) \
+        and _PRODUCT_ORDER.get() == "constants-first" \
+        and e.rhs.value != 0 and math.isfinite(1.0 / e.rhs.value)
 
 
 def _ordered(factors: list[Expr]) -> list[Expr]:
