@@ -21,8 +21,9 @@ docs/semantics.md, "The chain rule is IEEE too"; the compiled gradients are
 still compared with the interpreted one); ``ill-conditioned`` (not a defect: the compiled
 result differs, but only as rounding can: each differing entry is of a kind (nan, ±inf, finite)
 and within a span that the interpreter's own result shows under 1e-13 relative moves of the
-inputs or of each read (:mod:`eqsat_ad.fuzz.rounding`): two roundings of the same finite
-arithmetic, e.g. ``1e154 + 1 - 1e154`` or ``Σ(B - B)`` summed in another order).
+inputs or of each read and sum, or with its products' factors in another order
+(:mod:`eqsat_ad.fuzz.rounding`): two roundings of the same finite arithmetic, e.g. ``1e154 + 1
+- 1e154``, ``Σ(B - B)`` summed in another order, ``2 x · x · 0.5`` overflowing at 1e154).
 """
 
 from __future__ import annotations
