@@ -31,8 +31,8 @@ from .runtime import finite_result
 from .structured import Outer, Sparse
 
 __all__ = [
-    "PROVEN_BOTH", "PROVEN_NAIVE", "Fallback", "keep_structure", "proven_finite", "trusted",
-    "with_fallback",
+    "PROVEN_BOTH", "PROVEN_NAIVE", "Fallback", "keep_structure", "proven_box", "proven_finite",
+    "trusted", "with_fallback",
 ]
 
 
@@ -207,6 +207,18 @@ def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
             if best == PROVEN_BOTH:
                 return best
     return best
+
+
+def proven_box(fallback: Fallback, sizes: Mapping[str, int]
+               ) -> dict[str, tuple[float, float]] | None:
+    """The latest argument box proven :data:`PROVEN_BOTH` for this size binding (None when
+    none is): arguments whose every entry lies inside it (checked by the caller, e.g. inside
+    compiled loops that read them anyway) keep the optimized result, as
+    :func:`proven_finite` would decide after its scans (the bounds are monotone)."""
+    for box, level in reversed(fallback.proofs.get(tuple(sorted(sizes.items())), ())):
+        if level == PROVEN_BOTH:
+            return box
+    return None
 
 
 def trusted(fallback: Fallback, prog: Program, arrays: Sequence[Any],

@@ -244,32 +244,24 @@ def bounds(w: Any, name: str, extent: str, body: Expr, env: Mapping[str, Index],
     """The range of a summed index, narrowed by the brackets of the body that bound it
     (``lo <= j``, ``j <= hi``, ``j == a``), the body without those brackets, whether it was
     narrowed, and (first, count, first as an affine) when the range is a window of constant
-    width of at most ``unroll`` points. ``w``: the loop writer (its ``affine`` writes code)."""
+    width of at most ``unroll`` points. ``w``: the loop writer (its ``affine`` writes code).
+    A window of constant width between one low and one high bound is unrolled even where
+    other bounds narrow it further: those stay in the body as brackets (a single point,
+    ``j == i - 1`` beside ``j < N - 1``, is then one guarded tap, not a loop of 0 or 1 trip
+    that keeps the point loop from vectorizing)."""
     lows, highs = ["0"], [extent]
-    new: dict[int, Expr] = {}
-    low_affs: list[Affine] = []
-    high_affs: list[Affine] = []
+    found: list[tuple[Expr, Cmp, tuple[str | None, str | None, Affine, Affine]]] = []
     for f in factors(body):
         conds = cmps(f)
         if conds is None:
             continue
-        kept: list[Cmp] = []
         for c in conds:
             b = bound(w.affine, name, c, env)
-            if b is None:
-                kept.append(c)
-                continue
-            lo, hi, lo_aff, hi_aff = b
-            if lo is not None:
-                lows.append(lo)
-                low_affs.append(lo_aff)
-            if hi is not None:
-                highs.append(hi)
-                high_affs.append(hi_aff)
-        if len(kept) < len(conds):
-            new[id(f)] = (Bracket(kept[0] if len(kept) == 1 else And(tuple(kept))) if kept
-                          else Const(1.0))
-    if len(lows) == 1 and len(highs) == 1:
+            if b is not None:
+                found.append((f, c, b))
+                lows += [b[0]] if b[0] is not None else []
+                highs += [b[1]] if b[1] is not None else []
+    if not found:
         window = union_window(name, body)
         if window is None or any(n not in env for a in window for n, _ in a.index):
             return "0", extent, body, False, None
@@ -281,9 +273,32 @@ def bounds(w: Any, name: str, extent: str, body: Expr, env: Mapping[str, Index],
         return f"max(0, {first})", f"min({extent}, {last})", body, True, taps
     lo = lows[0] if len(lows) == 1 else f"max({', '.join(lows)})"
     hi = highs[0] if len(highs) == 1 else f"min({', '.join(highs)})"
-    taps = None
-    if len(low_affs) == 1 and len(high_affs) == 1:
-        width = high_affs[0] - low_affs[0]
-        if width.is_constant() and 0 < width.const <= unroll:
-            taps = (lows[1], int(width.const), low_affs[0])
-    return lo, hi, _replace(body, new), True, taps
+    taps, used = None, found
+    low_ks = [k for k, (_, _, b) in enumerate(found) if b[0] is not None]
+    high_ks = [k for k, (_, _, b) in enumerate(found) if b[1] is not None]
+    for a in low_ks:
+        for z in high_ks:
+            width = found[z][2][3] - found[a][2][2]
+            if width.is_constant() and 0 < width.const <= unroll:
+                taps = (found[a][2][0], int(width.const), found[a][2][2])
+                used = [found[a], found[z]]
+                break
+        if taps is not None:
+            break
+    # (with taps, a bound not of the chosen pair stays a bracket of the body)
+    return lo, hi, _without(body, [(f, c) for f, c, _ in used]), True, taps
+
+
+def _without(body: Expr, dropped: Sequence[tuple[Expr, Cmp]]) -> Expr:
+    """``body`` without the comparisons ``dropped`` (each of a factor's bracket)."""
+    new: dict[int, Expr] = {}
+    for f in factors(body):
+        gone = [c for g, c in dropped if g is f]
+        if not gone:
+            continue
+        conds = cmps(f)
+        assert conds is not None
+        kept = [c for c in conds if c not in gone]
+        new[id(f)] = (Bracket(kept[0] if len(kept) == 1 else And(tuple(kept))) if kept
+                      else Const(1.0))
+    return _replace(body, new)

@@ -35,6 +35,7 @@ from ...ir.program import Param, Program, Statement
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
+from .checks import bounds, call_box
 from .interior import Index
 from .loops import HELPERS, LoopWriter, Unsupported
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
@@ -108,6 +109,7 @@ class NumbaProgram:
         self.program = prog
         self.numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
         self._prog = _with_outputs(prog)
+        self._checking: dict[str, int] = {}
         self._shapes = {p.name: p.shape for p in prog.params}
         self._shapes.update({s.name: s.shape for s in self._prog.statements})
         self._relations = frozenset(p.name for p in prog.params if p.kind == "relation")
@@ -121,6 +123,9 @@ class NumbaProgram:
         self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone,
                                            pairs=priced)
         self._numpy_parts: dict[str, CompiledProgram] = {}
+        # the tensor parameters whose entries a loop nest checks against a proven box, in the
+        # order of their bounds in _box (see _checks)
+        self.checked: list[str] = []
         self.source = self._module_source()
         self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
         self.runner: Any = self.numpy if self.numpy_only else self
@@ -163,14 +168,17 @@ class NumbaProgram:
         reads = self._reads(s, fused)
         return pair_kernel(form, s, w, reads, self._sizes), reads
 
-    def _kernel(self, group: list[Statement], fused: dict[str, Statement]
-                ) -> tuple[str, list[str]]:
+    def _kernel(self, group: list[Statement], fused: dict[str, Statement],
+                checks: Mapping[str, int] | None = None) -> tuple[str, list[str]]:
         """One kernel for statements over the same points (siblings share one loop nest and
         their fused producers' values), and the arrays it reads. The innermost output loop is
-        partitioned (:mod:`.interior`) when its interior drops a guard."""
+        partitioned (:mod:`.interior`) when its interior drops a guard. ``checks``: arrays of
+        the points' shape, each with its position in ``_box``, whose entries the kernel checks
+        against those bounds (:meth:`_checks`); it then returns whether one lies outside."""
         first = group[0]
         ivs = first.indices
         scans = statement_scans(first.body, ivs[-1].name) if ivs and len(group) == 1 else {}
+        self._checking = dict(checks or {})
         w = self._writer(fused)
         w.depth = 1
         top: list[str] = []  # sums over no free index, once per call
@@ -199,6 +207,7 @@ class NumbaProgram:
         if inner_rows is None:
             edge_rows = self._row(group, fused, w, top, hoisted, None)
             w.lines += edge_rows.lines
+            self._check_rows(ivs, w)
             w.lines[0:0] = [*top, *edge_rows.head]
             return self._finish_kernel(group, fused, w, edge_rows.reads)
         top += inner_top
@@ -216,6 +225,7 @@ class NumbaProgram:
         w.lines += ["    " + line for line in inner_rows.lines]
         w.emit("else:")
         w.lines += ["    " + line for line in edge_rows.lines]
+        self._check_rows(ivs, w)
         w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
                         f"    _rlo = max({', '.join(lows)})",
                         f"    _rhi = max(_rlo, min({', '.join(highs)}))"]
@@ -298,12 +308,35 @@ class NumbaProgram:
             reads += [r for r in self._reads(s, fused) if r not in reads]
         return reads
 
+    def _check_rows(self, ivs: tuple, w: LoopWriter) -> None:
+        """After the innermost loop: the checked arrays' row just read (in cache), its entries
+        inside their bounds counted in a loop of its own (vectorized; inside the loops above,
+        the read would become a gather); a nan compares false, so it is not counted."""
+        last = ivs[-1]
+        at = ", ".join([*(iv.name for iv in ivs[:-1]), "_c"])
+        for name, k in self._checking.items():
+            w.emit(f"for _c in range({dim_str(last.extent)}):  # {name} inside its bounds?")
+            w.emit(f"    _v = {name}[{at}]")
+            w.emit(f"    _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})")
+
     def _finish_kernel(self, group: list[Statement], fused: dict[str, Statement],
                        w: LoopWriter, reads: list[str]) -> tuple[str, list[str]]:
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
-        args = ", ".join([*outs, *reads, *self._sizes])
+        checks, self._checking = self._checking, {}
+        lines = w.lines
+        if checks:  # the bounds as locals; whether an entry was not inside them is returned
+            ks = sorted(checks.values())
+            size = " * ".join(dim_str(d) for d in group[0].shape)
+            bounds = [f"    _blo{k} = _box[{2 * k}]\n    _bhi{k} = _box[{2 * k + 1}]\n"
+                      f"    _in{k} = 0" for k in ks]
+            lines = [*bounds, *lines,
+                     f"    return {' or '.join(f'_in{k} != {size}' for k in ks)}"]
+            text = "\n".join(lines)
+            if any(f"_in{k} += " not in text for k in ks):
+                raise AssertionError(f"kernel {group[0].name}: a checked array is not checked")
+        args = ", ".join([*outs, *reads, *self._sizes, *(["_box"] if checks else [])])
         head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{group[0].name}({args}):"]
-        return "\n".join(head + w.lines), reads
+        return "\n".join(head + lines), reads
 
     def _groups(self, fused: dict[str, Statement]) -> list[list[Statement]]:
         """Statements in program order, consecutive loop statements over the same points that
@@ -325,6 +358,35 @@ class NumbaProgram:
                     continue
             groups.append([s])
         return groups
+
+    def _checks(self, group: list[Statement], fused: dict[str, Statement]) -> dict[str, int]:
+        """The arrays a loop kernel checks against the guard's proven box (:meth:`__call__`):
+        each tensor parameter it reads (or an identity copy of one that NumPy runs, as a view)
+        over exactly its points, not yet checked by an earlier kernel, with its position in
+        :attr:`checked`. The kernel reads it anyway, so the check costs no pass over memory
+        (the guard's own check is one pass over each argument)."""
+        first = group[0]
+        if len(first.indices) < 2 or statement_scans(first.body, first.indices[-1].name):
+            return {}  # (one index: the check would be a pass of its own, as the guard's)
+        tensors = {p.name for p in self.program.params if p.kind == "tensor"}
+        place = self.schedule.placement
+        out: dict[str, int] = {}
+        for t in group:
+            for name in self._reads(t, fused):
+                param = name if name in tensors else None
+                if param is None and place.get(name) == "numpy":
+                    body = self._stmt(name).body
+                    if isinstance(body, Access) and body.name in tensors and [
+                            a.as_var() for a in body.indices] == [
+                            iv.name for iv in self._stmt(name).indices]:
+                        param = body.name
+                if (param is None or param in self.checked or name in out
+                        or self._shapes[name] != first.shape
+                        or self._shapes[param] != first.shape):
+                    continue
+                self.checked.append(param)
+                out[name] = len(self.checked) - 1
+        return out
 
     def _reads(self, s: Statement, fused: dict[str, Statement]) -> list[str]:
         out: list[str] = []
@@ -365,8 +427,10 @@ class NumbaProgram:
         fused = {s.name: s for s in self._prog.statements if place[s.name] == "fused"}
         kernels: list[str] = []
         sizes = ", ".join(self._sizes)
-        params = ", ".join([*self.program.param_names, *self._sizes, "_buf", "_tmp"])
-        run = [f"def run({params}):"]
+        params = ", ".join([*self.program.param_names, *self._sizes, "_buf", "_tmp", "_box"])
+        # _box: bounds (lo, hi) per checked parameter; run also returns whether an entry of
+        # one lay outside them (or was nan)
+        run = [f"def run({params}):", "    _bad = False"]
         # _buf[k]: the caller's array for output k (out=), written in place by its loop nest;
         # _tmp: this thread's arrays of the intermediates, kept from call to call (a fresh
         # array each call costs its page faults when the allocator hands the memory back)
@@ -389,8 +453,9 @@ class NumbaProgram:
                 why += f"; one pass with {s.name}" if t is not s else ""
                 run.append(f"    # {t.name}: {why}")
             if place[s.name] in ("loop", "pairs"):
-                code, reads = (self._kernel(group, fused) if place[s.name] == "loop" else
-                               self._pair_kernel(s, self._pairs[s.name], fused))
+                checks = self._checks(group, fused) if place[s.name] == "loop" else {}
+                code, reads = (self._kernel(group, fused, checks) if place[s.name] == "loop"
+                               else self._pair_kernel(s, self._pairs[s.name], fused))
                 kernels.append(code)
                 for t in group:
                     shape = ", ".join(str(d) for d in t.shape) or "1"
@@ -407,7 +472,9 @@ class NumbaProgram:
                         continue
                     run.append(f"    {t.name} = {new}")
                 names = [t.name for t in group]
-                run.append(f"    _k_{s.name}({', '.join([*names, *reads, *self._sizes])})")
+                args = ", ".join([*names, *reads, *self._sizes, *(["_box"] if checks else [])])
+                run.append(f"    _bad |= _k_{s.name}({args})" if checks else
+                           f"    _k_{s.name}({args})")
             else:
                 fn, reads = self._numpy_part(s)
                 args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
@@ -418,7 +485,8 @@ class NumbaProgram:
             assert isinstance(o, Access)
             outs.append(o.name if self._shapes[o.name] else f"{o.name}[0]")
         ret = ", ".join(outs) + ("," if self._prog.returns_tuple and len(outs) == 1 else "")
-        run.append(f"    return {ret}" if not self._prog.returns_tuple else f"    return ({ret})")
+        run.append(f"    return {ret}, _bad" if not self._prog.returns_tuple else
+                   f"    return ({ret}), _bad")
         head = [
             f'"""Fused loop nests for {self.program.name}({", ".join(self.program.param_names)})'
             f' (sizes {sizes or "none"}), generated by eqsat_ad."""',
@@ -471,15 +539,19 @@ class NumbaProgram:
             first = dt.char not in target.compile_seconds
             start = time.perf_counter()
             mod = target._module(dt)
+            box = call_box(self.fallback, self.program, target.checked, arrays, sizes, dt)
             with np.errstate(all="ignore"):
-                result = mod.run(*arrays, *(sizes[n] for n in target._sizes), bufs,
-                                 target._scratch(dt))
+                result, bad = mod.run(*arrays, *(sizes[n] for n in target._sizes), bufs,
+                                      target._scratch(dt), bounds(box, target.checked, dt))
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 target.compile_seconds[dt.char] = time.perf_counter() - start
                 self.compile_seconds.setdefault(dt.char, target.compile_seconds[dt.char])
-            if self.fallback is not None and not trusted(
+            # finite-only rewrites may have met inf/nan: the loops found every checked
+            # argument inside a box proven finite for both programs, or the guard's scans
+            # decide (as they would have: the proofs are monotone in the box)
+            if self.fallback is not None and (box is None or bad) and not trusted(
                     self.fallback, self.program, arrays, sizes, result):
-                result = self.fallback(*args, **kwargs)  # finite-only rewrites met inf/nan
+                result = self.fallback(*args, **kwargs)
         if any(b is not None for b in bufs):
             several = self.program.returns_tuple
             values = list(result) if several else [result]

@@ -1,0 +1,117 @@
+"""The fused backend's loops check the arguments against the guard's proven box
+(backend/fused/checks.py): a finite call inside the box keeps the fast result
+without the guard's scans; an entry outside it (nan, inf, or only large) hands the decision back
+to the guard, so values and nan patterns stay the interpreter's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.ir.interpreter import evaluate
+
+pytest.importorskip("numba")
+
+from eqsat_ad.backend.fused import checks as fused_checks  # noqa: E402
+from eqsat_ad.backend.fused import program as fused_program  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the Numba tests' one cache folder: a generated module is imported once per process)
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+
+
+BLUR = """
+def blur(x: [H, W], w: [H, W]):
+    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0
+    return Sum[i: H, j: W](w[i, j] * b[i, j])
+"""
+
+
+def _counting(monkeypatch) -> dict[str, int]:
+    calls = {"n": 0}
+    real = fused_program.trusted
+
+    def spy(*args):
+        calls["n"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(fused_program, "trusted", spy)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_arguments_inside_the_proven_box_skip_the_guard_scans(monkeypatch, dtype) -> None:
+    prog = ea.parse(BLUR)
+    g = ea.grad(prog, "x", backend="numba")
+    assert g.compiled.checked == ["w"]  # read by the loop nest (x is not read at all)
+    calls = _counting(monkeypatch)
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((9, 7)).astype(dtype), rng.standard_normal((9, 7)).astype(dtype)
+    vjp = ea.vjp(prog, wrt="x")
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    first = g(x, w)
+    assert calls["n"] == 1  # no proof yet: the guard scans and proves a box
+    for scale in (0.5, -1.0, 1.5):
+        got = g(x, scale * w)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, evaluate(vjp, x=x, w=scale * w, ybar=1.0),
+                                   rtol=tol, atol=tol)
+    assert calls["n"] == 1  # inside the proven (widened) box: the loops' check sufficed
+    np.testing.assert_array_equal(g(x, w), first)
+    assert g.compiled.fallback.calls == 0
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, 1e30])
+@pytest.mark.parametrize("where", [(0, 0), (4, 3), (8, 6), (8, 0)])
+def test_an_entry_outside_the_box_hands_back_to_the_guard(monkeypatch, value, where) -> None:
+    """Edge rows, interior and corners alike: an entry the box does not hold (nan compares
+    false) makes the guard decide, and the values (nan patterns too) are the interpreter's."""
+    prog = ea.parse(BLUR)
+    g = ea.grad(prog, "x", backend="numba")
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
+    g(x, w)  # proves a box
+    calls = _counting(monkeypatch)
+    w2 = w.copy()
+    w2[where] = value
+    got = g(x, w2)
+    assert calls["n"] == 1
+    want = evaluate(ea.vjp(prog, wrt="x"), x=x, w=w2, ybar=1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+
+
+def test_two_dimensional_reads_are_checked_in_total_variation(monkeypatch) -> None:
+    prog = ea.parse("""
+def tv(u: [H, W]):
+    dx[i: H, j: W] = u[i + 1, j] - u[i, j]
+    dy[i: H, j: W] = u[i, j + 1] - u[i, j]
+    return Sum[i: H, j: W]((i < H - 1 and j < W - 1) * sqrt(dx[i, j] ** 2 + dy[i, j] ** 2 + 0.0001))
+""")
+    g = ea.grad(prog, "u", backend="numba")
+    assert g.compiled.checked == ["u"]
+    u = np.random.default_rng(3).standard_normal((8, 6))
+    g(u)
+    calls = _counting(monkeypatch)
+    vjp = ea.vjp(prog, wrt="u")
+    np.testing.assert_allclose(g(0.9 * u), evaluate(vjp, u=0.9 * u, ybar=1.0), rtol=1e-12)
+    assert calls["n"] == 0
+    u[7, 5] = np.nan  # the last entry: read by the edge rows only
+    got = g(u)
+    assert calls["n"] == 1
+    want = evaluate(vjp, u=u, ybar=1.0)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+
+
+def test_bounds_in_float32_are_rounded_inward() -> None:
+    lo, hi = 0.1, 0.7
+    got = fused_checks.bounds({"w": (lo, hi)}, ["w"], np.dtype(np.float32))
+    assert got.dtype == np.float32
+    assert float(got[0]) >= lo and float(got[1]) <= hi
+    assert np.nextafter(got[0], np.float32(-1)) < lo and np.nextafter(got[1], np.float32(1)) > hi
+    none = fused_checks.bounds(None, ["w"], np.dtype(np.float64))
+    assert not (none[0] <= 0.0 <= none[1])  # no box: every entry is outside
