@@ -13,22 +13,16 @@ Numba's on-disk cache serves later processes. One module per float type: ``F`` i
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import math
-import os
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...ir.errors import ProgramError, ShapeError
+from ...ir.errors import ShapeError
 from ...ir.expr import Access, Expr, accessed_names
 from ...ir.index import Affine, dim_str, dim_value
 from ...ir.program import Param, Program, Statement
@@ -37,6 +31,7 @@ from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .checks import bounds, call_box
 from .interior import Index
+from .loading import cache_dir, load, require_numba
 from .loops import HELPERS, LoopWriter, Unsupported
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .scans import statement_scans
@@ -45,29 +40,6 @@ from .specialize import fix_sizes, small_sizes
 from .tiles import TILE, TILE_MIN
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
-
-_EXTRA = "pip install 'eqsat-ad[numba]'"
-
-
-def require_numba() -> ModuleType:
-    """Numba, or an error naming the extra that installs it."""
-    try:
-        import numba
-    except ImportError as exc:
-        raise ImportError(
-            f"backend='numba' needs the optional dependency Numba ({exc}); install it with "
-            f"{_EXTRA} (or pass backend='numpy')"
-        ) from None
-    return numba
-
-
-def cache_dir() -> Path:
-    """``numba/`` under the project's cache directory (``$EQSAT_AD_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/eqsat_ad`` or ``~/.cache/eqsat_ad``; see :mod:`eqsat_ad.egraph.cache`)."""
-    from ...egraph.cache import directory
-
-    return directory() / "numba"
-
 
 def _with_outputs(prog: Program) -> Program:
     """Outputs that are expressions (not whole arrays) become scalar statements ``_out<k>``."""
@@ -507,7 +479,7 @@ class NumbaProgram:
         with self._lock:
             mod = self._modules.get(key)
             if mod is None:
-                mod = _load(self.source.replace("F = np.float64", f"F = np.{dtype.name}", 1))
+                mod = load(self.source.replace("F = np.float64", f"F = np.{dtype.name}", 1))
                 for name, part in self._numpy_parts.items():
                     setattr(mod, f"_np_{name}", part)
                 self._modules[key] = mod
@@ -619,26 +591,3 @@ class NumbaProgram:
 
     def __repr__(self) -> str:
         return f"<NumbaProgram {self.program.name}({', '.join(self.program.param_names)})>"
-
-
-def _load(source: str) -> ModuleType:
-    """Import ``source`` from a file named by its hash (written once; Numba caches beside it)."""
-    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
-    name = f"eqsat_ad_fused_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    if not path.exists() or path.read_text() != source:
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ProgramError(f"cannot import the generated module {path}")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod

@@ -1,0 +1,60 @@
+"""Loading a generated module: Numba itself (an optional dependency) and the module file,
+written under the cache directory and named by its source's hash so that Numba's on-disk cache
+(``cache=True``) serves later processes."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+from ...ir.errors import ProgramError
+
+_EXTRA = "pip install 'eqsat-ad[numba]'"
+
+
+def require_numba() -> ModuleType:
+    """Numba, or an error naming the extra that installs it."""
+    try:
+        import numba
+    except ImportError as exc:
+        raise ImportError(
+            f"backend='numba' needs the optional dependency Numba ({exc}); install it with "
+            f"{_EXTRA} (or pass backend='numpy')"
+        ) from None
+    return numba
+
+
+def cache_dir() -> Path:
+    """``numba/`` under the project's cache directory (``$EQSAT_AD_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/eqsat_ad`` or ``~/.cache/eqsat_ad``; see :mod:`eqsat_ad.egraph.cache`)."""
+    from ...egraph.cache import directory
+
+    return directory() / "numba"
+
+
+def load(source: str) -> ModuleType:
+    """Import ``source`` from a file named by its hash (written once; Numba caches beside it)."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
+    name = f"eqsat_ad_fused_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    if not path.exists() or path.read_text() != source:
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProgramError(f"cannot import the generated module {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
