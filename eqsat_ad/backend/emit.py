@@ -24,9 +24,9 @@ from ..plan.kernels import (
 from ..plan.normal import (
     Axis,
     Cond,
-    _denominator,
-    _Names,
-    _sign_known,
+    FreshNames,
+    common_denominator,
+    sign_known,
 )
 from ..plan.poly import ONE, ZERO, Poly
 from .values import (
@@ -64,7 +64,7 @@ class Emitter:
         used = set(prog.param_names) | {s.name for s in prog.statements} | set(prog.size_names())
         for s in prog.statements:
             used |= {iv.name for iv in s.indices}
-        self.names = _Names(used, flatten=not strict)
+        self.names = FreshNames(used, flatten=not strict)
         self.py: dict[str, str] = {}
         taken = set(used)
         for n in list(prog.param_names) + [s.name for s in prog.statements] + list(
@@ -101,7 +101,7 @@ class Emitter:
     # --- small helpers -------------------------------------------------------------------------
     def nonneg(self, a: Affine) -> bool:
         """``a >= 0`` provably, for sizes >= 1 and the conditions known to hold here."""
-        return _sign_known(a) == 1 or any(_sign_known(a - f) == 1 for f in self.facts)
+        return sign_known(a) == 1 or any(sign_known(a - f) == 1 for f in self.facts)
 
     def emit(self, line: str, kernels: tuple[Kernel, ...] = ()) -> None:
         """Append a line of the function body; ``kernels`` are what it runs."""
@@ -355,7 +355,7 @@ class Emitter:
     # --- index arithmetic ----------------------------------------------------------------------
     def index_value(self, a: Affine, grid: Mapping[str, Axis]) -> tuple[Value, int]:
         """Integer code over the grid of ``q * a`` and the denominator ``q``."""
-        q = _denominator(a)
+        q = common_denominator(a)
         s = a.scale(q) if q != 1 else a
         terms: list[Value] = []
         for n, c in s.index:

@@ -18,10 +18,10 @@ from ..ir.index import Affine, Dim
 from ..ir.program import Statement
 from ..plan import split as plan_split
 from ..plan.kernels import Fill, Kernel
-from ..plan.normal import Cond, Term, _decide_static
+from ..plan.normal import Cond, Term, decide_static
 from ..plan.poly import Poly
 from ..plan.split import SplitPrice, is_small, split_price
-from ..plan.windows import _read_ranges
+from ..plan.windows import read_ranges
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.*)$")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -120,9 +120,9 @@ class Loops:
         risky = False
         try:
             for t in inner:
-                ranges = [c for c in _read_ranges(t.factors, self.shapes)
+                ranges = [c for c in read_ranges(t.factors, self.shapes)
                           if var in c.aff.size_names() and len(c.indices()) == 1]
-                t2 = _decide_static(replace(t, conds=t.conds + ranges))
+                t2 = decide_static(replace(t, conds=t.conds + ranges))
                 if t2 is None:
                     continue
                 # conditions on the loop variable alone (a read's range at this iteration) are

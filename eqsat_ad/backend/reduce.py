@@ -19,10 +19,10 @@ from ..plan.normal import (
     Axis,
     Cond,
     Term,
-    _without_brackets,
     divisions_out_of_sums,
     eliminate,
     fold,
+    without_brackets,
 )
 from ..plan.poly import ZERO
 from ..plan.windows import scan_bounds
@@ -381,7 +381,7 @@ class Reductions(Contractions):
             if strong:
                 layout = _in_layout(f, g2)
                 guards += [self.ev(g, layout) for g in strong]
-                f = _without_brackets(f)
+                f = without_brackets(f)
             guards += sums
             out.append(f)
         return out, guards

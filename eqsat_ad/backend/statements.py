@@ -32,18 +32,18 @@ from ..plan.kernels import (
 from ..plan.normal import (
     Axis,
     Term,
-    _by_component,
-    _conds,
-    _decide_static,
-    _static,
+    by_component,
+    conditions,
+    decide_static,
     eliminate,
     expand,
     fold,
     outer_groups,
-    spread_reads,
+    static_truth,
 )
 from ..plan.poly import ZERO, Poly
 from ..plan.split import SplitPrice, inline_small_arrays, split_price
+from ..plan.spread import spread_reads
 from ..plan.windows import unroll_windows
 from .liveness import release_dead
 from .loops import Loops, _calls
@@ -67,7 +67,7 @@ class Codegen(Loops, Reductions):
             self.lower_terms(s, terms, plus_zero=True)
             return
         # Broadcast sums of reads inside contractions spread over their terms
-        # (plan.normal.spread_reads: exact for finite values, the fast code only) where that
+        # (plan.spread.spread_reads: exact for finite values, the fast code only) where that
         # is priced no higher at the call's sizes and allocates no larger array (as a split).
         spread = None if self.strict or not self.sizes or s.name in self.structured \
             else spread_reads(terms, self.names)
@@ -222,7 +222,7 @@ class Codegen(Loops, Reductions):
                 conds += inner
             else:
                 factors.append(Term(g.coef, g.sums, g.factors, inner))
-        return _decide_static(Term(coef, [], factors, conds))
+        return decide_static(Term(coef, [], factors, conds))
 
     def structured_output(self, py: str, s: Statement, plans: list, shape: str) -> None:
         """A returned statement whose terms are all scatters, as a Diagonal or a Sparse."""
@@ -259,7 +259,7 @@ class Codegen(Loops, Reductions):
             inner = t.factors[0]
             t = replace(inner, coef=inner.coef * t.coef)
         if not self.strict:  # exact for finite values: the fast code's inputs are checked
-            t = _by_component(t)
+            t = by_component(t)
         gens = [iv.name for iv in s.indices]
         if solved or len(gens) < 2 or t.sums or t.conds:
             return False
@@ -496,6 +496,6 @@ def _static_zero(e: Expr) -> bool:
     product with a bracket false whatever the sizes (``(1 != 1) * x``, which the normal form
     drops: ``(1 != 1) + t`` is +0.0 where ``t`` is -0.0, as ``0 + t``)."""
     return _is_zero(e) or any(
-        isinstance(f, Bracket) and any(not c.indices() and _static(c) is False
-                                       for c in _conds(f.pred))
+        isinstance(f, Bracket) and any(not c.indices() and static_truth(c) is False
+                                       for c in conditions(f.pred))
         for f in _leaf_factors(e))

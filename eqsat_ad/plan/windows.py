@@ -2,7 +2,7 @@
 
 A summed index confined to a band of constant width (:func:`_band`) becomes an offset of constant
 extent; small constant sums are unrolled into shifted reads (:func:`unroll_windows`), whose
-in-range conditions (:func:`_read_ranges`) narrow the region a term writes: the backend then runs
+in-range conditions (:func:`read_ranges`) narrow the region a term writes: the backend then runs
 slice updates of shifted views, never a mask over a product of index spaces. A summed index
 bounded by one other index on either side is a running sum (:func:`scan_bounds`).
 """
@@ -16,9 +16,9 @@ from dataclasses import replace
 
 from ..ir.expr import Access, Expr
 from ..ir.index import Affine, Dim, IndexVar
-from .normal import Cond, Term, _decide_static, _integral, eliminate
+from .normal import Cond, Term, decide_static, eliminate, to_integral
 
-__all__ = ["WINDOW_TERMS", "scan_bounds", "unroll_windows"]
+__all__ = ["WINDOW_TERMS", "read_ranges", "scan_bounds", "unroll_windows"]
 
 WINDOW_TERMS = 27
 """A sum over at most this many constant offsets (a 3×3×3 window) is unrolled into slices."""
@@ -45,14 +45,14 @@ def _band(t: Term, iv: IndexVar) -> Term:
                 conds = [c for n, c in enumerate(t.conds) if n not in (n1, n2)]
                 body = Term(t.coef, [], t.factors, conds).substitute({k: at})
                 ext = Affine.of_dim(iv.extent)
-                extra = [Cond("ge", _integral(at)), Cond("ge", _integral(ext - at - 1))]
+                extra = [Cond("ge", to_integral(at)), Cond("ge", to_integral(ext - at - 1))]
                 sums = [x for x in t.sums if x.name != k] + [a]
                 return Term(t.coef, sums, body.factors, body.conds + extra)
     return t
 
 
-def _read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim, ...]]
-                 ) -> list[Cond]:
+def read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim, ...]]
+                ) -> list[Cond]:
     """The in-range conditions of shifted reads ``x[i + c]`` (outside, a read is 0 anyway):
     stated, they narrow the region written instead of padding the array read."""
     out: list[Cond] = []
@@ -96,8 +96,8 @@ def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]], narrow: bool 
     for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
         at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
         h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
-        ranges = _read_ranges(h.factors, shapes) if narrow else []
-        h = _decide_static(replace(h, conds=h.conds + ranges))
+        ranges = read_ranges(h.factors, shapes) if narrow else []
+        h = decide_static(replace(h, conds=h.conds + ranges))
         if h is not None:
             out.append(h)
     return out
