@@ -29,6 +29,7 @@ from ..plan.normal import (
     sign_known,
 )
 from ..plan.poly import ONE, ZERO, Poly
+from ..plan.split import SplitPrice
 from .values import (
     _ADD,
     _ATOM,
@@ -80,6 +81,8 @@ class Emitter:
         self.loop_symbols: set[str] = set()  # their variables: size-like symbols in indices
         self.loop_calls = 0  # kernel calls the loops run beyond one of each
         self.loop_start = 0  # the first line of the loop body being emitted
+        self.trials = 0  # trial lowerings run (eqsat_ad.backend.loops.Loops.trial)
+        self.trial_prices: dict[tuple, SplitPrice] = {}  # the statement's: Loops.trial_price
         self.aranges: dict[tuple, str] = {}
         self.memo: dict[str, str] = {}  # code -> temporary already holding it
         self.facts: list[Affine] = []  # index-free a >= 0 known to hold (guarded by an if)

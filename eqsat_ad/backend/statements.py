@@ -60,6 +60,7 @@ from .values import (
 class Codegen(Loops, Reductions):
     def statement(self, s: Statement) -> None:
         self.stmt = s.name
+        self.trial_prices = {}  # (priced from the state at this statement: Loops.trial_price)
         self.emit(f"# {print_statement(s)}")
         body, plus_zero = _zero_addend(s.body)
         terms = expand(body, self.names)

@@ -164,6 +164,12 @@ class Term:
     factors: list[Expr | Term]
     conds: list[Cond]
 
+    def key(self) -> tuple:
+        """The term as a hashable value: equal keys, equal terms (structurally)."""
+        return (self.coef, tuple(self.sums),
+                tuple(f.key() if isinstance(f, Term) else f for f in self.factors),
+                tuple(self.conds))
+
     def free(self) -> set[str]:
         out: set[str] = set()
         for f in self.factors:
