@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 
 from ..ir.index import Dim
 from ..plan.kernels import Contract, Elementwise, Kernel, Reduce, View
-from ..plan.normal import Axis
 from ..plan.order import contraction_path
 from ..plan.poly import ZERO
+from ..plan.ranges import Axis
 from .gathers import Gathers
 from .loops import _NAME
 from .values import _ATOM, _LETTERS, _MUL, Value

@@ -21,14 +21,9 @@ from ..plan.kernels import (
     Kernel,
     Mask,
 )
-from ..plan.normal import (
-    Axis,
-    Cond,
-    FreshNames,
-    common_denominator,
-    sign_known,
-)
+from ..plan.normal import Cond, FreshNames, common_denominator, sign_known
 from ..plan.poly import ONE, ZERO, Poly
+from ..plan.ranges import Axis
 from ..plan.split import SplitPrice
 from .values import (
     _ADD,

@@ -30,15 +30,9 @@ from ..plan.kernels import (
     Reduce,
     View,
 )
-from ..plan.normal import (
-    Axis,
-    Term,
-    common_denominator,
-    conditions,
-    expand,
-    without_brackets,
-)
+from ..plan.normal import Term, common_denominator, conditions, expand, without_brackets
 from ..plan.poly import ONE, ZERO, Poly
+from ..plan.ranges import Axis
 from .emit import Emitter
 from .values import (
     _ADD,

@@ -15,16 +15,9 @@ from ..plan.kernels import (
     RunningSum,
     Scan,
 )
-from ..plan.normal import (
-    Axis,
-    Cond,
-    Term,
-    divisions_out_of_sums,
-    eliminate,
-    fold,
-    without_brackets,
-)
+from ..plan.normal import Cond, Term, divisions_out_of_sums, without_brackets
 from ..plan.poly import ZERO
+from ..plan.ranges import Axis, eliminate, fold
 from ..plan.windows import scan_bounds
 from .contract import Contractions
 from .reads import _strong_factors

@@ -7,9 +7,9 @@ Iverson brackets (:class:`Cond`, normalized to ``a >= 0``, ``a == 0``, ``a != 0`
 or relation membership) and the factors everything else. Products of sums are flattened into
 one sum (``Σ_I f · Σ_J g = Σ_{I,J} f · g``) so that a contraction is ordered as a whole.
 
-:class:`Axis` is an index with its (narrowed) range. Windows, bands and scans (summed indices
-confined by their conditions) are in :mod:`eqsat_ad.plan.windows`; sums of reads spread over
-the contractions they sit in, in :mod:`eqsat_ad.plan.spread`.
+Equalities solved and index ranges narrowed are in :mod:`eqsat_ad.plan.ranges`; windows, bands
+and scans (summed indices confined by their conditions) in :mod:`eqsat_ad.plan.windows`; sums
+of reads spread over the contractions they sit in, in :mod:`eqsat_ad.plan.spread`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..ir.expr import (
     substitute,
 )
 from ..ir.functions import lookup
-from ..ir.index import Affine, Dim, IndexVar
+from ..ir.index import Affine, IndexVar
 
 # ================================================================================================
 # Conditions (what brackets become once normalized)
@@ -449,107 +449,6 @@ def expand(e: Expr, names: FreshNames) -> list[Term]:
             return [Term(1.0, new + t.sums, t.factors if t.coef == 1 else
                          [Const(t.coef), *t.factors], t.conds) for t in expand(inner, names)]
     return [Term(1.0, [], [e], [])]
-
-
-# ================================================================================================
-# Ranges, grids and values
-# ================================================================================================
-
-
-@dataclass(frozen=True)
-class Axis:
-    """An index ranging over ``max(lo) <= v < min(hi)`` (bounds free of index variables)."""
-
-    name: str
-    extent: Dim
-    lo: tuple[Affine, ...]
-    hi: tuple[Affine, ...]
-
-    @staticmethod
-    def full(iv: IndexVar) -> Axis:
-        return Axis(iv.name, iv.extent, (Affine.constant(0),), (Affine.of_dim(iv.extent),))
-
-    def is_full(self) -> bool:
-        return self.lo == (Affine.constant(0),) and self.hi == (Affine.of_dim(self.extent),)
-
-    def with_lo(self, b: Affine) -> Axis:
-        return replace(self, lo=_add_bound(self.lo, b, lower=True))
-
-    def with_hi(self, b: Affine) -> Axis:
-        return replace(self, hi=_add_bound(self.hi, b, lower=False))
-
-
-def _add_bound(bounds: tuple[Affine, ...], b: Affine, lower: bool) -> tuple[Affine, ...]:
-    """Add a bound to a max (lower) or min (upper) list, dropping dominated ones."""
-    sign = 1 if lower else -1
-    for x in bounds:
-        if sign_known((x - b).scale(sign)) == 1:  # x already at least as tight
-            return bounds
-    kept = tuple(x for x in bounds if sign_known((b - x).scale(sign)) != 1)
-    return kept + (b,)
-
-
-def eliminate(t: Term, candidates: Sequence[str], grid_extent: Mapping[str, Dim]
-              ) -> tuple[Term, dict[str, Affine]] | None:
-    """Solve equalities of ``t`` for indices in ``candidates`` (earliest first).
-
-    Returns the term with the solved indices substituted (their ranges and the integrality
-    of their values added as conditions) and the solutions; None when ``t`` is 0.
-    """
-    solved: dict[str, Affine] = {}
-    cands = list(candidates)
-    while True:
-        best = None
-        for k, c in enumerate(t.conds):
-            if c.kind != "eq":
-                continue
-            for v in cands:
-                coeff = c.aff.coeff(v)
-                if coeff == 0:
-                    continue
-                rank = (0 if abs(coeff) == 1 else 1, cands.index(v))
-                if best is None or rank < best[0]:
-                    best = (rank, k, v, coeff)
-        if best is None:
-            break
-        _, k, v, coeff = best
-        c = t.conds[k]
-        rest = c.aff - Affine.var(v).scale(coeff)
-        sol = rest.scale(Fraction(-1) / coeff)
-        conds = t.conds[:k] + t.conds[k + 1:]
-        t = replace(t, conds=conds)
-        t = Term(t.coef, [iv for iv in t.sums if iv.name != v], t.factors, t.conds)
-        # Substitute inside (sums[] already dropped v, so Term.substitute reaches it).
-        t = t.substitute({v: sol})
-        ext = Affine.of_dim(grid_extent[v])
-        extra = [Cond("ge", to_integral(sol)), Cond("ge", to_integral(ext - sol - 1))]
-        if common_denominator(sol) != 1:
-            extra.append(Cond("int", sol))
-        t = replace(t, conds=t.conds + extra)
-        solved = {k2: a.substitute({v: sol}) for k2, a in solved.items()}
-        solved[v] = sol
-        cands.remove(v)
-    t = decide_static(t)
-    return None if t is None else (t, solved)
-
-
-def fold(t: Term, axes: dict[str, Axis], names: Sequence[str]) -> Term:
-    """Narrow the ranges in ``axes`` of ``names`` by one-index conditions of ``t``."""
-    kept: list[Cond] = []
-    for c in t.conds:
-        ix = c.indices()
-        if c.kind == "ge" and len(ix) == 1 and next(iter(ix)) in names:
-            v = next(iter(ix))
-            k = c.aff.coeff(v)
-            rest = c.aff - Affine.var(v).scale(k)
-            if k == 1:
-                axes[v] = axes[v].with_lo(-rest)
-                continue
-            if k == -1:
-                axes[v] = axes[v].with_hi(rest + 1)
-                continue
-        kept.append(c)
-    return replace(t, conds=kept)
 
 
 def divisions_out_of_sums(factors: list[Expr | Term], summed: set[str]

@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from ..ir.expr import Access, Expr
 from ..ir.index import Affine, Dim, IndexVar
-from .normal import Cond, Term, decide_static, eliminate, to_integral
+from .normal import Cond, Term, decide_static, to_integral
+from .ranges import eliminate
 
 __all__ = ["WINDOW_TERMS", "read_ranges", "scan_bounds", "unroll_windows"]
 
