@@ -18,7 +18,7 @@ from ..plan.kernels import (
 from ..plan.normal import Cond, Term, divisions_out_of_sums, without_brackets
 from ..plan.poly import ZERO
 from ..plan.ranges import Axis, eliminate, fold
-from ..plan.windows import scan_bounds
+from ..plan.windows import scan_split
 from .contract import Contractions
 from .reads import _strong_factors
 from .values import (
@@ -144,7 +144,7 @@ class Reductions(Contractions):
         if not inner or self.strict:
             return None
         for j in inner:
-            split = _scan_split(j, inner, factors, conds)
+            split = scan_split(j, inner, factors, conds, _free)
             if split is not None:
                 break
         else:
@@ -161,8 +161,7 @@ class Reductions(Contractions):
         lo = [lo_b] if lo_b is not None else []
         hi = [hi_b] if hi_b is not None else []
         for f in factors:
-            free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
-                    else set(free_indices(f)))
+            free = _free(f)
             if i in free or j not in free and len(factors) == 1:
                 return None
         if others:
@@ -422,47 +421,15 @@ def _in_layout(e: Expr, grid: dict[str, Axis]) -> dict[str, Axis]:
     return grid
 
 
+def _free(f: Expr | Term | Value) -> set[str]:
+    """The indices a factor of a sum ranges over (a computed value's: its axes)."""
+    return set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term) \
+        else set(free_indices(f))
+
+
 # ================================================================================================
 # Contraction order
 # ================================================================================================
-
-
-def _scan_split(j: str, inner: Mapping[str, Axis], factors: Sequence[Expr | Term | Value],
-                conds: Sequence[Cond]) -> tuple | None:
-    """How ``Σ_inner Π conds Π factors`` runs as a scan over ``j``: ``(scan bounds, the
-    conditions on j, the factors with j, the summed indices only they carry (summed first),
-    the other factors, the other conditions)``, or None when ``j`` is not a scan: its
-    conditions are not bounds in one other index ``i``, or its factors hold ``i`` or share a
-    summed index with the rest."""
-    cj = [c for c in conds if j in c.indices()]
-    found = scan_bounds(j, cj)
-    if found is None:
-        return None
-    i = found[0]
-    rest_conds = [c for c in conds if j not in c.indices()]
-    with_j: list[Expr | Term | Value] = []
-    rest: list[Expr | Term | Value] = []
-    free_j: set[str] = set()
-    free_rest: set[str] = set()
-    for f in factors:
-        free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
-                else set(free_indices(f)))
-        if j in free:
-            with_j.append(f)
-            free_j |= free
-        else:
-            rest.append(f)
-            free_rest |= free
-    if not with_j or i in free_j:
-        return None
-    in_conds = set().union(*(c.indices() for c in rest_conds)) if rest_conds else set()
-    shared = (free_j & set(inner)) - {j}
-    private = {a: inner[a] for a in shared if a not in free_rest and a not in in_conds}
-    if shared - set(private):
-        return None
-    if not rest and not rest_conds and i not in inner:
-        with_j = list(factors)  # the simple scan: every factor is the operand
-    return found, cj, with_j, private, rest, rest_conds
 
 
 def _same_axes_first(gen: Reductions, vals: list[Value], grid: Mapping[str, Axis]
