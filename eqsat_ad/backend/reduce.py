@@ -15,9 +15,9 @@ from ..plan.kernels import (
     RunningSum,
     Scan,
 )
-from ..plan.normal import Cond, Term, divisions_out_of_sums, without_brackets
+from ..plan.normal import Cond, Term, without_brackets
 from ..plan.poly import ZERO
-from ..plan.ranges import Axis, eliminate, fold
+from ..plan.ranges import Axis, sum_term
 from ..plan.windows import scan_split
 from .contract import Contractions
 from .reads import _strong_factors
@@ -36,27 +36,16 @@ from .values import (
 class Reductions(Contractions):
     def term_value(self, t: Term, grid: dict[str, Axis]) -> Value:
         """A term evaluated on ``grid`` (its sums reduced)."""
-        sums = {iv.name: iv.extent for iv in t.sums}
-        res = eliminate(t, [iv.name for iv in t.sums], sums)
-        if res is None:
-            return Value("0", ())
-        t, solved = res
-        for v in solved:
+        eliminated: list[str] = []
+        planned = sum_term(t, eliminated, divide_out=not self.strict)
+        for v in eliminated:
             self.decide("eliminated", f"sum over {v} removed by an equality")
-        inner_axes = {iv.name: Axis.full(iv) for iv in t.sums}
-        t = fold(t, inner_axes, list(inner_axes))
+        if planned is None:
+            return Value("0", ())
+        t, inner_axes, (inner_f, inner_conds), (outer_f, outer_conds) = planned
         g2 = dict(grid)
         g2.update(inner_axes)
         j = set(inner_axes)
-        outer_conds = [c for c in t.conds if not (c.indices() & j)]
-        inner_conds = [c for c in t.conds if c.indices() & j]
-        inner_f: list[Expr | Term] = []
-        outer_f: list[Expr | Term] = []
-        # (the strict code keeps a quotient whole: a * b ** -1 is nan where b is subnormal and
-        # a is 0, 1 / b overflowing, but a / b is 0)
-        for f in t.factors if self.strict else divisions_out_of_sums(t.factors, j):
-            fv = f.free() if isinstance(f, Term) else set(free_indices(f))
-            (inner_f if fv & j else outer_f).append(f)
         guards: list[Value] = []
         if self.strict and (len(outer_f) + bool(j) > 1 or t.coef < 0):
             # (also a negated factor: -([p] a + [q] b) is a strong zero, +0.0, where p and q

@@ -15,11 +15,22 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import NamedTuple
 
-from ..ir.expr import Expr
+from ..ir.expr import Expr, free_indices
 from ..ir.index import Affine, Dim, IndexVar
-from .normal import Cond, Term, common_denominator, decide_static, sign_known, to_integral
+from .normal import (
+    Cond,
+    Term,
+    common_denominator,
+    decide_static,
+    divisions_out_of_sums,
+    sign_known,
+    to_integral,
+)
 
-__all__ = ["Axis", "StatementTerm", "eliminate", "fold", "pull_out", "statement_term"]
+__all__ = [
+    "Axis", "StatementTerm", "SumTerm", "eliminate", "fold", "pull_out", "statement_term",
+    "sum_term",
+]
 
 
 
@@ -179,3 +190,40 @@ def statement_term(t: Term, indices: Sequence[IndexVar], eliminated: list[str]
     t, solved = res
     axes = {iv.name: Axis.full(iv) for iv in indices if iv.name not in solved}
     return StatementTerm(fold(t, axes, list(axes)), axes, solved)
+
+
+class SumTerm(NamedTuple):
+    """A term's sum as the backend runs it (:func:`sum_term`)."""
+
+    term: Term
+    """The term, its sums' equalities eliminated and ranges narrowed."""
+    inner: dict[str, Axis]
+    """The summed indices left, with their ranges."""
+    summed: tuple[list[Expr | Term], list[Cond]]
+    """The factors and conditions that carry a summed index: what the sum runs over."""
+    outside: tuple[list[Expr | Term], list[Cond]]
+    """The factors and conditions free of the summed indices: taken out of the sum."""
+
+
+def sum_term(t: Term, eliminated: list[str], divide_out: bool) -> SumTerm | None:
+    """``t``'s sum with its equalities solved for the summed indices (``eliminated`` receives
+    them, in order), their ranges narrowed by one-index conditions, and the factors and
+    conditions free of them taken out; None where ``t`` is 0. ``divide_out``: quotients by
+    something free of the summed indices leave the sum (:func:`divisions_out_of_sums`; the
+    strict code keeps a quotient whole: ``a * b ** -1`` is nan where ``b`` is subnormal and
+    ``a`` is 0, ``1 / b`` overflowing, but ``a / b`` is 0)."""
+    res = eliminate(t, [iv.name for iv in t.sums], {iv.name: iv.extent for iv in t.sums})
+    if res is None:
+        return None
+    t, solved = res
+    eliminated.extend(solved)
+    inner = {iv.name: Axis.full(iv) for iv in t.sums}
+    t = fold(t, inner, list(inner))
+    j = set(inner)
+    inner_f: list[Expr | Term] = []
+    outer_f: list[Expr | Term] = []
+    for f in divisions_out_of_sums(t.factors, j) if divide_out else t.factors:
+        fv = f.free() if isinstance(f, Term) else set(free_indices(f))
+        (inner_f if fv & j else outer_f).append(f)
+    return SumTerm(t, inner, (inner_f, [c for c in t.conds if c.indices() & j]),
+                   (outer_f, [c for c in t.conds if not (c.indices() & j)]))
