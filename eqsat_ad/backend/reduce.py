@@ -16,6 +16,7 @@ from ..plan.kernels import (
     Scan,
 )
 from ..plan.normal import Cond, Term, without_brackets
+from ..plan.order import joining_operands
 from ..plan.poly import ZERO
 from ..plan.ranges import Axis, sum_term
 from ..plan.windows import scan_split
@@ -65,13 +66,12 @@ class Reductions(Contractions):
             else:
                 # fast code: a non-finite factor raises NonFinite and the strict code reruns
                 outer = [self.checked(v) if v.risky else v for v in outer]
-                # A factor over a subset of one contraction operand's axes is one more operand
-                # of the contraction: its order multiplies it into the smallest partner
-                # (Σ_i W[t, i] V[s, i] / Z[t] scales W (T x D), not the T x T result).
-                joins = [v for v in outer if len(inner_f) >= 2 and not v.mask and any(
-                    set(v.axes) <= (f.free() if isinstance(f, Term) else set(free_indices(f)))
-                    for f in inner_f)] if not inner_conds else []
-                outer = [v for v in outer if not any(v is w for w in joins)]
+                # a factor over a subset of one contraction operand's axes is one more operand
+                # of the contraction (eqsat_ad.plan.order.joining_operands)
+                pos = joining_operands([None if v.mask else frozenset(v.axes) for v in outer],
+                                       [_free(f) for f in inner_f], bool(inner_conds))
+                joins = [outer[k] for k in pos]
+                outer = [v for k, v in enumerate(outer) if k not in pos]
                 coef = t.coef
                 if len(inner_f) >= 2 and not inner_conds and coef != 1 and math.isfinite(coef):
                     # (so is the coefficient: a 0-d operand, Σ_d 0.125 Q K scales Q)

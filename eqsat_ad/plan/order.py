@@ -35,6 +35,7 @@ from .poly import ZERO, Poly, compare, poly_max
 
 __all__ = [
     "EXACT_LIMIT", "OPTIMAL_LIMIT", "ContractionPath", "contraction_path", "invariant_first",
+    "joining_operands",
 ]
 
 Extents = Mapping[str, Dim]
@@ -353,3 +354,16 @@ def invariant_first(operands: Sequence[tuple[str, ...]], variant: Sequence[bool]
     fixed.sort(key=lambda k: -len(operands[k]))
     keep = set(out).union(*(ops for k, ops in enumerate(operands) if k not in fixed))
     return fixed, [a for a in summed if a not in keep], [a for a in summed if a in keep]
+
+
+def joining_operands(outside: Sequence[frozenset[str] | None], operands: Sequence[set[str]],
+                     conditioned: bool) -> list[int]:
+    """The positions of the factors taken out of a sum (their indices; None: a mask) that join
+    its contraction as one more operand: each over a subset of one operand's indices, where the
+    sum is a contraction of two or more operands under no condition. The contraction order
+    then multiplies it into its smallest partner (``Σ_i W[t, i] V[s, i] / Z[t]`` scales W,
+    T x D, not the T x T result) instead of the result being scaled."""
+    if conditioned or len(operands) < 2:
+        return []
+    return [k for k, ix in enumerate(outside)
+            if ix is not None and any(ix <= op for op in operands)]
