@@ -392,3 +392,15 @@ def f(A: [N, K], B: [K, M], z: [N]):
         want = ea.evaluate(ea.grad(prog, wrt=("A", "B"), optimize=False).program, **args)
         for got, ref in zip(g(**args), want, strict=True):
             np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_a_factor_over_one_operands_indices_joins_the_contraction():
+    from eqsat_ad.plan.order import joining_operands
+
+    # Σ_i W[t, i] V[s, i] · (1 / Z[t]) · c[s, t]: 1 / Z[t] joins (a subset of W's indices) and
+    # is multiplied into W by the contraction order; c[s, t] is over no operand's indices
+    operands = [{"t", "i"}, {"s", "i"}]
+    outside = [frozenset({"t"}), frozenset({"s", "t"}), None, frozenset()]
+    assert joining_operands(outside, operands, conditioned=False) == [0, 3]
+    assert joining_operands(outside, operands, conditioned=True) == []  # a masked sum
+    assert joining_operands(outside, operands[:1], conditioned=False) == []  # no contraction

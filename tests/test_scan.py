@@ -188,3 +188,37 @@ def f(A: [N, M], w: [N]):
     rng = np.random.default_rng(2)
     A, w = rng.normal(size=(9, 4)), rng.normal(size=9)
     assert np.isclose(fn(A, w), ea.evaluate(prog, A=A, w=w))
+
+
+def _sum_term(source: str):
+    from eqsat_ad.ir.expr import free_indices
+    from eqsat_ad.plan.normal import FreshNames, expand
+    from eqsat_ad.plan.ranges import Axis
+
+    (s,) = ea.parse(source).statements
+    (t,) = expand(s.body, FreshNames({"i"}, flatten=True))  # (sums keep their names)
+    inner = {iv.name: Axis.full(iv) for iv in t.sums}
+    return t, inner, lambda f: set(free_indices(f))
+
+
+def test_a_triangular_sum_splits_into_the_running_sums_operand_and_the_rest():
+    from eqsat_ad.ir.index import Affine
+    from eqsat_ad.plan.windows import scan_split
+
+    # Σ_j [j <= i] x[j] w[i]: the running sums of x, read at i + 1, times w[i]
+    t, inner, free = _sum_term("def f(x: [N], w: [N]):\n"
+                               "    c[i: N] = Sum[j: N]((j <= i) * x[j] * w[i])\n    return c\n")
+    got = scan_split("j", inner, t.factors, t.conds, free)
+    assert got is not None
+    assert got.bounds == ("i", None, Affine.var("i") + 1)
+    assert [free(f) for f in got.with_j] == [{"j"}] and [free(f) for f in got.rest] == [{"i"}]
+    assert got.private == {} and got.rest_conds == [] and got.conds_j == t.conds
+    # Σ_{j, k} [j <= i] A[j, k]: k only under the scan, summed out first
+    t, inner, free = _sum_term("def f(A: [N, N]):\n"
+                               "    c[i: N] = Sum[j: N, k: N]((j <= i) * A[j, k])\n    return c\n")
+    got = scan_split("j", inner, t.factors, t.conds, free)
+    assert got is not None and set(got.private) == {"k"}
+    # Σ_j [j <= i] A[i, j]: the operand holds i, no running sum serves every i
+    t, inner, free = _sum_term("def f(A: [N, N]):\n"
+                               "    c[i: N] = Sum[j: N]((j <= i) * A[i, j])\n    return c\n")
+    assert scan_split("j", inner, t.factors, t.conds, free) is None

@@ -25,6 +25,7 @@ import eqsat_ad as ea
 import eqsat_ad.plan.split as split
 from eqsat_ad.ad import vjp
 from eqsat_ad.backend.numpy import _load, lower_program
+from eqsat_ad.plan.order import invariant_first
 from eqsat_ad.plan.price import program_cost
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
@@ -161,3 +162,34 @@ def f(x: [3], a: [], R: rel[N, M]):
         assert [d for d in low.decisions if d.kind == "split-loop"]
         assert "if M >= _k" in low.source
         _same(_load(low)(**args), ea.evaluate(prog, **args))
+
+
+def test_operands_a_loop_does_not_change_are_contracted_first_outside_it():
+    # Σ_{k, j} A[i, k] B[k, j] x[j] in a loop where only x changes: A B first (summing k, which
+    # nothing else carries), then the result with x (summing j); an invariant operand over the
+    # result's indices only scales the result instead, and a step needs two invariant operands
+    ops = [("i", "k"), ("k", "j"), ("j",)]
+    summed = ["k", "j"]
+    assert invariant_first(ops, [False, False, True], ("i",), summed) == ([0, 1], ["k"], ["j"])
+    # (the widest first; B changes, so both summed indices wait for it)
+    assert invariant_first(ops, [False, True, False], ("i",), summed) == ([0, 2], [], summed)
+    assert invariant_first([("i",), ("i", "k"), ("k",)], [False, False, True], ("i",),
+                           ["k"]) is None
+    assert invariant_first(ops, [False, False, False], ("i",), summed) is None
+    assert invariant_first(ops[:2], [False, True], ("i", "j"), ["k"]) is None
+    # the N-body gradient as a loop over the 3 coordinates: the hoisted step runs once, and the
+    # values are the interpreter's
+    prog = ea.parse("""
+def f(A: [N, N], B: [N, N], x: [N, M]):
+    y[i: N, d: M] = Sum[k: N, j: N](A[i, k] * B[k, j] * x[j, d])
+    return y
+""")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(split, "prefer", lambda a, b: True)
+        low = lower_program(prog, {"N": 40, "M": 3})
+    loop = low.source.index("for _k")
+    assert "@" in low.source[:loop], low.source  # A @ B before the loop
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal((40, 40)), rng.standard_normal((40, 40)),
+            rng.standard_normal((40, 3))]
+    np.testing.assert_allclose(_load(low)(*args), ea.evaluate(prog, *args), rtol=1e-10)

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 
 from ..ir.index import Dim
 from ..plan.kernels import Contract, Elementwise, Kernel, Reduce, View
-from ..plan.normal import Axis
-from ..plan.order import contraction_path
+from ..plan.order import contraction_path, invariant_first
 from ..plan.poly import ZERO
+from ..plan.ranges import Axis
 from .gathers import Gathers
 from .loops import _NAME
 from .values import _ATOM, _LETTERS, _MUL, Value
@@ -27,15 +27,14 @@ class Contractions(Gathers):
             # in a loop: the operands that do not change with it are contracted first, in a
             # step hoisted out of the loop (eqsat_ad.backend.loops)
             variant = self.loop_variant()
-            # (not a factor over the result's axes only: it scales the small result instead)
-            fixed = [v for v in vals if not set(_NAME.findall(v.code)) & variant
-                     and not set(v.axes) <= set(out_axes)]
-            if len(fixed) >= 2 and len(fixed) < len(vals):
-                moving = [v for v in vals if not any(v is f for f in fixed)]
-                fixed.sort(key=lambda v: -len(v.axes))  # (the widest first: shared products)
-                keep = set(out_axes).union(*(v.axes for v in moving))
-                pre = self.einsum(fixed, [a for a in summed if a not in keep], g2)
-                return self.einsum([pre, *moving], [a for a in summed if a in keep], g2)
+            hoisted = invariant_first([v.axes for v in vals],
+                                      [bool(set(_NAME.findall(v.code)) & variant) for v in vals],
+                                      out_axes, summed)
+            if hoisted is not None:
+                fixed, first, then = hoisted
+                pre = self.einsum([vals[k] for k in fixed], first, g2)
+                moving = [v for k, v in enumerate(vals) if k not in fixed]
+                return self.einsum([pre, *moving], then, g2)
         letters = {a: _LETTERS[k] for k, a in enumerate(allaxes)}
         spec = ",".join("".join(letters[a] for a in v.axes) for v in vals)
         spec += "->" + "".join(letters[a] for a in out_axes)

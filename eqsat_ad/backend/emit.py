@@ -21,14 +21,10 @@ from ..plan.kernels import (
     Kernel,
     Mask,
 )
-from ..plan.normal import (
-    Axis,
-    Cond,
-    _denominator,
-    _Names,
-    _sign_known,
-)
+from ..plan.normal import Cond, FreshNames, common_denominator, sign_known
 from ..plan.poly import ONE, ZERO, Poly
+from ..plan.ranges import Axis
+from ..plan.split import SplitPrice
 from .values import (
     _ADD,
     _ATOM,
@@ -64,7 +60,7 @@ class Emitter:
         used = set(prog.param_names) | {s.name for s in prog.statements} | set(prog.size_names())
         for s in prog.statements:
             used |= {iv.name for iv in s.indices}
-        self.names = _Names(used, flatten=not strict)
+        self.names = FreshNames(used, flatten=not strict)
         self.py: dict[str, str] = {}
         taken = set(used)
         for n in list(prog.param_names) + [s.name for s in prog.statements] + list(
@@ -80,6 +76,8 @@ class Emitter:
         self.loop_symbols: set[str] = set()  # their variables: size-like symbols in indices
         self.loop_calls = 0  # kernel calls the loops run beyond one of each
         self.loop_start = 0  # the first line of the loop body being emitted
+        self.trials = 0  # trial lowerings run (eqsat_ad.backend.loops.Loops.trial)
+        self.trial_prices: dict[tuple, SplitPrice] = {}  # the statement's: Loops.trial_price
         self.aranges: dict[tuple, str] = {}
         self.memo: dict[str, str] = {}  # code -> temporary already holding it
         self.facts: list[Affine] = []  # index-free a >= 0 known to hold (guarded by an if)
@@ -101,7 +99,7 @@ class Emitter:
     # --- small helpers -------------------------------------------------------------------------
     def nonneg(self, a: Affine) -> bool:
         """``a >= 0`` provably, for sizes >= 1 and the conditions known to hold here."""
-        return _sign_known(a) == 1 or any(_sign_known(a - f) == 1 for f in self.facts)
+        return sign_known(a) == 1 or any(sign_known(a - f) == 1 for f in self.facts)
 
     def emit(self, line: str, kernels: tuple[Kernel, ...] = ()) -> None:
         """Append a line of the function body; ``kernels`` are what it runs."""
@@ -355,7 +353,7 @@ class Emitter:
     # --- index arithmetic ----------------------------------------------------------------------
     def index_value(self, a: Affine, grid: Mapping[str, Axis]) -> tuple[Value, int]:
         """Integer code over the grid of ``q * a`` and the denominator ``q``."""
-        q = _denominator(a)
+        q = common_denominator(a)
         s = a.scale(q) if q != 1 else a
         terms: list[Value] = []
         for n, c in s.index:

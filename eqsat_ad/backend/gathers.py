@@ -34,8 +34,9 @@ from ..ir.expr import (
 )
 from ..ir.index import Affine, Dim, IndexVar, size
 from ..plan.kernels import Elementwise, Reduce, RelationGather, SegmentSum
-from ..plan.normal import Axis, Cond, Term
+from ..plan.normal import Cond, Term
 from ..plan.poly import Poly
+from ..plan.ranges import Axis
 from .reads import Reads
 from .values import _ATOM, _MUL, Value, _factor
 

@@ -18,10 +18,10 @@ from ..ir.index import Affine, Dim
 from ..ir.program import Statement
 from ..plan import split as plan_split
 from ..plan.kernels import Fill, Kernel
-from ..plan.normal import Cond, Term, _decide_static
+from ..plan.normal import Cond, Term, decide_static
 from ..plan.poly import Poly
 from ..plan.split import SplitPrice, is_small, split_price
-from ..plan.windows import _read_ranges
+from ..plan.windows import read_ranges
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.*)$")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -43,18 +43,35 @@ class Loops:
                     cands.append(("sum", iv.extent))
         return cands
 
-    def split_choice(self, s: Statement, terms: list[Term], whole: SplitPrice | None = None
+    def split_choice(self, s: Statement, terms: list[Term]
                      ) -> tuple[tuple[str, str | Dim] | None, SplitPrice]:
         """How to lower ``s`` (expanded into ``terms``): a loop over a small axis when that is
         priced below running it whole (:func:`eqsat_ad.plan.split.prefer`), else None; and
-        the price of that choice. ``whole``: the whole lowering's price, if known."""
-        best_price = whole or self.trial(lambda: self.lower_terms(s, terms))
+        the price of that choice."""
+        best_price = self.trial_price(s, terms, None)
         best = None
         for cand in self.split_axes(s, terms):
-            price = self.trial(lambda c=cand: self.run_split(s, terms, c))
+            price = self.trial_price(s, terms, cand)
             if plan_split.prefer(price, best_price):
                 best, best_price = cand, price
         return best, best_price
+
+    def trial_price(self, s: Statement, terms: list[Term],
+                    cand: tuple[str, str | Dim] | None) -> SplitPrice:
+        """The price of lowering ``s`` as ``terms``, whole (``cand`` None) or split by
+        ``cand``: a trial lowering the first time this statement asks, then remembered.
+
+        A trial starts from the generator's state at the statement (every trial is rolled
+        back), so within one statement the price is a function of the term list and the
+        candidate alone: the spread form (:mod:`eqsat_ad.plan.spread`) pays a trial only for
+        the term lists it changes. :meth:`statement` forgets the prices at each statement."""
+        key = (s.name, cand, tuple(t.key() for t in terms))
+        price = self.trial_prices.get(key)
+        if price is None:
+            lower = (lambda: self.lower_terms(s, terms)) if cand is None else (
+                lambda: self.run_split(s, terms, cand))
+            price = self.trial_prices[key] = self.trial(lower)
+        return price
 
     def lower_choice(self, s: Statement, terms: list[Term],
                      split: tuple[str, str | Dim] | None) -> None:
@@ -66,6 +83,7 @@ class Loops:
 
     def trial(self, lower: Callable[[], None]) -> SplitPrice:
         """The split price of what ``lower()`` emits; then forgotten."""
+        self.trials += 1
         mark = self.mark()
         memo, aranges, calls = dict(self.memo), dict(self.aranges), self.loop_calls
         facts, shapes = list(self.facts), dict(self.shapes)
@@ -120,9 +138,9 @@ class Loops:
         risky = False
         try:
             for t in inner:
-                ranges = [c for c in _read_ranges(t.factors, self.shapes)
+                ranges = [c for c in read_ranges(t.factors, self.shapes)
                           if var in c.aff.size_names() and len(c.indices()) == 1]
-                t2 = _decide_static(replace(t, conds=t.conds + ranges))
+                t2 = decide_static(replace(t, conds=t.conds + ranges))
                 if t2 is None:
                     continue
                 # conditions on the loop variable alone (a read's range at this iteration) are

@@ -7,12 +7,13 @@ statement ``y[I] = body`` at a time:
 
 1. The body is expanded into its normal form (:func:`eqsat_ad.plan.normal.expand`): terms
    ``coef · Σ_J Π brackets · Π factors``, products of sums flattened into one sum.
-2. Equality brackets are solved: an equality on a summed index eliminates the sum; one on a
-   generator index makes the term a *scatter* (a diagonal fill, a point write). Windows and bands
-   of constant width become shifted slice updates (:meth:`Codegen.windows`).
+2. Equality brackets are solved (:mod:`eqsat_ad.plan.ranges`): an equality on a summed index
+   eliminates the sum; one on a generator index makes the term a *scatter* (a diagonal fill, a
+   point write). Windows and bands of constant width become shifted slice updates
+   (:func:`eqsat_ad.plan.windows.unroll_windows`).
 3. Conditions on one index narrow that index's range (a slice write); other conditions become
    masks (``np.where``), except triangular and banded ones on a summed index, which run as
-   running sums (:meth:`Reductions.scan`).
+   running sums (:func:`eqsat_ad.plan.windows.scan_split`, emitted by :meth:`Reductions.scan`).
 4. What is left is evaluated on a grid of index ranges: accesses as views, shifted and strided
    slices, zero-padded windows or gathers; products under Σ as pairwise contraction steps in the
    order of :func:`eqsat_ad.plan.order.contraction_path` (``@`` for matrix products); other sums

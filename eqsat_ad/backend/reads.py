@@ -30,15 +30,9 @@ from ..plan.kernels import (
     Reduce,
     View,
 )
-from ..plan.normal import (
-    Axis,
-    Term,
-    _conds,
-    _denominator,
-    _without_brackets,
-    expand,
-)
+from ..plan.normal import Term, common_denominator, conditions, expand, without_brackets
 from ..plan.poly import ONE, ZERO, Poly
+from ..plan.ranges import Axis
 from .emit import Emitter
 from .values import (
     _ADD,
@@ -110,7 +104,7 @@ class Reads(Emitter):
                 if n not in grid:
                     raise ProgramError(f"index {n!r} in {name}[...] is not bound")
         # One index per dimension (fractions only next to an index: w[k/2]).
-        simple = all(len(a.index) == 1 or (not a.index and _denominator(a) == 1) for a in idx)
+        simple = all(len(a.index) == 1 or (not a.index and common_denominator(a) == 1) for a in idx)
         vars_ = [a.index[0][0] for a in idx if a.index]
         if simple and len(set(vars_)) == len(vars_):
             return self.window(name, py, idx, shape, grid, relation, risky)
@@ -157,7 +151,7 @@ class Reads(Emitter):
                 specs.append(self.aff_code(a))
                 provable &= self.nonneg(a) and self.nonneg(nd - a - 1)
                 continue
-            q = _denominator(a)
+            q = common_denominator(a)
             scaled = a.scale(q) if q != 1 else a  # index = scaled / q
             v, c = scaled.index[0][0], int(scaled.index[0][1])
             ax = grid[v]
@@ -227,7 +221,7 @@ class Reads(Emitter):
             case Access(name, idx):
                 return self.access(name, idx, grid)
             case Bracket(p):
-                masks = [self.cond_mask(c, grid) for c in _conds(p)]
+                masks = [self.cond_mask(c, grid) for c in conditions(p)]
                 m = self.conj(masks, grid)
                 assert m is not None
                 return m
@@ -262,7 +256,7 @@ class Reads(Emitter):
                     return Value("0", ())
                 if _strong_factors(lhs) or _guarded_sums(lhs):
                     # (the guard applies the brackets to the quotient)
-                    q = self.binop("/", self.ev(_without_brackets(lhs), grid),
+                    q = self.binop("/", self.ev(without_brackets(lhs), grid),
                                    self.ev(rhs, grid), grid)
                     return self.guarded(lhs, q, grid)
                 num = self.ev(lhs, grid)

@@ -15,17 +15,11 @@ from ..plan.kernels import (
     RunningSum,
     Scan,
 )
-from ..plan.normal import (
-    Axis,
-    Cond,
-    Term,
-    _without_brackets,
-    divisions_out_of_sums,
-    eliminate,
-    fold,
-)
+from ..plan.normal import Cond, Term, without_brackets
+from ..plan.order import joining_operands
 from ..plan.poly import ZERO
-from ..plan.windows import scan_bounds
+from ..plan.ranges import Axis, sum_term
+from ..plan.windows import scan_split
 from .contract import Contractions
 from .reads import _strong_factors
 from .values import (
@@ -43,27 +37,16 @@ from .values import (
 class Reductions(Contractions):
     def term_value(self, t: Term, grid: dict[str, Axis]) -> Value:
         """A term evaluated on ``grid`` (its sums reduced)."""
-        sums = {iv.name: iv.extent for iv in t.sums}
-        res = eliminate(t, [iv.name for iv in t.sums], sums)
-        if res is None:
-            return Value("0", ())
-        t, solved = res
-        for v in solved:
+        eliminated: list[str] = []
+        planned = sum_term(t, eliminated, divide_out=not self.strict)
+        for v in eliminated:
             self.decide("eliminated", f"sum over {v} removed by an equality")
-        inner_axes = {iv.name: Axis.full(iv) for iv in t.sums}
-        t = fold(t, inner_axes, list(inner_axes))
+        if planned is None:
+            return Value("0", ())
+        t, inner_axes, (inner_f, inner_conds), (outer_f, outer_conds) = planned
         g2 = dict(grid)
         g2.update(inner_axes)
         j = set(inner_axes)
-        outer_conds = [c for c in t.conds if not (c.indices() & j)]
-        inner_conds = [c for c in t.conds if c.indices() & j]
-        inner_f: list[Expr | Term] = []
-        outer_f: list[Expr | Term] = []
-        # (the strict code keeps a quotient whole: a * b ** -1 is nan where b is subnormal and
-        # a is 0, 1 / b overflowing, but a / b is 0)
-        for f in t.factors if self.strict else divisions_out_of_sums(t.factors, j):
-            fv = f.free() if isinstance(f, Term) else set(free_indices(f))
-            (inner_f if fv & j else outer_f).append(f)
         guards: list[Value] = []
         if self.strict and (len(outer_f) + bool(j) > 1 or t.coef < 0):
             # (also a negated factor: -([p] a + [q] b) is a strong zero, +0.0, where p and q
@@ -83,13 +66,12 @@ class Reductions(Contractions):
             else:
                 # fast code: a non-finite factor raises NonFinite and the strict code reruns
                 outer = [self.checked(v) if v.risky else v for v in outer]
-                # A factor over a subset of one contraction operand's axes is one more operand
-                # of the contraction: its order multiplies it into the smallest partner
-                # (Σ_i W[t, i] V[s, i] / Z[t] scales W (T x D), not the T x T result).
-                joins = [v for v in outer if len(inner_f) >= 2 and not v.mask and any(
-                    set(v.axes) <= (f.free() if isinstance(f, Term) else set(free_indices(f)))
-                    for f in inner_f)] if not inner_conds else []
-                outer = [v for v in outer if not any(v is w for w in joins)]
+                # a factor over a subset of one contraction operand's axes is one more operand
+                # of the contraction (eqsat_ad.plan.order.joining_operands)
+                pos = joining_operands([None if v.mask else frozenset(v.axes) for v in outer],
+                                       [_free(f) for f in inner_f], bool(inner_conds))
+                joins = [outer[k] for k in pos]
+                outer = [v for k, v in enumerate(outer) if k not in pos]
                 coef = t.coef
                 if len(inner_f) >= 2 and not inner_conds and coef != 1 and math.isfinite(coef):
                     # (so is the coefficient: a 0-d operand, Σ_d 0.125 Q K scales Q)
@@ -151,7 +133,7 @@ class Reductions(Contractions):
         if not inner or self.strict:
             return None
         for j in inner:
-            split = _scan_split(j, inner, factors, conds)
+            split = scan_split(j, inner, factors, conds, _free)
             if split is not None:
                 break
         else:
@@ -168,8 +150,7 @@ class Reductions(Contractions):
         lo = [lo_b] if lo_b is not None else []
         hi = [hi_b] if hi_b is not None else []
         for f in factors:
-            free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
-                    else set(free_indices(f)))
+            free = _free(f)
             if i in free or j not in free and len(factors) == 1:
                 return None
         if others:
@@ -381,7 +362,7 @@ class Reductions(Contractions):
             if strong:
                 layout = _in_layout(f, g2)
                 guards += [self.ev(g, layout) for g in strong]
-                f = _without_brackets(f)
+                f = without_brackets(f)
             guards += sums
             out.append(f)
         return out, guards
@@ -429,47 +410,15 @@ def _in_layout(e: Expr, grid: dict[str, Axis]) -> dict[str, Axis]:
     return grid
 
 
+def _free(f: Expr | Term | Value) -> set[str]:
+    """The indices a factor of a sum ranges over (a computed value's: its axes)."""
+    return set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term) \
+        else set(free_indices(f))
+
+
 # ================================================================================================
 # Contraction order
 # ================================================================================================
-
-
-def _scan_split(j: str, inner: Mapping[str, Axis], factors: Sequence[Expr | Term | Value],
-                conds: Sequence[Cond]) -> tuple | None:
-    """How ``Σ_inner Π conds Π factors`` runs as a scan over ``j``: ``(scan bounds, the
-    conditions on j, the factors with j, the summed indices only they carry (summed first),
-    the other factors, the other conditions)``, or None when ``j`` is not a scan: its
-    conditions are not bounds in one other index ``i``, or its factors hold ``i`` or share a
-    summed index with the rest."""
-    cj = [c for c in conds if j in c.indices()]
-    found = scan_bounds(j, cj)
-    if found is None:
-        return None
-    i = found[0]
-    rest_conds = [c for c in conds if j not in c.indices()]
-    with_j: list[Expr | Term | Value] = []
-    rest: list[Expr | Term | Value] = []
-    free_j: set[str] = set()
-    free_rest: set[str] = set()
-    for f in factors:
-        free = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
-                else set(free_indices(f)))
-        if j in free:
-            with_j.append(f)
-            free_j |= free
-        else:
-            rest.append(f)
-            free_rest |= free
-    if not with_j or i in free_j:
-        return None
-    in_conds = set().union(*(c.indices() for c in rest_conds)) if rest_conds else set()
-    shared = (free_j & set(inner)) - {j}
-    private = {a: inner[a] for a in shared if a not in free_rest and a not in in_conds}
-    if shared - set(private):
-        return None
-    if not rest and not rest_conds and i not in inner:
-        with_j = list(factors)  # the simple scan: every factor is the operand
-    return found, cj, with_j, private, rest, rest_conds
 
 
 def _same_axes_first(gen: Reductions, vals: list[Value], grid: Mapping[str, Axis]

@@ -30,20 +30,17 @@ from ..plan.kernels import (
     StridedSliceUpdate,
 )
 from ..plan.normal import (
-    Axis,
     Term,
-    _by_component,
-    _conds,
-    _decide_static,
-    _static,
-    eliminate,
+    by_component,
+    conditions,
     expand,
-    fold,
     outer_groups,
-    spread_reads,
+    static_truth,
 )
 from ..plan.poly import ZERO, Poly
+from ..plan.ranges import Axis, StatementTerm, statement_term
 from ..plan.split import SplitPrice, inline_small_arrays, split_price
+from ..plan.spread import spread_reads
 from ..plan.windows import unroll_windows
 from .liveness import release_dead
 from .loops import Loops, _calls
@@ -60,6 +57,7 @@ from .values import (
 class Codegen(Loops, Reductions):
     def statement(self, s: Statement) -> None:
         self.stmt = s.name
+        self.trial_prices = {}  # (priced from the state at this statement: Loops.trial_price)
         self.emit(f"# {print_statement(s)}")
         body, plus_zero = _zero_addend(s.body)
         terms = expand(body, self.names)
@@ -67,7 +65,7 @@ class Codegen(Loops, Reductions):
             self.lower_terms(s, terms, plus_zero=True)
             return
         # Broadcast sums of reads inside contractions spread over their terms
-        # (plan.normal.spread_reads: exact for finite values, the fast code only) where that
+        # (plan.spread.spread_reads: exact for finite values, the fast code only) where that
         # is priced no higher at the call's sizes and allocates no larger array (as a split).
         spread = None if self.strict or not self.sizes or s.name in self.structured \
             else spread_reads(terms, self.names)
@@ -177,52 +175,14 @@ class Codegen(Loops, Reductions):
         self.decide("window-unrolled", f"{len(out)} shifted slice term(s)")
         return out
 
-    def plan_term(self, t: Term, s: Statement):
-        """Eliminate and fold a statement-level term: (term, generator axes, solved generators)."""
-        gens = {iv.name: iv.extent for iv in s.indices}
-        # Pull conditions that do not mention a sum's own indices out of sum factors, after
-        # eliminating the sums' equalities (so [i == k] inside Σ_k becomes a plain access).
-        t = self.pull_out(t)
-        if t is None:
-            return None
-        res = eliminate(t, list(gens), gens)
-        if res is None:
-            return None
-        t, solved = res
-        axes = {iv.name: Axis.full(iv) for iv in s.indices if iv.name not in solved}
-        t = fold(t, axes, list(axes))
-        return t, axes, solved
-
-    def pull_out(self, t: Term) -> Term | None:
-        if t.sums:
-            t = Term(1.0, [], [replace(t, coef=1.0)], []) if t.coef == 1 else Term(
-                t.coef, [], [replace(t, coef=1.0)], []
-            )
-        factors: list[Expr | Term] = []
-        conds = list(t.conds)
-        coef = t.coef
-        for f in t.factors:
-            if not isinstance(f, Term) or not f.sums:
-                factors.append(f)
-                continue
-            res = eliminate(f, [iv.name for iv in f.sums], {iv.name: iv.extent
-                                                                  for iv in f.sums})
-            if res is None:
-                return None
-            g, solved = res
-            for v in solved:
-                self.decide("eliminated", f"sum over {v} removed by an equality")
-            j = {iv.name for iv in g.sums}
-            out = [c for c in g.conds if not (c.indices() & j)]
-            inner = [c for c in g.conds if c.indices() & j]
-            conds += out
-            if not g.sums:
-                coef *= g.coef
-                factors += g.factors
-                conds += inner
-            else:
-                factors.append(Term(g.coef, g.sums, g.factors, inner))
-        return _decide_static(Term(coef, [], factors, conds))
+    def plan_term(self, t: Term, s: Statement) -> StatementTerm | None:
+        """A statement-level term as it is written (:func:`eqsat_ad.plan.ranges.statement_term`):
+        (term, generator axes, solved generators); None where it is 0."""
+        eliminated: list[str] = []
+        planned = statement_term(t, s.indices, eliminated)
+        for v in eliminated:
+            self.decide("eliminated", f"sum over {v} removed by an equality")
+        return planned
 
     def structured_output(self, py: str, s: Statement, plans: list, shape: str) -> None:
         """A returned statement whose terms are all scatters, as a Diagonal or a Sparse."""
@@ -259,7 +219,7 @@ class Codegen(Loops, Reductions):
             inner = t.factors[0]
             t = replace(inner, coef=inner.coef * t.coef)
         if not self.strict:  # exact for finite values: the fast code's inputs are checked
-            t = _by_component(t)
+            t = by_component(t)
         gens = [iv.name for iv in s.indices]
         if solved or len(gens) < 2 or t.sums or t.conds:
             return False
@@ -496,6 +456,6 @@ def _static_zero(e: Expr) -> bool:
     product with a bracket false whatever the sizes (``(1 != 1) * x``, which the normal form
     drops: ``(1 != 1) + t`` is +0.0 where ``t`` is -0.0, as ``0 + t``)."""
     return _is_zero(e) or any(
-        isinstance(f, Bracket) and any(not c.indices() and _static(c) is False
-                                       for c in _conds(f.pred))
+        isinstance(f, Bracket) and any(not c.indices() and static_truth(c) is False
+                                       for c in conditions(f.pred))
         for f in _leaf_factors(e))

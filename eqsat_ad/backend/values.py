@@ -57,7 +57,7 @@ class Decision:
     when it is inside a sum), ``diagonal-view`` (``np.einsum('ii->i')``), ``gather`` /
     ``window`` (general zero-padded reads), ``eliminated`` (a sum removed by an equality),
     ``spread`` (sums of reads distributed over their contractions,
-    :func:`eqsat_ad.plan.normal.spread_reads`);
+    :func:`eqsat_ad.plan.spread.spread_reads`);
     under the pseudo-statement ``<inputs>``, one per parameter, ``finite-input`` (the caller
     scans it for inf/nan before the call) and ``finite-result`` (a product reading it checks
     its own result instead; ``detail`` is the parameter).

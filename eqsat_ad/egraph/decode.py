@@ -235,7 +235,7 @@ class Decoder:
     def scan(self, args: tuple, body: Expr) -> Expr:
         """A Scan node as the bracket sum it equals, ``Sum[j: n]((j >= lo and j < hi) * e)``:
         the form the plan lowers to its Scan kernel (running sums read at the bounds; see
-        plan/normal.py ``scan_bounds``). No IR node of its own: a scan has one semantics, the
+        plan/windows.py ``scan_bounds``). No IR node of its own: a scan has one semantics, the
         bracket sum's, which the interpreter, AD and the printer already know."""
         j = args[0]
         iv = IndexVar(self.name(j), self.ex.enc.ids.extent[j])

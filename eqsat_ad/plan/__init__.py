@@ -1,10 +1,13 @@
 """The plan: what the backend runs for a program, and the price of exactly that.
 
 ``normal``: the normal form of a statement (terms: coefficient, summed indices, brackets,
-factors); ``windows``: windows, bands and scans (summed indices confined to ranges); ``order``:
-the contraction order (one search, priced and run); ``kernels``: the kernels the generated code
-calls, with iteration spaces and allocations; ``price``: a program's price = the sum over the
-kernels of its lowering; ``poly``: the size polynomials prices are written in.
+factors); ``ranges``: equalities solved, index ranges narrowed (what a term writes where);
+``windows``: windows, bands and scans (summed indices confined to ranges);
+``spread``: sums of reads distributed over their contractions; ``split``: a small axis run as a
+loop; ``order``: the contraction order (one search, priced and run); ``kernels``: the kernels
+the generated code calls, with iteration spaces and allocations; ``price``: a program's price =
+the sum over the kernels of its lowering; ``memory``: what the plan holds at once; ``poly``: the
+size polynomials prices are written in.
 """
 
 from .kernels import Kernel, Plan

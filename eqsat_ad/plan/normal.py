@@ -7,8 +7,9 @@ Iverson brackets (:class:`Cond`, normalized to ``a >= 0``, ``a == 0``, ``a != 0`
 or relation membership) and the factors everything else. Products of sums are flattened into
 one sum (``Σ_I f · Σ_J g = Σ_{I,J} f · g``) so that a contraction is ordered as a whole.
 
-:class:`Axis` is an index with its (narrowed) range. Windows, bands and scans (summed indices
-confined by their conditions) are in :mod:`eqsat_ad.plan.windows`.
+Equalities solved and index ranges narrowed are in :mod:`eqsat_ad.plan.ranges`; windows, bands
+and scans (summed indices confined by their conditions) in :mod:`eqsat_ad.plan.windows`; sums
+of reads spread over the contractions they sit in, in :mod:`eqsat_ad.plan.spread`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ..ir.expr import (
     substitute,
 )
 from ..ir.functions import lookup
-from ..ir.index import Affine, Dim, IndexVar
+from ..ir.index import Affine, IndexVar
 
 # ================================================================================================
 # Conditions (what brackets become once normalized)
@@ -80,30 +81,32 @@ class Cond:
             r = Rel(self.rel.name, tuple(a.substitute(mapping) for a in self.rel.indices))
             return Cond("rel", rel=r)
         a = self.aff.substitute(mapping)
-        return Cond(self.kind, a if self.kind == "int" else _integral(a))
+        return Cond(self.kind, a if self.kind == "int" else to_integral(a))
 
 
-def _denominator(a: Affine) -> int:
+def common_denominator(a: Affine) -> int:
+    """The least common denominator of ``a``'s coefficients and constant (1: integral)."""
     q = a.const.denominator
     for _, c in a.index + a.sizes:
         q = math.lcm(q, c.denominator)
     return q
 
 
-def _integral(a: Affine) -> Affine:
+def to_integral(a: Affine) -> Affine:
     """``a`` scaled by a positive integer so that every coefficient is an integer."""
-    q = _denominator(a)
+    q = common_denominator(a)
     return a if q == 1 else a.scale(q)
 
 
-def _conds(p: Pred) -> list[Cond]:
+def conditions(p: Pred) -> list[Cond]:
+    """The predicate of a bracket as a conjunction of normalized conditions."""
     match p:
         case And(preds):
-            return [c for q in preds for c in _conds(q)]
+            return [c for q in preds for c in conditions(q)]
         case Rel():
             return [Cond("rel", rel=p)]
         case Cmp(op, lhs, rhs):
-            d = _integral(lhs - rhs)
+            d = to_integral(lhs - rhs)
             match op:
                 case "==":
                     return [Cond("eq", d)]
@@ -120,7 +123,7 @@ def _conds(p: Pred) -> list[Cond]:
     raise ProgramError(f"not a predicate: {p!r}")
 
 
-def _sign_known(a: Affine) -> int | None:
+def sign_known(a: Affine) -> int | None:
     """+1 if ``a >= 0`` for all sizes >= 1, -1 if ``a < 0`` for all sizes >= 1, else None.
 
     ``a`` must be free of index variables.
@@ -134,15 +137,15 @@ def _sign_known(a: Affine) -> int | None:
     return None
 
 
-def _static(c: Cond) -> bool | None:
+def static_truth(c: Cond) -> bool | None:
     """The truth of an index-free condition when the sizes do not matter, else None."""
     if c.kind == "rel":
         return None
     a = c.aff
     if c.kind == "int":
-        return True if _denominator(a) == 1 else (None if a.sizes else False)
+        return True if common_denominator(a) == 1 else (None if a.sizes else False)
     if c.kind == "ge":
-        s = _sign_known(a)
+        s = sign_known(a)
         return None if s is None else s > 0
     if a.is_constant():
         return (a.const == 0) == (c.kind == "eq")
@@ -160,6 +163,12 @@ class Term:
     sums: list[IndexVar]
     factors: list[Expr | Term]
     conds: list[Cond]
+
+    def key(self) -> tuple:
+        """The term as a hashable value: equal keys, equal terms (structurally)."""
+        return (self.coef, tuple(self.sums),
+                tuple(f.key() if isinstance(f, Term) else f for f in self.factors),
+                tuple(self.conds))
 
     def free(self) -> set[str]:
         out: set[str] = set()
@@ -182,7 +191,7 @@ class Term:
         )
 
 
-class _Names:
+class FreshNames:
     """Fresh index names for the binders of sums (so merged scopes never capture).
 
     ``flatten``: a product of sums becomes one sum (``Σ_I f · Σ_J g = Σ_{I,J} f · g``, the
@@ -204,13 +213,12 @@ class _Names:
         raise AssertionError
 
 
-
-def _decide_static(t: Term) -> Term | None:
+def decide_static(t: Term) -> Term | None:
     """``t`` without its index-free conditions known true; ``None`` if one is known false."""
     kept: list[Cond] = []
     for c in t.conds:
         if not c.indices():
-            s = _static(c)
+            s = static_truth(c)
             if s is False:
                 return None
             if s is True:
@@ -218,7 +226,8 @@ def _decide_static(t: Term) -> Term | None:
         kept.append(c)
     return replace(t, conds=kept)
 
-def _by_component(t: Term) -> Term:
+
+def by_component(t: Term) -> Term:
     """A flattened ``Σ_{I,J} f(I) · g(J)`` regrouped as ``(Σ_I f) · (Σ_J g)``: one factor per
     group of factors linked by summed indices (the output of an outer product)."""
     if not t.sums or t.conds:
@@ -279,7 +288,8 @@ def outer_groups(
     return ([((), scalars)] if scalars else []) + out
 
 
-def _cheap(terms: list[Term]) -> bool:
+def reads_only(terms: list[Term]) -> bool:
+    """Every term a product of plain reads (no sum, no other factor)."""
     return all(
         not t.sums and all(isinstance(f, Access) for f in t.factors) for t in terms
     )
@@ -308,7 +318,7 @@ def _merge(a: Term, b: Term) -> Term:
     return Term(a.coef * b.coef, [], [replace(a, coef=1.0), replace(b, coef=1.0)], [])
 
 
-def _negated(terms: list[Term], e: Expr, names: _Names) -> list[Term]:
+def _negated(terms: list[Term], e: Expr, names: FreshNames) -> list[Term]:
     """``-e`` for ``e`` expanded into ``terms``. The strict lowering keeps the negation of a
     sum of two or more terms outside it: ``-(a + b)`` is -0.0 where ``a + b`` is +0.0 (``a =
     -b``), but ``-a - b`` is +0.0 there, a sign a division by it sees (docs/semantics.md: the
@@ -333,22 +343,22 @@ def _is_comparison(e: Expr | Term) -> bool:
     return f is not None and f.strong
 
 
-def _without_brackets(e: Expr) -> Expr:
+def without_brackets(e: Expr) -> Expr:
     """The product tree ``e`` with its bracket and data-comparison factors left out (1 if
     nothing is left)."""
     if isinstance(e, Bracket) or _is_comparison(e):
         return Const(1.0)
     if isinstance(e, Binary) and e.op == "*":
-        a, b = _without_brackets(e.lhs), _without_brackets(e.rhs)
+        a, b = without_brackets(e.lhs), without_brackets(e.rhs)
         if a == Const(1.0):
             return b
         return a if b == Const(1.0) else Binary("*", a, b)
     if isinstance(e, Neg):
-        return Neg(_without_brackets(e.arg))
+        return Neg(without_brackets(e.arg))
     return e
 
 
-def expand(e: Expr, names: _Names) -> list[Term]:
+def expand(e: Expr, names: FreshNames) -> list[Term]:
     """``e`` as a sum of terms (sums distribute over ``+``; products of sums stay products)."""
     match e:
         case Const(v):
@@ -372,7 +382,7 @@ def expand(e: Expr, names: _Names) -> list[Term]:
                 return []
             guards = _comparisons(terms)
             if len(terms) == 1 and (terms[0].conds or guards) and not terms[0].sums:
-                return [Term(1.0, [], [*guards, Binary("/", _without_brackets(lhs), rhs)],
+                return [Term(1.0, [], [*guards, Binary("/", without_brackets(lhs), rhs)],
                              terms[0].conds)]
             # (Σ_J [p] e) / d = Σ_J [p] (e · d⁻¹), d free of J: where no term survives the
             # guard the sum is a strong zero and so is its quotient (docs/semantics.md), so an
@@ -401,7 +411,7 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             # a + b is +0.0, -2 a - 2 b is +0.0, as for -(a + b), _negated.)
             if (
                 len(left) * len(right) <= 16
-                and (_cheap(left) or _cheap(right))
+                and (reads_only(left) or reads_only(right))
                 and any(t.conds for t in left + right)
                 and (names.flatten or _scaling(left, right) or _scaling(right, left))
             ):
@@ -410,7 +420,7 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             rt = right[0] if len(right) == 1 else Term(1.0, [], [rhs], [])
             return [_merge(lt, rt)]
         case Bracket(p):
-            return [Term(1.0, [], [], _conds(p))]
+            return [Term(1.0, [], [], conditions(p))]
         case Pow(base, k) if k > 0:
             # ([p] e) ** k = [p] e ** k: the bracket still guards the term (a strong zero to a
             # positive power is one), instead of being computed as 0.0 ** k inside the power
@@ -419,7 +429,7 @@ def expand(e: Expr, names: _Names) -> list[Term]:
                 return []
             guards = _comparisons(terms)
             if len(terms) == 1 and (terms[0].conds or guards) and not terms[0].sums:
-                return [Term(1.0, [], [*guards, Pow(_without_brackets(base), k)],
+                return [Term(1.0, [], [*guards, Pow(without_brackets(base), k)],
                              terms[0].conds)]
         case Sum(ivs, body):
             mapping: dict[str, Affine] = {}
@@ -439,157 +449,6 @@ def expand(e: Expr, names: _Names) -> list[Term]:
             return [Term(1.0, new + t.sums, t.factors if t.coef == 1 else
                          [Const(t.coef), *t.factors], t.conds) for t in expand(inner, names)]
     return [Term(1.0, [], [e], [])]
-
-
-# ================================================================================================
-# Ranges, grids and values
-# ================================================================================================
-
-
-@dataclass(frozen=True)
-class Axis:
-    """An index ranging over ``max(lo) <= v < min(hi)`` (bounds free of index variables)."""
-
-    name: str
-    extent: Dim
-    lo: tuple[Affine, ...]
-    hi: tuple[Affine, ...]
-
-    @staticmethod
-    def full(iv: IndexVar) -> Axis:
-        return Axis(iv.name, iv.extent, (Affine.constant(0),), (Affine.of_dim(iv.extent),))
-
-    def is_full(self) -> bool:
-        return self.lo == (Affine.constant(0),) and self.hi == (Affine.of_dim(self.extent),)
-
-    def with_lo(self, b: Affine) -> Axis:
-        return replace(self, lo=_add_bound(self.lo, b, lower=True))
-
-    def with_hi(self, b: Affine) -> Axis:
-        return replace(self, hi=_add_bound(self.hi, b, lower=False))
-
-
-def _add_bound(bounds: tuple[Affine, ...], b: Affine, lower: bool) -> tuple[Affine, ...]:
-    """Add a bound to a max (lower) or min (upper) list, dropping dominated ones."""
-    sign = 1 if lower else -1
-    for x in bounds:
-        if _sign_known((x - b).scale(sign)) == 1:  # x already at least as tight
-            return bounds
-    kept = tuple(x for x in bounds if _sign_known((b - x).scale(sign)) != 1)
-    return kept + (b,)
-
-
-def eliminate(t: Term, candidates: Sequence[str], grid_extent: Mapping[str, Dim]
-              ) -> tuple[Term, dict[str, Affine]] | None:
-    """Solve equalities of ``t`` for indices in ``candidates`` (earliest first).
-
-    Returns the term with the solved indices substituted (their ranges and the integrality
-    of their values added as conditions) and the solutions; None when ``t`` is 0.
-    """
-    solved: dict[str, Affine] = {}
-    cands = list(candidates)
-    while True:
-        best = None
-        for k, c in enumerate(t.conds):
-            if c.kind != "eq":
-                continue
-            for v in cands:
-                coeff = c.aff.coeff(v)
-                if coeff == 0:
-                    continue
-                rank = (0 if abs(coeff) == 1 else 1, cands.index(v))
-                if best is None or rank < best[0]:
-                    best = (rank, k, v, coeff)
-        if best is None:
-            break
-        _, k, v, coeff = best
-        c = t.conds[k]
-        rest = c.aff - Affine.var(v).scale(coeff)
-        sol = rest.scale(Fraction(-1) / coeff)
-        conds = t.conds[:k] + t.conds[k + 1:]
-        t = replace(t, conds=conds)
-        t = Term(t.coef, [iv for iv in t.sums if iv.name != v], t.factors, t.conds)
-        # Substitute inside (sums[] already dropped v, so Term.substitute reaches it).
-        t = t.substitute({v: sol})
-        ext = Affine.of_dim(grid_extent[v])
-        extra = [Cond("ge", _integral(sol)), Cond("ge", _integral(ext - sol - 1))]
-        if _denominator(sol) != 1:
-            extra.append(Cond("int", sol))
-        t = replace(t, conds=t.conds + extra)
-        solved = {k2: a.substitute({v: sol}) for k2, a in solved.items()}
-        solved[v] = sol
-        cands.remove(v)
-    t = _decide_static(t)
-    return None if t is None else (t, solved)
-
-
-def fold(t: Term, axes: dict[str, Axis], names: Sequence[str]) -> Term:
-    """Narrow the ranges in ``axes`` of ``names`` by one-index conditions of ``t``."""
-    kept: list[Cond] = []
-    for c in t.conds:
-        ix = c.indices()
-        if c.kind == "ge" and len(ix) == 1 and next(iter(ix)) in names:
-            v = next(iter(ix))
-            k = c.aff.coeff(v)
-            rest = c.aff - Affine.var(v).scale(k)
-            if k == 1:
-                axes[v] = axes[v].with_lo(-rest)
-                continue
-            if k == -1:
-                axes[v] = axes[v].with_hi(rest + 1)
-                continue
-        kept.append(c)
-    return replace(t, conds=kept)
-
-
-SPREAD_LIMIT = 16
-"""The most terms one term may be spread into by :func:`spread_reads`."""
-
-
-def spread_reads(terms: Sequence[Term], names: _Names) -> list[Term] | None:
-    """``terms`` with each summed term's factor that is a sum of plain reads differing in the
-    summed indices they read distributed over the term; None if no term has one.
-
-    ``Σ_k W[i, k] · (x[i, j] - x[k, j])`` becomes ``Σ_k W[i, k] x[i, j] - Σ_k W[i, k] x[k, j]``:
-    the factor is a broadcast over indices its reads do not share (an N x N array built from
-    two columns, per ``j``), while each new term is a contraction of arrays already there
-    (``x[i, j] · Σ_k W[i, k]``, a matrix product ``W @ x``). Exact for finite values only (the
-    caller lowers the fast code with it, and prices both forms: a term whose other factors
-    cover more indices pays its contraction once per addend)."""
-    out: list[Term] = []
-    changed = False
-    for t in terms:
-        parts = _spread(t, names)
-        changed |= parts[0] is not t
-        out += parts
-    return out if changed else None
-
-
-def _spread(t: Term, names: _Names) -> list[Term]:
-    summed = {iv.name for iv in t.sums}
-    if not summed:
-        return [t]
-    for k, f in enumerate(t.factors):
-        if not (isinstance(f, Binary) and f.op in "+-"):
-            continue
-        parts = expand(f, names)
-        if not 2 <= len(parts) <= 4 or any(p.sums or p.conds for p in parts) or not _cheap(parts):
-            continue
-        if len({_reads(p) & summed for p in parts}) < 2:
-            continue
-        rest = t.factors[:k] + t.factors[k + 1:]
-        spread = [Term(t.coef * p.coef, list(t.sums), [*rest, *p.factors], list(t.conds))
-                  for p in parts]
-        out = [u for s in spread for u in _spread(s, names)]
-        return out if len(out) <= SPREAD_LIMIT else [t]
-    return [t]
-
-
-def _reads(t: Term) -> frozenset[str]:
-    out: set[str] = set()
-    for f in t.factors:
-        out |= f.free() if isinstance(f, Term) else set(free_indices(f))
-    return frozenset(out)
 
 
 def divisions_out_of_sums(factors: list[Expr | Term], summed: set[str]

@@ -33,7 +33,10 @@ from ..ir.errors import EqsatError
 from ..ir.index import Dim
 from .poly import ZERO, Poly, compare, poly_max
 
-__all__ = ["EXACT_LIMIT", "OPTIMAL_LIMIT", "ContractionPath", "contraction_path"]
+__all__ = [
+    "EXACT_LIMIT", "OPTIMAL_LIMIT", "ContractionPath", "contraction_path", "invariant_first",
+    "joining_operands",
+]
 
 Extents = Mapping[str, Dim]
 
@@ -329,3 +332,38 @@ def _greedy(
         del live[a], live[b]
         live[a | b] = res
     return pairs
+
+
+def invariant_first(operands: Sequence[tuple[str, ...]], variant: Sequence[bool],
+                    out: tuple[str, ...], summed: Sequence[str]
+                    ) -> tuple[list[int], list[str], list[str]] | None:
+    """In a loop (:mod:`eqsat_ad.plan.split`): the operands that do not change with it
+    (``variant`` False), contracted first in a step hoisted out of the loop, then the rest.
+
+    Returns the positions of the invariant operands (the widest first: shared products), the
+    summed indices that step sums out (none the others or the result keep), and the summed
+    indices left for the rest; None where fewer than two operands are invariant or all are.
+    An invariant operand over the result's indices only is not hoisted: it scales the small
+    result instead."""
+    if len(operands) <= 2:
+        return None
+    fixed = [k for k, ops in enumerate(operands)
+             if not variant[k] and not set(ops) <= set(out)]
+    if len(fixed) < 2 or len(fixed) == len(operands):
+        return None
+    fixed.sort(key=lambda k: -len(operands[k]))
+    keep = set(out).union(*(ops for k, ops in enumerate(operands) if k not in fixed))
+    return fixed, [a for a in summed if a not in keep], [a for a in summed if a in keep]
+
+
+def joining_operands(outside: Sequence[frozenset[str] | None], operands: Sequence[set[str]],
+                     conditioned: bool) -> list[int]:
+    """The positions of the factors taken out of a sum (their indices; None: a mask) that join
+    its contraction as one more operand: each over a subset of one operand's indices, where the
+    sum is a contraction of two or more operands under no condition. The contraction order
+    then multiplies it into its smallest partner (``Σ_i W[t, i] V[s, i] / Z[t]`` scales W,
+    T x D, not the T x T result) instead of the result being scaled."""
+    if conditioned or len(operands) < 2:
+        return []
+    return [k for k, ix in enumerate(outside)
+            if ix is not None and any(ix <= op for op in operands)]

@@ -2,23 +2,28 @@
 
 A summed index confined to a band of constant width (:func:`_band`) becomes an offset of constant
 extent; small constant sums are unrolled into shifted reads (:func:`unroll_windows`), whose
-in-range conditions (:func:`_read_ranges`) narrow the region a term writes: the backend then runs
+in-range conditions (:func:`read_ranges`) narrow the region a term writes: the backend then runs
 slice updates of shifted views, never a mask over a product of index spaces. A summed index
-bounded by one other index on either side is a running sum (:func:`scan_bounds`).
+bounded by one other index on either side is a running sum (:func:`scan_bounds`);
+:func:`scan_split` says which factors and conditions of a sum the running sums take.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any, NamedTuple
 
 from ..ir.expr import Access, Expr
 from ..ir.index import Affine, Dim, IndexVar
-from .normal import Cond, Term, _decide_static, _integral, eliminate
+from .normal import Cond, Term, decide_static, to_integral
+from .ranges import Axis, eliminate
 
-__all__ = ["WINDOW_TERMS", "scan_bounds", "unroll_windows"]
+__all__ = [
+    "WINDOW_TERMS", "ScanSplit", "read_ranges", "scan_bounds", "scan_split", "unroll_windows",
+]
 
 WINDOW_TERMS = 27
 """A sum over at most this many constant offsets (a 3×3×3 window) is unrolled into slices."""
@@ -45,14 +50,14 @@ def _band(t: Term, iv: IndexVar) -> Term:
                 conds = [c for n, c in enumerate(t.conds) if n not in (n1, n2)]
                 body = Term(t.coef, [], t.factors, conds).substitute({k: at})
                 ext = Affine.of_dim(iv.extent)
-                extra = [Cond("ge", _integral(at)), Cond("ge", _integral(ext - at - 1))]
+                extra = [Cond("ge", to_integral(at)), Cond("ge", to_integral(ext - at - 1))]
                 sums = [x for x in t.sums if x.name != k] + [a]
                 return Term(t.coef, sums, body.factors, body.conds + extra)
     return t
 
 
-def _read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim, ...]]
-                 ) -> list[Cond]:
+def read_ranges(factors: Sequence[Expr | Term], shapes: Mapping[str, tuple[Dim, ...]]
+                ) -> list[Cond]:
     """The in-range conditions of shifted reads ``x[i + c]`` (outside, a read is 0 anyway):
     stated, they narrow the region written instead of padding the array read."""
     out: list[Cond] = []
@@ -96,8 +101,8 @@ def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]], narrow: bool 
     for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
         at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
         h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
-        ranges = _read_ranges(h.factors, shapes) if narrow else []
-        h = _decide_static(replace(h, conds=h.conds + ranges))
+        ranges = read_ranges(h.factors, shapes) if narrow else []
+        h = decide_static(replace(h, conds=h.conds + ranges))
         if h is not None:
             out.append(h)
     return out
@@ -124,3 +129,56 @@ def scan_bounds(j: str, conds: Sequence[Cond]
     if len(outer) != 1 or len(lo) > 1 or len(hi) > 1:
         return None
     return next(iter(outer)), (lo[0] if lo else None), (hi[0] if hi else None)
+
+
+class ScanSplit(NamedTuple):
+    """How ``Σ_inner Π conds Π factors`` runs as a scan over ``j`` (:func:`scan_split`)."""
+
+    bounds: tuple[str, Affine | None, Affine | None]
+    """:func:`scan_bounds` of ``j``: the other index ``i`` and the bounds on ``j``."""
+    conds_j: list[Cond]
+    """The conditions on ``j`` (the bounds)."""
+    with_j: list[Any]
+    """The factors with ``j``: the operand of the running sums."""
+    private: dict[str, Axis]
+    """The summed indices only ``with_j`` carry: summed out before the scan."""
+    rest: list[Any]
+    """The other factors, multiplied in after the scan."""
+    rest_conds: list[Cond]
+    """The other conditions, applied after the scan."""
+
+
+def scan_split(j: str, inner: Mapping[str, Axis], factors: Sequence[Any], conds: Sequence[Cond],
+               free: Callable[[Any], set[str]]) -> ScanSplit | None:
+    """How ``Σ_inner Π conds Π factors`` runs as a scan over ``j``, or None when ``j`` is not a
+    scan: its conditions are not bounds in one other index ``i``, or its factors hold ``i`` or
+    share a summed index with the rest. ``free``: a factor's free indices (the backend passes
+    its computed values too)."""
+    cj = [c for c in conds if j in c.indices()]
+    found = scan_bounds(j, cj)
+    if found is None:
+        return None
+    i = found[0]
+    rest_conds = [c for c in conds if j not in c.indices()]
+    with_j: list[Any] = []
+    rest: list[Any] = []
+    free_j: set[str] = set()
+    free_rest: set[str] = set()
+    for f in factors:
+        fv = free(f)
+        if j in fv:
+            with_j.append(f)
+            free_j |= fv
+        else:
+            rest.append(f)
+            free_rest |= fv
+    if not with_j or i in free_j:
+        return None
+    in_conds = set().union(*(c.indices() for c in rest_conds)) if rest_conds else set()
+    shared = (free_j & set(inner)) - {j}
+    private = {a: inner[a] for a in shared if a not in free_rest and a not in in_conds}
+    if shared - set(private):
+        return None
+    if not rest and not rest_conds and i not in inner:
+        with_j = list(factors)  # the simple scan: every factor is the operand
+    return ScanSplit(found, cj, with_j, private, rest, rest_conds)
