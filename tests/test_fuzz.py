@@ -491,6 +491,15 @@ KNOWN_REPRODUCERS = {
     "s2031_gradient_numpy_grad_optimize_false_1513.py":
         "class 4 (not fixed): s1_bar * (t * step(1 - t * t)) at t = -1e300 flattened into "
         "s1_bar * t * step(...): (2e300 * 1e300) * 0 = nan against 0 (an overflow's order)",
+    "s2033_internal_index_grad_1796.py":
+        "a point read the scalar write's guard proves in range, evaluated by np.where where "
+        "the guard is false (a small-axis loop's last trip)",
+    "s2033_internal_index_grad_optimize_false_2880.py":
+        "a point read the scalar write's guard proves in range, evaluated by np.where where "
+        "the guard is false (a small-axis loop's last trip)",
+    "s2034_internal_index_grad_1816.py":
+        "a point read the scalar write's guard proves in range, evaluated by np.where where "
+        "the guard is false (a small-axis loop's last trip)",
 }
 
 
@@ -556,6 +565,11 @@ FIXED_REPRODUCERS = frozenset({
     # a tie made by absorption, broken by the optimizer's exact algebra: rounding of each
     # sum (branch sem9, tests/test_fuzz_orders.py)
     "s2031_gradient_numpy_grad_1377.py",
+    # the run at d6ad598: a scalar write's guard is a conditional expression (lazy), not
+    # np.where (backend/statements.py; tests/test_fuzz_2033.py)
+    "s2033_internal_index_grad_1796.py",
+    "s2033_internal_index_grad_optimize_false_2880.py",
+    "s2034_internal_index_grad_1816.py",
 })
 
 

@@ -51,6 +51,7 @@ from .values import (
     _RESERVED,
     _UNARY,
     Lowered,
+    Value,
 )
 
 
@@ -292,7 +293,14 @@ class Codegen(Loops, Reductions):
                         hi = f"max({hi}, 0)"  # a negative stop would count from the end
                     region.append(f"{'' if lo == '0' else lo}:{hi}")
             target = rem
-            val = v if m is None else self.where(m, v, grid)
+            if m is not None and not rem and not m.axes and not v.axes:
+                # a scalar guard is a conditional expression, evaluated lazily: np.where would
+                # also evaluate a read that the guard proves in range (the facts above) where
+                # the guard is false and the read is outside its array
+                val = Value(f"(_dt({v.code}) if {m.code} else 0)", (),
+                            kernels=m.kernels + v.kernels)
+            else:
+                val = v if m is None else self.where(m, v, grid)
             lhs = py if all(r == ":" for r in region) else f"{py}[{', '.join(region)}]"
             kind = "slice-write" if lhs != py else "add"
             self.decide(kind, lhs, tuple(rem))
