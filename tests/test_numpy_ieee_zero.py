@@ -47,6 +47,18 @@ def zero_times_log(x):
     return 0.0 * np.log(x)
 
 
+def negative_zero_times(x):
+    return -0.0 * x
+
+
+def negative_zero_over(x):
+    return -0.0 / x
+
+
+def zeros_column_times(x):
+    return np.zeros((2, 1)) * x
+
+
 def _same(got: np.ndarray, want: np.ndarray) -> None:
     """Equal values, nan patterns and signs of zero."""
     got, want = np.asarray(got, float), np.asarray(want, float)
@@ -57,7 +69,8 @@ def _same(got: np.ndarray, want: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("fn", [zero_times, times_zero_variable, zeros_array_times, zero_over,
-                                reciprocal_of_zero_times, zero_times_log])
+                                reciprocal_of_zero_times, zero_times_log, negative_zero_times,
+                                negative_zero_over, zeros_column_times])
 def test_a_numpy_zero_times_a_computed_value_is_ieee(fn) -> None:
     with np.errstate(all="ignore"):
         want = fn(X)
