@@ -414,6 +414,12 @@ KNOWN_REPRODUCERS = {
         "backend strict code (class 6): as 005, the diagonal read A[i, i]",
     "s2027b_numpy_numpy_translate_011.py":
         "front end: np.sign was (x > 0) - (x < 0), 0 at nan where NumPy gives nan",
+    "s2033_numpy_numpy_translate_2055.py":
+        "front end: NumPy's 0.0 * log(A) became the literal 0 (a strong zero): 0 where NumPy "
+        "gives nan (log of a negative entry)",
+    "s2034_numpy_numpy_translate_4111.py":
+        "front end: NumPy's 0.0 * z at z < 0 became the strong zero +0.0 where NumPy gives "
+        "-0.0: 1 / it was +inf against -inf",
     # the 10,000-program run (seeds 2028, 2029, experiments/results/fuzz.md)
     "s2028_fd_index_gradient_interpreter_000.py":
         "class 2 (ieee-gradient): a stored adjoint 0.0 times an infinite local derivative",
@@ -527,6 +533,9 @@ FIXED_REPRODUCERS = frozenset({
     "s2027b_gradient_index_grad_optimize_false_005.py",
     "s2027b_gradient_index_grad_006.py",
     "s2027b_numpy_numpy_translate_011.py",  # np.sign is the IEEE built-in sign
+    # a NumPy 0 times (or over) a computed value is an ordinary 0.0, stored (numpy_ops.py)
+    "s2033_numpy_numpy_translate_2055.py",
+    "s2034_numpy_numpy_translate_4111.py",
     # the 10,000-program run: fixed since (or allowed outcomes: ieee-gradient, ill-conditioned)
     "s2028_fd_index_gradient_interpreter_000.py",
     "s2028_fd_numpy_gradient_interpreter_003.py",

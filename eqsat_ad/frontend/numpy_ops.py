@@ -13,6 +13,7 @@ reshapes and concatenation.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -142,8 +143,25 @@ class ArrayOps:
     # --- arithmetic ----------------------------------------------------------------------------
     def arith(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal:
         build = {"+": add, "-": sub, "*": mul, "/": div}[op]
+        if op in "*/":
+            a, neg_a = self.ieee_zero(a, b, node)
+            b, neg_b = (b, False) if op == "/" else self.ieee_zero(b, a, node)
+            if neg_a != neg_b:  # -0.0 * x is -(0.0 * x): a stored 0 is +0.0
+                return self.elementwise((a, b), lambda x, y: neg(build(x, y)), node)
         return self.elementwise((a, b), build, node)
 
+    def ieee_zero(self, v: Any, other: Any, node: ast.AST) -> tuple[Any, bool]:
+        """``v``, stored when it is a NumPy 0 met by a computed factor or divisor, and whether
+        it was -0.0: NumPy's ``0.0 * x`` is IEEE (nan at inf, -0.0 at x < 0), but the literal 0
+        of Tensor SSA is a strong zero (docs/semantics.md); a stored 0 is an ordinary 0.0."""
+        tv = self.operand(v, node, materialize=False)
+        if tv.boolean or not (isinstance(tv.body, Const) and tv.body.value == 0):
+            return v, False
+        factor = self.operand(other, node, materialize=False)
+        if factor.boolean or isinstance(factor.body, Const):
+            return v, False  # a 0/1 or a constant: no inf, nan or sign to meet; folded
+        stored = self.materialize(TVal(tv.shape, tv.axes, const(0.0)), "zero", node)
+        return stored, math.copysign(1.0, tv.body.value) < 0
     def compare(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal:
         """A data comparison as a 0/1 array: the built-ins ``gt``, ``ge``, ``eq``, ``ne`` (1 or
         a strong zero, so that ``np.where`` never looks at the branch it does not take)."""
