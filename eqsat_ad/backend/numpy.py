@@ -410,10 +410,13 @@ class CompiledProgram:
                 # but not the sign of a zero sum, seen only through a division (or negative
                 # power) by it (docs/semantics.md). So does an overflow: the fast code takes
                 # factors out of sums as finite ones, and a product of finite values that
-                # overflows (x[0] ** 2 at 1e300) is an inf it treats as finite.
+                # overflows (x[0] ** 2 at 1e300) is an inf it treats as finite. So does an
+                # invalid operation (x ** 2.5 at x < 0, 0 / 0): its nan is a non-finite value
+                # the fast code's flattened products do not keep out (nan * np.where(p, a, 0)
+                # is nan where p is false; the strict code's guard gives the strong zero).
                 try:
                     if runtime.finite(*(arrays[self._param_index[n]] for n in fn.finite_inputs)):
-                        with np.errstate(divide="raise", over="raise"):
+                        with np.errstate(divide="raise", over="raise", invalid="raise"):
                             return _finish(fn(*arrays), self.program)
                 except (runtime.NonFinite, FloatingPointError):
                     pass

@@ -289,7 +289,8 @@ def _check_fd(forward: Program, inputs: dict[str, Any], wrt: tuple[str, ...], gr
             from ..ir.labeled import every_infinity_saturates, every_zero_absorbs
 
             try:
-                with every_zero_absorbs() if mode == "absorbs" else every_infinity_saturates():
+                with every_zero_absorbs() if mode == "absorbs" else every_infinity_saturates(
+                        _SATURATION[mode]):
                     diagnosed[mode] = evaluate(gp, **inputs) if gp is not None else None
             except Exception:  # noqa: BLE001 - no diagnosis: the fd finding stands
                 diagnosed[mode] = None
@@ -347,7 +348,13 @@ _DIAGNOSES = (
     ("saturates", "with every inf a division, power or function makes saturated to 1e100 (an "
                   "infinite local derivative meeting an exact cancellation: the chain rule's "
                   "IEEE inf - inf)"),
+    # (1 + 1e100 - 1e100 is 0: a moderate saturation keeps the terms added before the
+    # cancellation, w + (w - w) ** 0.5's derivative 1 + inf - inf)
+    ("saturates moderately", "with every inf a division, power or function makes saturated to "
+                             "2 ** 30 (an infinite local derivative meeting an exact "
+                             "cancellation: the chain rule's IEEE inf - inf)"),
 )
+_SATURATION = {"saturates": 1e100, "saturates moderately": 2.0 ** 30}
 
 
 def _close(g: float, est: float, noise: float) -> bool:

@@ -42,7 +42,7 @@ __all__ = ["PRODUCT_ORDERS", "Axes", "Labeled", "Value", "every_infinity_saturat
            "every_zero_absorbs"]
 
 _ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
-_SATURATES: contextvars.ContextVar[bool] = contextvars.ContextVar("saturates", default=False)
+_SATURATES: contextvars.ContextVar[float] = contextvars.ContextVar("saturates", default=0.0)
 _READ_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
     contextvars.ContextVar("read_rounding", default=None)
 _SUM_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
@@ -66,13 +66,16 @@ def every_zero_absorbs() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def every_infinity_saturates() -> Iterator[None]:
+def every_infinity_saturates(magnitude: float = 1e100) -> Iterator[None]:
     """Evaluate with every inf that a division, a power or a function makes replaced by
-    ±1e100: NOT the semantics, a diagnostic. The fuzzer uses it to tell an infinite local
-    derivative that meets an exact cancellation (``sqrt'(0) a - sqrt'(0) a``: inf - inf, nan
-    under IEEE as in JAX; the chain rule's IEEE of docs/semantics.md) from a gradient that is
-    wrong for another reason."""
-    token = _SATURATES.set(True)
+    ±``magnitude``: NOT the semantics, a diagnostic. The fuzzer uses it to tell an infinite
+    local derivative that meets an exact cancellation (``sqrt'(0) a - sqrt'(0) a``: inf - inf,
+    nan under IEEE as in JAX; the chain rule's IEEE of docs/semantics.md) from a gradient that
+    is wrong for another reason. (A moderate ``magnitude``, such as 2 ** 30, absorbs no term of
+    ordinary size added before the cancellation: ``1 + M - M`` is 1 only for M below 2 ** 53.)"""
+    if not magnitude > 0:
+        raise ValueError(f"the saturation magnitude must be positive, got {magnitude!r}")
+    token = _SATURATES.set(float(magnitude))
     try:
         yield
     finally:
@@ -80,8 +83,8 @@ def every_infinity_saturates() -> Iterator[None]:
 
 
 def _saturated(data: np.ndarray) -> np.ndarray:
-    if _SATURATES.get():
-        return np.where(np.isinf(data), np.copysign(1e100, data), data)
+    if m := _SATURATES.get():
+        return np.where(np.isinf(data), np.copysign(m, data), data)
     return data
 
 

@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 from ..ir.expr import (
     Access,
+    Bracket,
+    Call,
     Cmp,
     Expr,
     Max,
@@ -42,6 +44,7 @@ from ..ir.expr import (
     map_children,
     substitute,
 )
+from ..ir.functions import lookup
 from ..ir.index import Affine, Dim, dim_value
 from ..ir.program import Program, Statement
 from .kernels import Kernel
@@ -131,6 +134,7 @@ def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
     """:func:`inline_small_arrays` recomputing no array in ``kept``; the arrays read where a
     read is not proven inside them are added to ``missed``."""
     returned = {o.name for o in prog.outputs if isinstance(o, Access)}
+    relations = frozenset(p.name for p in prog.params if p.kind == "relation")
     out: list = []
     bodies: dict[str, Statement] = {}
     for s in prog.statements:
@@ -143,7 +147,8 @@ def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
                 and any(not is_small(iv.extent, sizes) for iv in s.indices)
                 and any(s.name in t.reads() for t in prog.statements
                         if isinstance(t, Statement))
-                and not _fractional_reads(s.name, prog)):
+                and not _fractional_reads(s.name, prog)
+                and not _strong(s.body, relations)):
             bodies[s.name] = s
             continue
         out.append(s)
@@ -157,6 +162,20 @@ def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
 
 def _has_sum(e: Expr) -> bool:
     return isinstance(e, Sum | Max) or any(_has_sum(c) for c in children(e))
+
+
+def _strong(e: Expr, relations: frozenset[str]) -> bool:
+    """``e`` holds a bracket, a data comparison or a relation read: a strong zero where false,
+    which the stored array holds as an ordinary 0.0 (``t_bar[i] = [i == 1]; Σ_i t_bar[i] *
+    (1 / sqrt(x))`` is nan at x < 0 from the stored 0.0, while the recomputed bracket removes
+    the term, its nan never computed: so such an array is not recomputed)."""
+    if isinstance(e, Bracket):
+        return True
+    if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
+        return True
+    if isinstance(e, Access) and e.name in relations:
+        return True
+    return any(_strong(c, relations) for c in children(e))
 
 
 def _fractional_reads(name: str, prog: Program) -> bool:
