@@ -506,6 +506,15 @@ KNOWN_REPRODUCERS = {
     "s2034_internal_index_grad_1816.py":
         "a point read the scalar write's guard proves in range, evaluated by np.where where "
         "the guard is false (a small-axis loop's last trip)",
+    "s2034_nan_pattern_index_compile_3908.py":
+        "x ** 2.5 at x < 0: a nan without an overflow or division flag, multiplied by the "
+        "fast code's bracket as an ordinary 0",
+    "s2033_gradient_index_grad_1244.py":
+        "a stored bracketed array recomputed where it is read: its 0 became a strong zero",
+    "s2033_fd_index_gradient_interpreter_2856.py":
+        "inf - inf of the chain rule after an exact cancellation, beside a finite term",
+    "s2034_gradient_index_grad_1482.py":
+        "1 / x ** 3 at x = 1e154: where the cube overflows depends on the product's order",
 }
 
 
@@ -579,6 +588,13 @@ FIXED_REPRODUCERS = frozenset({
     "s2033_internal_index_grad_1796.py",
     "s2033_internal_index_grad_optimize_false_2880.py",
     "s2034_internal_index_grad_1816.py",
+    # the fast code reruns the strict code on an invalid operation; arrays with brackets are
+    # not recomputed where read; a moderate saturation diagnosis of the IEEE gradient; the
+    # product orders of the rounding model (tests/test_fuzz_2033_gradients.py)
+    "s2034_nan_pattern_index_compile_3908.py",
+    "s2033_gradient_index_grad_1244.py",
+    "s2033_fd_index_gradient_interpreter_2856.py",
+    "s2034_gradient_index_grad_1482.py",
 })
 
 
