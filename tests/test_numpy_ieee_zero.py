@@ -4,7 +4,8 @@ NumPy's ``0.0 * x`` is nan where ``x`` is inf or nan and -0.0 where ``x < 0``; t
 Tensor SSA is a strong zero (docs/semantics.md), +0.0 whatever it multiplies. The front end
 translated ``0.0 * log(A)`` to 0 (NumPy: nan at a negative entry) and ``1 / (0.0 * z)`` at
 ``z < 0`` to +inf (NumPy: -inf). A NumPy 0 multiplied by, or divided by, a computed value is
-now stored, and a stored 0 is an ordinary 0.0.
+now stored, and a stored 0 is an ordinary 0.0; so is a select (``np.where(c, a, 0.0)``)
+that meets a computed factor.
 """
 
 from __future__ import annotations
@@ -59,6 +60,15 @@ def zeros_column_times(x):
     return np.zeros((2, 1)) * x
 
 
+def select_times_log(x):
+    # 2033 #2055 (the whole program): np.where's 0.0 is an ordinary zero in NumPy
+    return np.where(x > 1.0, -1.5, 0.0) * np.log(x)
+
+
+def log_times_select(x):
+    return np.log(x) * np.where(x < 1.0, x, 0.0)
+
+
 def _same(got: np.ndarray, want: np.ndarray) -> None:
     """Equal values, nan patterns and signs of zero."""
     got, want = np.asarray(got, float), np.asarray(want, float)
@@ -70,7 +80,8 @@ def _same(got: np.ndarray, want: np.ndarray) -> None:
 
 @pytest.mark.parametrize("fn", [zero_times, times_zero_variable, zeros_array_times, zero_over,
                                 reciprocal_of_zero_times, zero_times_log, negative_zero_times,
-                                negative_zero_over, zeros_column_times])
+                                negative_zero_over, zeros_column_times, select_times_log,
+                                log_times_select])
 def test_a_numpy_zero_times_a_computed_value_is_ieee(fn) -> None:
     with np.errstate(all="ignore"):
         want = fn(X)

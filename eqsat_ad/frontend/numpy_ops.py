@@ -17,7 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.expr import Access, Bracket, Const, Expr, Max, Sum, complement, select
+from ..ir.expr import Access, Bracket, Call, Const, Expr, Max, Sum, children, complement, select
+from ..ir.functions import lookup
 from ..ir.index import Affine, Dim, IndexVar
 from .numpy_values import (
     PredVal,
@@ -34,6 +35,15 @@ from .numpy_values import (
     shape_str,
     sub,
 )
+
+
+def _strong_zeros(e: Expr) -> bool:
+    """``e`` holds a bracket or a data comparison: a strong zero where false."""
+    if isinstance(e, Bracket):
+        return True
+    if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
+        return True
+    return any(_strong_zeros(c) for c in children(e))
 
 
 def summation(binders: tuple[IndexVar, ...], body: Expr) -> Expr:
@@ -155,13 +165,19 @@ class ArrayOps:
         it was -0.0: NumPy's ``0.0 * x`` is IEEE (nan at inf, -0.0 at x < 0), but the literal 0
         of Tensor SSA is a strong zero (docs/semantics.md); a stored 0 is an ordinary 0.0."""
         tv = self.operand(v, node, materialize=False)
-        if tv.boolean or not (isinstance(tv.body, Const) and tv.body.value == 0):
+        zero = not tv.boolean and isinstance(tv.body, Const) and tv.body.value == 0
+        if not zero and (tv.boolean or not _strong_zeros(tv.body)):
             return v, False
         factor = self.operand(other, node, materialize=False)
         if factor.boolean or isinstance(factor.body, Const):
             return v, False  # a 0/1 or a constant: no inf, nan or sign to meet; folded
+        if not zero:
+            # a select's 0 (np.where(c, a, 0.0)) is an ordinary 0.0 in NumPy too: 0 * log(-1)
+            # is nan there, so the select is stored before it meets a computed factor
+            return self.materialize(tv, "sel", node), False
         stored = self.materialize(TVal(tv.shape, tv.axes, const(0.0)), "zero", node)
         return stored, math.copysign(1.0, tv.body.value) < 0
+
     def compare(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal:
         """A data comparison as a 0/1 array: the built-ins ``gt``, ``ge``, ``eq``, ``ne`` (1 or
         a strong zero, so that ``np.where`` never looks at the branch it does not take)."""
