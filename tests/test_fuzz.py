@@ -256,6 +256,24 @@ def test_seeded_run_finds_no_defect() -> None:
     assert [(k, kind, f.outcome, f.stage, f.detail) for k, kind, f in result.defects] == []
 
 
+def test_a_finding_is_logged_when_it_happens() -> None:
+    """A long run that is stopped early still names each finding's case, so it can be
+    regenerated with ``make_case(seed, k)`` without waiting for the run's end."""
+
+    class OneWrongCase:
+        def run(self, case: Case, inputs: dict) -> dict[str, list[Finding]]:
+            wrong = case.generator == "numpy"  # cases alternate index, numpy, index
+            out = Finding("value", "compile", "1.0 vs 2.0") if wrong else Finding("agree", "")
+            return {kind: [out] for kind in inputs}
+
+    lines: list[str] = []
+    result = fuzz(3, seed=5, out=None, runner=OneWrongCase(), log=lines.append)  # type: ignore[arg-type]
+    logged = [line for line in lines if line.startswith("# finding:")]
+    assert len(logged) == len(result.defects) == 3  # case 1 (numpy generator), each input kind
+    assert all(line.startswith("# finding: case 1 (numpy, ") for line in logged), logged
+    assert "value at compile: 1.0 vs 2.0" in logged[0]
+
+
 def test_seeded_run_writes_reproducers(tmp_path: Path) -> None:
     """The command-line tool end to end on a few programs: the table, and for every finding a
     standalone reproducer that shows the same finding when run."""

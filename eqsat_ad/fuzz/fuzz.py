@@ -75,6 +75,9 @@ def fuzz(n: int, seed: int = 0, out: Path | None = None, time_limit: float = 60.
                 for f in fs:
                     if f.outcome in DEFECTS:
                         result.defects.append((k, kind, f))
+                        if log:  # as it happens, so a stopped run still names its findings
+                            log(f"# finding: case {k} ({case.generator}, {kind}) "
+                                f"{f.outcome} at {f.stage}: {f.detail[:120]}")
                         key = (case.generator, *f.signature)
                         first.setdefault(key, (case, kind, inputs[kind], f))
             if log and (k + 1) % 50 == 0:
