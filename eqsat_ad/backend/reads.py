@@ -225,10 +225,11 @@ class Reads(Emitter):
                 m = self.conj(masks, grid)
                 assert m is not None
                 return m
-            case Neg(arg) if _strong_factors(arg):
+            case Neg(arg) if _strong_factors(arg) or _guarded(arg):
                 # a strong zero is +0.0, also negated: -[p] is np.where(p, -1, 0), not
                 # -np.where(p, 1, 0) (-0.0 where p is false); the product keeps the sign
-                # inside the guard (docs/semantics.md)
+                # inside the guard (docs/semantics.md); so does a term's live-term mask for a
+                # negated Σ of guarded terms (fuzz 2035 #120: -Σ_i R[i, 1] with no R[i, 1])
                 return self.combine(expand(e, self.names), grid)
             case Binary(op, lhs, rhs) if op in "+-" and _is_zero(lhs) != _is_zero(rhs):
                 return self.plus_zero(op, lhs, rhs, grid)

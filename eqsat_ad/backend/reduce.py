@@ -79,9 +79,11 @@ class Reductions(Contractions):
                     t = replace(t, coef=1.0)
                 vals.append(self.reduce(t, inner_axes, [*inner_f, *joins], inner_conds, g2))
         # (a nested sum times something else: split_guards above masks by its live terms; a
-        # constant leaves a sum with no live term a strong zero)
-        lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and any(
-            not isinstance(f, Const) for f in outer_f) else []
+        # constant leaves a sum with no live term a strong zero, but a negative coefficient
+        # applied outside the sum must not turn that strong zero's +0.0 into -0.0: fuzz 2035
+        # #120, A / -Σ_i R[i, 1] is A / +0.0 where no R[i, 1] holds)
+        lives = [self.live(t, inner_axes, inner_f, inner_conds, g2)] if j and (
+            any(not isinstance(f, Const) for f in outer_f) or t.coef < 0) else []
         vals += outer
         # (the strict normal form's coefficient of a sum is applied outside it, after + 0.0)
         coef, after = (1.0, t.coef) if self.strict and j and outer else (t.coef, 1.0)

@@ -15,8 +15,10 @@ reference program again with small relative moves:
   (:func:`~eqsat_ad.ir.labeled.every_sum_rounded`): a sum that absorbed a term, ``(a + 100) -
   (b + 100)`` exactly 0 where ``a - b`` (the 100s cancelled) is not, a tie of ``max`` broken;
 * of the order of every product's factors (:func:`~eqsat_ad.ir.labeled.every_product_reordered`:
-  as written, constants first, reversed; no move): a product of finite values that overflows or
-  underflows in one order and not in another (``2 x · x · 0.5 y`` at ``x = 1e154``; ``s · t ·
+  as written, constants first, reversed, a Σ's summed reads first; no move): a product of
+  finite values that overflows or underflows in one order and not in another
+  (``2 x · x · 0.5 y`` at ``x = 1e154``; a mean
+  ``Σ(x · x) / n`` whose Σ overflows while ``Σ x · x / n`` does not; ``s · t ·
   0`` against ``s · (t · 0)`` at ``s t = inf``; ``0.125 · 5e-324 · inf``), where the order
   decides inf, nan or a finite value.
 

@@ -49,7 +49,19 @@ _SUM_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] 
     contextvars.ContextVar("sum_rounding", default=None)
 _PRODUCT_ORDER: contextvars.ContextVar[str | None] = \
     contextvars.ContextVar("product_order", default=None)
-PRODUCT_ORDERS = ("written", "constants-first", "reversed")
+_SUMMED: contextvars.ContextVar[frozenset[str]] = \
+    contextvars.ContextVar("summed", default=frozenset())
+PRODUCT_ORDERS = ("written", "constants-first", "reversed", "summed-first")
+
+
+@contextlib.contextmanager
+def _bound[T](var: contextvars.ContextVar[T], value: T) -> Iterator[None]:
+    """``var`` set to ``value`` for the block (each diagnostic below is one such setting)."""
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
 
 
 @contextlib.contextmanager
@@ -58,11 +70,8 @@ def every_zero_absorbs() -> Iterator[None]:
     zeros: NOT the semantics (docs/semantics.md), a diagnostic. The fuzzer uses it to tell the
     specified chain rule's ``0 * inf = nan`` (class 2 of experiments/results/fuzz.md) from a
     gradient that is wrong for another reason."""
-    token = _ZERO_ABSORBS.set(True)
-    try:
+    with _bound(_ZERO_ABSORBS, True):
         yield
-    finally:
-        _ZERO_ABSORBS.reset(token)
 
 
 @contextlib.contextmanager
@@ -75,11 +84,8 @@ def every_infinity_saturates(magnitude: float = 1e100) -> Iterator[None]:
     ordinary size added before the cancellation: ``1 + M - M`` is 1 only for M below 2 ** 53.)"""
     if not magnitude > 0:
         raise ValueError(f"the saturation magnitude must be positive, got {magnitude!r}")
-    token = _SATURATES.set(float(magnitude))
-    try:
+    with _bound(_SATURATES, float(magnitude)):
         yield
-    finally:
-        _SATURATES.reset(token)
 
 
 def _saturated(data: np.ndarray) -> np.ndarray:
@@ -96,11 +102,8 @@ def every_read_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
     exact sum of its terms each moved by a few ulps, docs/semantics.md): two reads of one entry
     move apart, so ``x - x`` is no longer exactly 0 and ``a - (a - b)`` no longer exactly 0 where
     ``a`` absorbs ``b``. A read of 0.0, inf or nan, and every strong zero, stays what it is."""
-    token = _READ_ROUNDING.set((rng, rel))
-    try:
+    with _bound(_READ_ROUNDING, (rng, rel)):
         yield
-    finally:
-        _READ_ROUNDING.reset(token)
 
 
 @contextlib.contextmanager
@@ -112,11 +115,8 @@ def every_sum_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
     ``a = 1e-300`` and ``b = 5e-324``, but ``a - b``, what cancelling the 100s gives, is not;
     with each sum moved on its own the difference is no longer exactly 0 either. A result of
     0.0, inf or nan, and a strong zero, stays what it is."""
-    token = _SUM_ROUNDING.set((rng, rel))
-    try:
+    with _bound(_SUM_ROUNDING, (rng, rel)):
         yield
-    finally:
-        _SUM_ROUNDING.reset(token)
 
 
 @contextlib.contextmanager
@@ -131,15 +131,16 @@ def every_product_reordered(order: str) -> Iterator[None]:
     finite value: rounding, as docs/semantics.md allows a backend to reassociate finite
     products. Orders: ``written`` (left to right, no einsum), ``constants-first`` (the
     literal factors first, a quotient by a non-zero literal ``e / c`` taken as the factor
-    ``1 / c``, then the others left to right: the normal form's ``coef · Π factors``),
-    ``reversed`` (right to left). Strong zeros stay strong whatever the order."""
+    ``1 / c``, then the others left to right: the normal form's ``coef · Π factors``; literals
+    times one Σ scale each of its terms, the normal form's ``coef · Σ_J Π factors``),
+    ``reversed`` (right to left), ``summed-first`` (inside a Σ, the factors that read a summed
+    index first, then the others, each group as written: the strict code's product under a
+    sum, a risky factor free of the summed indices last). Strong zeros stay strong whatever the
+    order."""
     if order not in PRODUCT_ORDERS:
         raise ValueError(f"unknown product order {order!r}: one of {PRODUCT_ORDERS}")
-    token = _PRODUCT_ORDER.set(order)
-    try:
+    with _bound(_PRODUCT_ORDER, order):
         yield
-    finally:
-        _PRODUCT_ORDER.reset(token)
 
 
 Axes = tuple[str, ...]
@@ -335,10 +336,25 @@ def _ordered(factors: list[Expr]) -> list[Expr]:
     if order == "constants-first":
         return [f for f in factors if isinstance(f, Const)] + \
             [f for f in factors if not isinstance(f, Const)]
+    if order == "summed-first":
+        summed = _SUMMED.get()
+        reads = [f for f in factors if summed & set(free_indices(f))]
+        return reads + [f for f in factors if not summed & set(free_indices(f))]
     return factors
 
 
 def _product(factors: list[Expr], env, sizes, extents) -> Value:
+    sums = [f for f in factors if isinstance(f, Sum)]
+    if _PRODUCT_ORDER.get() == "constants-first" and len(sums) == 1 and len(factors) > 1 \
+            and all(isinstance(f, Const) for f in factors if f is not sums[0]):
+        # the normal form's coef · Σ_J Π factors: the literals scale every term of the sum
+        # (Σ(A * A) / 2 at A = 1e154 is inf, Σ 0.5 A A is not: fuzz 2035 #289, a mean)
+        coef: Expr = factors[0] if factors[0] is not sums[0] else factors[1]
+        for f in factors:
+            if f is not sums[0] and f is not coef:
+                coef = Binary("*", coef, f)
+        return _sum(Sum(sums[0].indices, Binary("*", coef, sums[0].body), sums[0].loc),
+                    env, sizes, extents)
     return _combine_product([_eval(f, env, sizes, extents) for f in factors], extents)
 
 
@@ -374,7 +390,8 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
     unused = [n for n in names if n not in free_indices(e.body)]
     count = math.prod(inner[n] for n in unused)
 
-    vals = [_eval(f, env, sizes, inner) for f in _ordered(_factors(e.body))]
+    with _bound(_SUMMED, _SUMMED.get() | bound):
+        vals = [_eval(f, env, sizes, inner) for f in _ordered(_factors(e.body))]
     union = _union(*(v.axes for v in vals))
     out_axes = tuple(a for a in union if a not in bound)
     summed = [a for a in union if a in bound]
