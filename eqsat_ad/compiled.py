@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -324,7 +324,15 @@ class Compiled:
 
     @property
     def report(self) -> Any:
-        return self._latest_stage().report
+        """The cost report of the latest specialization; with ``backend="numba"`` it also says
+        where each statement runs and what the first call spent compiling."""
+        stage = self._latest_stage()
+        from .cost.report import BackendSection
+
+        section = BackendSection.of(stage.compiled)
+        if section is None or stage.report is None:
+            return stage.report
+        return replace(stage.report, backend=section)
 
     @property
     def compiled(self) -> Any:

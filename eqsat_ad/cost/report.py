@@ -246,6 +246,51 @@ def _same_code(naive: Program, optimized: Program, tie: Mapping[str, int] | None
 
 
 @dataclass(frozen=True)
+class BackendSection:
+    """How a fusing backend runs the optimized program: each statement's placement (``loop``,
+    ``fused`` into a consumer's loop nest, ``pairs``, or ``numpy``: the NumPy backend's code),
+    the schedule's reason, and the first call's compile time per float type (module load plus
+    Numba's compilation or on-disk cache load; empty before the first call)."""
+
+    name: str
+    placement: Mapping[str, str]
+    why: Mapping[str, str] = field(default_factory=dict)
+    compile_seconds: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, compiled: Any) -> BackendSection | None:
+        """The section of a compiled program whose backend has a schedule (None: NumPy)."""
+        schedule = getattr(compiled, "schedule", None)
+        if schedule is None:
+            return None
+        return cls("numba", dict(schedule.placement), dict(schedule.why),
+                   dict(getattr(compiled, "compile_seconds", {})))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "placement": dict(self.placement), "why": dict(self.why),
+                "compile_seconds": {_DTYPE_NAMES.get(k, k): v
+                                    for k, v in self.compile_seconds.items()}}
+
+    def lines(self) -> list[str]:
+        out = [f"  backend {self.name}: where each statement runs"]
+        width = max((len(n) for n in self.placement), default=0) + 2
+        for name, where in self.placement.items():
+            why = self.why.get(name, "")
+            why = why if len(why) <= 72 else why[:69] + "..."
+            out.append(f"    {name:{width}}{where:8}{why}".rstrip())
+        if self.compile_seconds:
+            spent = ", ".join(f"{_DTYPE_NAMES.get(k, k)} {v:.2f} s"
+                              for k, v in self.compile_seconds.items())
+            out.append(f"    first call (load + compile or cache load): {spent}")
+        else:
+            out.append("    first call: not yet made (compile time is known after it)")
+        return out
+
+
+_DTYPE_NAMES = {"d": "float64", "f": "float32"}
+
+
+@dataclass(frozen=True)
 class CostReport:
     """Eager AD vs naive adjoint vs optimized, each the price of a plan, with saturation stats.
 
@@ -268,6 +313,8 @@ class CostReport:
     same_code: bool = False
     """Whether the optimized program lowers to the naive program's very code (the rewrites only
     renamed or reordered what runs): such code is exact on every value, needing no guard."""
+    backend: BackendSection | None = field(default=None, compare=False)
+    """The fusing backend's schedule and compile time (compiled with ``backend="numba"``)."""
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
@@ -381,6 +428,7 @@ class CostReport:
             "structured": self.structured,
             "why": self.why(),
             "saturation": self.stats.to_dict(),
+            **({"backend": self.backend.to_dict()} if self.backend is not None else {}),
         }
 
     def explain(self) -> Any:
@@ -458,6 +506,9 @@ class CostReport:
         for title, s in (("naive program", n), ("optimized program", o)):
             lines.append(rule)
             lines += self._statement_table(title, s)
+        if self.backend is not None:
+            lines.append(rule)
+            lines += self.backend.lines()
         return "\n".join(lines) + "\n"
 
     @staticmethod

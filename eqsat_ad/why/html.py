@@ -84,8 +84,22 @@ def report_html(report: Any) -> str:
         f"iterations, {sat['seconds']:.2f} s, stopped: {escape(sat['stop_reason'])}"
         + (f"; {escape(sat['note'])}" if sat.get("note") else "") + "</p>"
         + (f"<h4>why</h4><ul>{why}</ul>" if why else "")
-        + _statements("naive program", n) + _statements("optimized program", o) + "</div>"
+        + _statements("naive program", n) + _statements("optimized program", o)
+        + _backend(d.get("backend")) + "</div>"
     )
+
+
+def _backend(b: dict[str, Any] | None) -> str:
+    """The fusing backend's schedule and first-call compile time (``backend="numba"``)."""
+    if not b:
+        return ""
+    rows = "".join(f"<tr><td><code>{escape(n)}</code></td><td>{escape(w)}</td>"
+                   f"<td>{escape(b['why'].get(n, ''))}</td></tr>"
+                   for n, w in b["placement"].items())
+    spent = ", ".join(f"{escape(k)} {v:.2f} s" for k, v in b["compile_seconds"].items())
+    return (f"<h4>backend {escape(b['name'])}</h4><table><tr><th>statement</th><th>runs as"
+            f"</th><th>why</th></tr>{rows}</table><p>first call (load + compile or cache "
+            f"load): {spent or 'not yet made'}</p>")
 
 
 def explanation_html(expl: Any) -> str:
