@@ -35,6 +35,7 @@ from ..ir.expr import (
 from ..ir.index import Affine, Dim, IndexVar, size
 from ..plan.kernels import Elementwise, Reduce, RelationGather, SegmentSum
 from ..plan.normal import Cond, Term
+from ..plan.order import linked_groups
 from ..plan.poly import Poly
 from ..plan.ranges import Axis
 from .reads import Reads
@@ -466,24 +467,13 @@ class Gathers(Reads):
         indices before the gather when they read at most one relation index
         (``Σ_j A[i, j] Σ_f H[j, f] W[f, g]``: ``H @ W`` over N rows, then nnz gathers, not
         nnz products of length F)."""
-        groups: list[tuple[set[str], list[Expr | Term | Value]]] = []
-        for f in factors:
-            fv = (set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
-                  else set(free_indices(f)))
-            group: tuple[set[str], list[Expr | Term | Value]] = (fv & set(others), [f])
-            if group[0]:
-                for g in [g for g in groups if g[0] & group[0]]:
-                    group[0].update(g[0])
-                    group[1][:0] = g[1]
-                    groups.remove(g)
-            groups.append(group)
+        frees = [set(f.axes) if isinstance(f, Value) else f.free() if isinstance(f, Term)
+                 else set(free_indices(f)) for f in factors]
         out: list[Expr | Term | Value] = []
         done: set[str] = set()
-        for summed, fs in groups:
-            free: set[str] = set()
-            for f in fs:
-                free |= (set(f.axes) if isinstance(f, Value) else f.free()
-                         if isinstance(f, Term) else set(free_indices(f)))
+        for summed, ks in linked_groups(frees, set(others)):  # (the plan's grouping)
+            fs = [factors[k] for k in ks]
+            free = set().union(*(frees[k] for k in ks))
             if (not summed or len(free & set(rvars)) > 1 or len(fs) < 2
                     or any(isinstance(f, Value) or not inner[a].is_full()
                            for f in fs for a in summed)):

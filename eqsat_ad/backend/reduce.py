@@ -16,7 +16,7 @@ from ..plan.kernels import (
     Scan,
 )
 from ..plan.normal import Cond, Term, without_brackets
-from ..plan.order import joining_operands
+from ..plan.order import joining_operands, same_axes_groups
 from ..plan.poly import ZERO
 from ..plan.ranges import Axis, sum_term
 from ..plan.windows import scan_split
@@ -426,18 +426,12 @@ def _free(f: Expr | Term | Value) -> set[str]:
 def _same_axes_first(gen: Reductions, vals: list[Value], grid: Mapping[str, Axis]
                      ) -> list[Value]:
     """``vals`` with each group of risky operands (computed values that may overflow) over one
-    set of axes replaced by their elementwise product: an operand over the same axes as another
-    is never worse multiplied into it before a contraction, and the product is checked once, in
-    one array (the others are left to the contraction: a loop-invariant one stays checked once,
-    outside the loop)."""
-    groups: dict[frozenset[str], list[int]] = {}
-    for k, v in enumerate(vals):
-        if v.risky and not v.mask and v.axes:
-            groups.setdefault(frozenset(v.axes), []).append(k)
+    set of axes (:func:`eqsat_ad.plan.order.same_axes_groups`, the plan's choice) replaced by
+    their elementwise product (the others are left to the contraction: a loop-invariant one
+    stays checked once, outside the loop)."""
     out: list[Value | None] = list(vals)
-    for ks in groups.values():
-        if len(ks) < 2:
-            continue
+    for ks in same_axes_groups([frozenset(v.axes) if v.risky and not v.mask else None
+                                for v in vals]):
         # (in the first one's layout: the same product read transposed by another term is
         # the same code, computed once)
         layout = {a: grid[a] for a in vals[ks[0]].axes}

@@ -367,3 +367,34 @@ def joining_operands(outside: Sequence[frozenset[str] | None], operands: Sequenc
         return []
     return [k for k, ix in enumerate(outside)
             if ix is not None and any(ix <= op for op in operands)]
+
+
+def same_axes_groups(axes: Sequence[frozenset[str] | None]) -> list[list[int]]:
+    """The positions of the risky operands of a contraction (their indices; None: not risky,
+    or a mask) grouped by equal index sets, groups of two or more only: the fast code multiplies
+    each group elementwise before the contraction. An operand over the same indices as another
+    is never worse multiplied into it first, and the product of values that may overflow is
+    then checked once, in one array (N-body's weights: one N x N array, not two)."""
+    groups: dict[frozenset[str], list[int]] = {}
+    for k, ix in enumerate(axes):
+        if ix:
+            groups.setdefault(ix, []).append(k)
+    return [ks for ks in groups.values() if len(ks) > 1]
+
+
+def linked_groups(frees: Sequence[set[str]], summed: set[str]) -> list[tuple[set[str], list[int]]]:
+    """The factors (their free indices) in groups linked by shared ``summed`` indices, each with
+    the summed indices it carries (a factor carrying none is a group of its own, with an empty
+    set), in the order of each group's last factor: the groups a sum over ``summed`` contracts
+    separately (``Σ_f H[j, f] W[f, g]`` before a gather over ``j``)."""
+    groups: list[tuple[set[str], list[int]]] = []
+    for k, fv in enumerate(frees):
+        group: tuple[set[str], list[int]] = (fv & summed, [k])
+        if group[0]:
+            for g in [g for g in groups if g[0] & group[0]]:
+                group[0].update(g[0])
+                group[1][:0] = g[1]
+                groups.remove(g)
+        groups.append(group)
+    return groups
+
