@@ -26,6 +26,8 @@ import os
 # One BLAS thread in this process and (inherited) in every child: set before NumPy starts.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                      "intra_op_parallelism_threads=1")  # JAX on one thread too
 
 import argparse  # noqa: E402
 import json  # noqa: E402

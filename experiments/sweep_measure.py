@@ -5,7 +5,8 @@ so a child killed for time or memory still hands back what it measured before. O
 latency, correctness at small sizes (naive, optimized and hand-written gradients against each
 other and against central differences), the report's prices at the benchmark sizes, one probe
 call of each variant (hand, optimized, naive, the Numba backend's gradient where Numba is
-installed, the function), interleaved repeated calls (medians), peak memory, and for matrix chains
+installed, JAX jit's gradient of the same function where JAX can trace it, the function),
+interleaved repeated calls (medians), peak memory, and for matrix chains
 the contraction cost of ``np.einsum_path(..., optimize="optimal")``.
 """
 
@@ -22,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from sweep_jax import JaxUnavailable, jax_gradient
 from sweep_programs import SweepProgram
 
 import eqsat_ad as ea
@@ -268,6 +270,11 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
         emit("error:numba", "Numba is not installed")
     except Exception as e:  # noqa: BLE001
         emit("error:numba", "small sizes: " + _short(e))
+    jax_bind: Callable[[Mapping[str, Any]], Callable[[], Any]] | None = None
+    try:  # JAX jit of the same function, where JAX can trace it (sweep_jax)
+        jax_bind = jax_gradient(sp)
+    except JaxUnavailable as e:
+        emit("jax_unavailable", str(e))
     if "numba" in built and "opt" in built:
         try:  # no loop nest: the numba gradient calls the NumPy backend's program itself
             nb = built["numba"].compiled
@@ -296,6 +303,11 @@ def measure(sp: SweepProgram, sizes: Mapping[str, int], budget: float, max_repea
         variants["naive"] = lambda: built["naive"](**inputs)
     if "numba" in built:
         variants["numba"] = lambda: built["numba"](**inputs)
+    if jax_bind is not None:
+        try:
+            variants["jax"] = jax_bind(inputs)
+        except Exception as e:  # noqa: BLE001
+            emit("jax_unavailable", "at the benchmark sizes: " + _short(e))
     variants["f_hand"] = lambda: sp.f(**inputs)
     variants["f_opt"] = lambda: forward(**inputs)
     probes: dict[str, float] = {}

@@ -46,6 +46,8 @@ class SweepProgram:
     chain: tuple[str, ...] = ()
     """For matrix chains: the size names D0..DL (the chain target compares against einsum)."""
     note: str = ""
+    jax_f: Callable[..., Any] | None = field(default=None, compare=False)
+    """``f`` without in-place writes, for JAX (sweep_jax; None: ``f`` itself)."""
 
     @property
     def frontend(self) -> str:
@@ -212,6 +214,13 @@ def _tv_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return dx, dy, np.sqrt(dx**2 + dy**2 + 0.01)
 
 
+def _tv_functional(x: np.ndarray) -> float:
+    """``f`` of total variation without in-place writes (JAX traces it: sweep_jax)."""
+    dx = np.pad(x[1:, :] - x[:-1, :], ((0, 1), (0, 0)))
+    dy = np.pad(x[:, 1:] - x[:, :-1], ((0, 0), (0, 1)))
+    return float(np.sum(np.sqrt(dx**2 + dy**2 + 0.01)))
+
+
 def _tv_grad(x: np.ndarray) -> Grads:
     dx, dy, t = _tv_parts(x)
     gx, gy = dx / t, dy / t  # zero where dx (dy) is the zero boundary row (column)
@@ -233,7 +242,7 @@ def total_variation(x: [H, W]):
     wrt=("x",), make_inputs=lambda s, rng: {"x": _normal(rng, s["H"], s["W"])},
     f=lambda x: float(np.sum(_tv_parts(x)[2])), hand=_tv_grad, small={"H": 4, "W": 5},
     quick={"H": 64, "W": 64}, bench={"H": 1024, "W": 1024},
-    note="smoothed isotropic total variation (image gradient)",
+    note="smoothed isotropic total variation (image gradient)", jax_f=_tv_functional,
 )
 
 
@@ -323,6 +332,13 @@ def _moving(x: np.ndarray, k: int = _WINDOW) -> np.ndarray:
     return out / k
 
 
+def _moving_functional(x: np.ndarray, k: int = _WINDOW) -> float:
+    """``f`` of a moving average without in-place writes (JAX traces it: sweep_jax)."""
+    c = np.cumsum(x)
+    m = (c - np.pad(c[:-k], (k, 0))) / k
+    return float(np.sum(m**2))
+
+
 def _moving_grad(x: np.ndarray, k: int = _WINDOW) -> Grads:
     # m = (1/K) B x with the band B[i, j] = [i - K < j <= i]; x_bar = (1/K) Bᵀ (2 m).
     return {"x": _moving(2.0 * _moving(x, k)[::-1], k)[::-1]}
@@ -340,6 +356,7 @@ def {name}(x: [N]):
         hand=lambda x: _moving_grad(x, k),
         small={"N": k + 3}, quick={"N": 256 + k}, bench={"N": 10**6},
         note=f"trailing moving average over {k} samples (a band bracket), f = Σ m²",
+        jax_f=lambda x: _moving_functional(x, k),
     )
 
 

@@ -120,8 +120,8 @@ def table(rows: list[Row]) -> str:
             "pred/meas | opt/naive | opt/naive (min) | opt/hand | grad/f | opt ms | naive ms | "
             "hand ms | "
             "largest (pred.) | first call s | peak MB opt/naive/hand | numba ms | numba/opt | "
-            "numba/hand | status |")
-    lines = [head, "|" + "---|" * 23]
+            "numba/hand | JAX jit ms | numba/JAX | opt/JAX | status |")
+    lines = [head, "|" + "---|" * 26]
     for r in rows:
         p = r.get("prices", {})
         d = disagreement(r)
@@ -138,7 +138,9 @@ def table(rows: list[Row]) -> str:
             f"{_g(r.get('latency_s'))} | {_mb(r.get('peak:opt'))}/{_mb(r.get('peak:naive'))}/"
             f"{_mb(r.get('peak:hand'))} | {_ms(_t(r, 'numba'))} | "
             f"{_g(_ratio(_t(r, 'numba'), _t(r, 'opt')))} | "
-            f"{_g(_ratio(_t(r, 'numba'), _t(r, 'hand')))} | {_status(r)} |"
+            f"{_g(_ratio(_t(r, 'numba'), _t(r, 'hand')))} | {_ms(_t(r, 'jax'))} | "
+            f"{_g(_ratio(_t(r, 'numba'), _t(r, 'jax')))} | "
+            f"{_g(_ratio(_t(r, 'opt'), _t(r, 'jax')))} | {_status(r)} |"
         )
     return "\n".join(lines)
 
@@ -283,8 +285,21 @@ def _numba(rows: list[Row]) -> Target:
             f"not measured: {', '.join(untimed) or 'none'}")
 
 
+def _numba_jax(rows: list[Row]) -> Target:
+    """Issue 15: the Numba backend no slower than JAX jit on every dense program JAX runs."""
+    timed = [r for r in rows if _t(r, "numba") is not None and _t(r, "jax") is not None]
+    slower = [f"{r['name']} {_ratio(_t(r, 'numba'), _t(r, 'jax')):.3g}×" for r in timed
+              if (_ratio(_t(r, "numba"), _t(r, "jax")) or 0) > 1.0]
+    without = [f"{r['name']} ({r['jax_unavailable']})" for r in rows
+               if r.get("jax_unavailable")]
+    return ("Numba backend ≤ 1.0× JAX jit (every program JAX jit runs; jax.jit(jax.grad(f)) "
+            "of the same NumPy function)", bool(timed) and not slower,
+            f"{len(timed) - len(slower)}/{len(timed)} within 1.0×; slower: "
+            f"{', '.join(slower) or 'none'}; no JAX gradient: {', '.join(without) or 'none'}")
+
+
 def targets(rows: list[Row]) -> list[Target]:
-    ts = [_never_slower(rows), _agreement(rows), *_chains(rows), _numba(rows)]
+    ts = [_never_slower(rows), _agreement(rows), *_chains(rows), _numba(rows), _numba_jax(rows)]
     ts += _one(rows, "blur_window", "3×3 window-sum blur gradient ≤ 1.5× hand 9-tap, peak a "
                "few (≤ 6) H×W arrays", _blur)
     ts += _one(rows, "attention", "attention grad/f ≤ 4, no T×T×D temporary", _attention)
@@ -339,7 +354,10 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         "A program whose gradients failed at the benchmark sizes was rerun at its quick "
         "(smoke-test) sizes; its status cell gives those figures. *numba ms*, *numba/opt*, "
         "*numba/hand*: the optimized gradient with `backend=\"numba\"` (fused loop nests; "
-        "its first call compiles or loads Numba's cache, outside the timing).",
+        "its first call compiles or loads Numba's cache, outside the timing). *JAX jit ms*, "
+        "*numba/JAX*, *opt/JAX*: `jax.jit(jax.grad(f))` of the program's NumPy function `f` "
+        "with `np` bound to `jax.numpy` (x64, one thread, after a warm-up call; checked "
+        "against the hand-written gradient first), where JAX can trace `f`.",
         "",
         f"## Targets: {passed}/{len(ts)} pass", "",
         "| target | result | evidence |", "|---|---|---|",
