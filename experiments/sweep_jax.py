@@ -3,8 +3,8 @@
 The function ``f`` of each sweep program (what ``grad/f`` times; ``jax_f`` where ``f`` writes in
 place) is rebuilt, with the functions of its module that it calls, with ``np`` bound to
 ``jax.numpy`` (and ``float`` to ``jax.numpy.float64``), and differentiated by JAX with respect to
-the program's ``wrt`` arguments, x64 enabled (float64 stays float64). A function that JAX cannot trace (in-place writes, Python
-control flow on values, a helper that calls NumPy itself) has no JAX column: the reason is
+the program's ``wrt`` arguments, x64 enabled (float64 stays float64). A function that JAX
+cannot trace (in-place writes, Python control flow on values) has no JAX column: the reason is
 recorded. Before it is timed, the JAX gradient is checked against the hand-written one at the
 program's small sizes: a JAX column is only ever a correct gradient.
 """
