@@ -73,6 +73,7 @@ from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
+from .windows import Window, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
            "PairPrice", "Schedule", "loop_price", "schedule", "serial_sums"]
@@ -142,10 +143,13 @@ class PairPrice(NamedTuple):
 
 @dataclass(frozen=True)
 class Schedule:
-    """``placement[name]``: ``"loop"``, ``"fused"`` or ``"numpy"``; ``why``: the reason."""
+    """``placement[name]``: ``"loop"``, ``"fused"``, ``"pairs"``, ``"window"`` or
+    ``"numpy"``; ``why``: the reason; ``windows``: the producers computed a chunk at a time in
+    a sliding window of their consumer's loop (:mod:`.windows`), by name."""
 
     placement: Mapping[str, str]
     why: Mapping[str, str] = field(default_factory=dict)
+    windows: Mapping[str, Window] = field(default_factory=dict)
 
     def names(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n, k in self.placement.items() if k == kind)
@@ -410,7 +414,14 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
     if note is not None:
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
-    return Schedule(placement, why)
+    # A producer read by one loop nest in a window of constant width around its point: the
+    # same work, without writing it in full and reading it back (no price to weigh).
+    slid = windows(prog, placement)
+    for name, win in slid.items():
+        placement[name] = "window"
+        why[name] += f"; a sliding window of {win.consumer} (read at [i + {win.low}, i + " \
+            f"{win.high}])"
+    return Schedule(placement, why, slid)
 
 
 def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],
