@@ -70,7 +70,7 @@ def test_conv1d_adjoint_runs_its_producer_in_a_sliding_window(
     assert sched.placement["c_bar"] == "window" and sched.placement["x_bar"] == "loop"
     win = sched.windows["c_bar"]
     assert win.consumer == "x_bar" and str(win.low) == "-K + 1" and str(win.high) == "0"
-    assert "_k_x_bar_window(x_bar, w, x, y, N, K)" in g.source
+    assert "_bad |= _k_x_bar_window(x_bar, w, x, y, N, K, _box)" in g.source
     assert "_tmp" not in g.source.split("def run")[1].split("\n", 1)[1]  # c_bar never stored
     stored = _stored(monkeypatch, lambda: ea.grad(prog, "x", backend="numba"))
     assert "c_bar = _tmp.get('c_bar')" in stored.source
@@ -144,3 +144,43 @@ def test_a_parameter_copied_entry_for_entry_is_bound_without_a_copy() -> None:
     got = g(**args)
     assert not np.may_share_memory(got, args["w"])
     np.testing.assert_allclose(got, evaluate(g.program, **args), rtol=1e-12, atol=1e-12)
+
+
+def test_the_window_checks_its_arguments_against_the_guards_box(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # x and y (over x_bar's points) are counted inside the guard's proven box a chunk at a
+    # time, in cache; w (K entries) is checked by call_box: a call inside the box skips the
+    # guard's scans, and an entry outside it (nan, inf, a large value; in any chunk) hands the
+    # decision back to the guard, so values and nan patterns stay the interpreter's.
+    from eqsat_ad.backend.fused import program as fused_program
+
+    prog = ea.parse(STENCILS["conv1d"].source)
+    g = ea.grad(prog, "x", backend="numba")
+    assert g.compiled.checked == ["x", "y"]
+    calls = {"n": 0}
+    real = fused_program.trusted
+
+    def spy(*args: object) -> bool:
+        calls["n"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(fused_program, "trusted", spy)
+    args = _args(g.program, 2 * CHUNK + 37, 16, np.float64, seed=11)
+    first = g(**args)
+    assert calls["n"] == 1  # no proof yet: the guard scans and proves a box
+    for scale in (0.5, -1.0):
+        scaled = {k: scale * v for k, v in args.items()}
+        np.testing.assert_allclose(g(**scaled), evaluate(g.program, **scaled),
+                                   rtol=1e-12, atol=1e-12)
+    assert calls["n"] == 1  # inside the proven box: the driver's counts sufficed
+    np.testing.assert_array_equal(g(**args), first)
+    for name, at, value in [("x", 0, np.nan), ("y", CHUNK + 5, np.inf), ("x", 2 * CHUNK + 36,
+                                                                          1e30)]:
+        bad = {k: v.copy() for k, v in args.items()}
+        bad[name][at] = value
+        before = calls["n"]
+        with np.errstate(all="ignore"):
+            got, want = g(**bad), evaluate(g.program, **bad)
+        assert calls["n"] == before + 1  # outside the box: the guard decides
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

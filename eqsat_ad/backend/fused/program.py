@@ -368,7 +368,8 @@ class NumbaProgram:
 
     def _window_kernels(self, win: Window, fused: dict[str, Statement]) -> tuple[str, list[str]]:
         """The producer's and the consumer's kernels over a range of points and the driver
-        running them a chunk at a time (:mod:`.windows`); the arrays the driver reads."""
+        running them a chunk at a time (:mod:`.windows`); the arrays the driver reads (it also
+        takes ``_box`` and returns whether a checked entry lay outside it)."""
         producer, consumer = self._stmt(win.name), self._stmt(win.consumer)
         try:
             self._ranged = "store"
@@ -378,9 +379,17 @@ class NumbaProgram:
         finally:
             self._ranged = None
         ends = {"low": self._size_code(win.low), "high": self._size_code(win.high)}
-        code = driver(win, c_reads, p_reads, list(self._sizes), consumer.indices[0].extent,
-                      ends)
         reads = list(dict.fromkeys([r for r in c_reads if r != win.name] + p_reads))
+        # the tensor parameters over the consumer's points, checked against the guard's box
+        # a chunk at a time, while in cache (as a 2-D nest does a row at a time: _checks)
+        checks: dict[str, int] = {}
+        for name in reads:
+            if (name in self._tensors and name not in self.checked
+                    and self._shapes[name] == consumer.shape):
+                self.checked.append(name)
+                checks[name] = len(self.checked) - 1
+        code = driver(win, c_reads, p_reads, list(self._sizes), consumer.indices[0].extent,
+                      ends, checks)
         return "\n\n\n".join([p_code, c_code, code]), reads
 
     def _checks(self, group: list[Statement], fused: dict[str, Statement]) -> dict[str, int]:
@@ -492,7 +501,8 @@ class NumbaProgram:
                 run.append(f"    # {win.name}: {self.schedule.why[win.name]}")
                 run.append(f"    {s.name} = " + (new if k is None else
                                                   f"_buf[{k}] if _buf[{k}] is not None else {new}"))
-                run.append(f"    _k_{s.name}_window({', '.join([s.name, *reads, *self._sizes])})")
+                call = ", ".join([s.name, *reads, *self._sizes, "_box"])
+                run.append(f"    _bad |= _k_{s.name}_window({call})")
             elif place[s.name] in ("loop", "pairs"):
                 checks = self._checks(group, fused) if place[s.name] == "loop" else {}
                 code, reads = (self._kernel(group, fused, checks) if place[s.name] == "loop"

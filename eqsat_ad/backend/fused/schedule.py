@@ -73,7 +73,7 @@ from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
-from .windows import Window, windows
+from .windows import Window, at, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
            "PairPrice", "Schedule", "loop_price", "schedule", "serial_sums"]
@@ -419,8 +419,8 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
     slid = windows(prog, placement)
     for name, win in slid.items():
         placement[name] = "window"
-        why[name] += f"; a sliding window of {win.consumer} (read at [i + {win.low}, i + " \
-            f"{win.high}])"
+        why[name] += f"; a sliding window of {win.consumer} (read at [{at(str(win.low))}, " \
+            f"{at(str(win.high))}])"
     return Schedule(placement, why, slid)
 
 

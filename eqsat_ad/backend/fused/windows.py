@@ -33,7 +33,7 @@ from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Program, Statement
 from .scans import statement_scans
 
-__all__ = ["CHUNK", "Window", "driver", "windows"]
+__all__ = ["CHUNK", "Window", "at", "driver", "windows"]
 
 CHUNK = 2048
 """Consumer points per chunk: the producer's buffer (a chunk and the window, 16 KiB of float64
@@ -137,27 +137,45 @@ def _extreme(affs: list[Affine], pick: Callable[[Iterable[Fraction]], Fraction]
     return base + pick(d.const for d in diffs)
 
 
+def at(offset: str) -> str:
+    """``i + offset``, written plainly."""
+    return "i" if offset == "0" else f"i + {offset}".replace("+ -", "- ")
+
+
 def driver(w: Window, consumer_args: list[str], producer_args: list[str],
-           sizes: list[str], extent: Dim, code: Mapping[str, str]) -> str:
+           sizes: list[str], extent: Dim, code: Mapping[str, str],
+           checks: Mapping[str, int]) -> str:
     """The kernel running ``w.consumer``'s nest a chunk at a time with ``w.name`` in a
     sliding buffer; ``consumer_args``/``producer_args``: the arrays each kernel reads (the
     producer's name among the consumer's: passed the buffer); ``code``: the window's ends as
     code. The two kernels take the points ``[_p0, _p1)`` (the producer's stored at
-    ``_out[i - _po]``, the consumer reading the buffer at ``index - _po``)."""
+    ``_out[i - _po]``, the consumer reading the buffer at ``index - _po``). ``checks``:
+    arrays over the consumer's points whose entries it counts inside the guard's bounds (their
+    position in ``_box``), a chunk at a time while in cache (.checks); it returns whether one
+    lay outside them."""
     n = dim_str(extent)
     reads = list(dict.fromkeys([a for a in consumer_args if a != w.name] + producer_args))
-    args = ", ".join(["_out", *reads, *sizes])
+    args = ", ".join(["_out", *reads, *sizes, "_box"])
     size_args = ", ".join(sizes)
     c_args = ", ".join("_wb" if a == w.name else a for a in consumer_args)
     p_args = ", ".join(producer_args)
+    count = []
+    for name, k in checks.items():
+        count += [f"        for _c in range(_s, _t):  # {name} inside its bounds?",
+                  f"            _v = {name}[_c]",
+                  f"            _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})"]
+    bounds = [line for k in checks.values() for line in (
+        f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0")]
+    outside = " or ".join(f"_in{k} != {n}" for k in checks.values()) or "False"
     return "\n".join([
         '@nb.njit(cache=True, error_model="numpy")',
         f"def _k_{w.consumer}_window({args}):",
         f"    # {w.name} in a sliding buffer: {w.consumer}'s point i reads it at "
-        f"[i + {code['low']}, i + {code['high']}]; computed once per point, a chunk ahead",
+        f"[{at(code['low'])}, {at(code['high'])}]; computed once per point, a chunk ahead",
         f"    _wlo = {code['low']}",
         f"    _whi = {code['high']}",
         f"    _wb = np.empty({CHUNK} + max(_whi - _wlo, 0), dtype=F)",
+        *bounds,
         "    _a = 0",
         "    _e = 0  # _wb[0:_e - _a] holds the points [_a, _e)",
         f"    for _s in range(0, {n}, {CHUNK}):",
@@ -169,4 +187,6 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
         f"        _k_{w.name}(_wb, {p_args}, {size_args}, max(_na, _e), _nb, _na)",
         "        _a, _e = _na, _nb",
         f"        _k_{w.consumer}(_out, {c_args}, {size_args}, _s, _t, _na)",
+        *count,
+        f"    return {outside}",
     ])
