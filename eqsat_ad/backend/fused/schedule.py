@@ -45,6 +45,11 @@ plan prices NumPy kernels in:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
   saved (writing and reading it back: ``2 · MEMORY · |P|``). Decided consumers first, so a chain
   of producers fuses through.
+* Sliding windows: a loop statement over one index that stays stored, read by one other loop
+  nest over the same points in a window of constant width around each point (conv1d's
+  ``c_bar[i - j]``, ``j < K``), is computed a chunk at a time into a small buffer just ahead
+  of its consumer (placement ``"window"``, :mod:`.windows`): the same work, never stored in
+  full.
 """
 
 from __future__ import annotations
