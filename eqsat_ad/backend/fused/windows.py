@@ -160,9 +160,10 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
     c_args = ", ".join("_wb" if a == w.name else a for a in consumer_args)
     p_args = ", ".join(producer_args)
     count = []
-    for name, k in checks.items():
-        count += [f"        for _c in range(_s, _t):  # {name} inside its bounds?",
-                  f"            _v = {name}[_c]",
+    for name, k in checks.items():  # (through a view: indexed from 0, the loop vectorizes)
+        count += [f"        _cv = {name}[_s:_t]  # {name} inside its bounds?",
+                  "        for _c in range(_t - _s):",
+                  "            _v = _cv[_c]",
                   f"            _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})"]
     bounds = [line for k in checks.values() for line in (
         f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0")]
