@@ -244,18 +244,27 @@ NOTES = [
     "all do (else the guard decides as before). Measured on the kernel alone: +0.04 ms "
     "(counting) against the guard's 0.1-0.15 ms pass; a check inside the point loop made "
     "the read a gather (+0.9 ms). Factoring the 1/9 out of the taps (a rule the extraction "
-    "does not prefer) measured only ~10% on the kernel.",
+    "does not prefer) measured only ~10% on the kernel. Two things made float64 blur slow "
+    "against JAX: b_bar = w ran as the NumPy backend's code for that statement, which returns "
+    "a copy (an 8 MB pass per call; now w itself is read), and the rows ran as one loop with "
+    "an interior/edge branch, so LLVM's overlap check before the vectorized point loop "
+    "covered rows -1 to H of w: an output np.empty placed right next to w (common) failed it "
+    "and the point loop ran scalar (3x the kernel's time). Now the rows run as three loops "
+    "(edge rows, interior rows, edge rows) and the check passes wherever the output lies.",
     "* conv1d: the sums over K run as a tiled interchange (backend/fused/tiles.py): for a "
     "tile of 256 outputs, the taps outer (four per pass over the tile, unroll-and-jam), the "
     "tile's points inner, reading contiguous views; each output still adds its terms in the "
     "interpreter's order (bit for bit the untiled loop's values), and the tile loop "
     "vectorizes (AVX-512 here). An interior narrower than 16 points runs point by point. "
-    "Both kernels run near memory speed (c_bar: x and y read, c_bar written; x_bar: c_bar "
-    "read, x_bar written); the guard's pass over x, w and y (~0.3-0.5 ms of the call) "
-    "remains: a 1-D loop nest has no row in cache to check, so the check would be a pass "
-    "of its own, as the guard's. Fusing c_bar into x_bar a tile at a time (c_bar's tile and "
-    "its K - 1 halo in a small buffer) would save c_bar's 16 MB written and read back; not "
-    "done.",
+    "c_bar runs in a sliding window of x_bar's loop (backend/fused/windows.py, decided by "
+    "the schedule: a producer read by one loop nest over the same points at [i - K + 1, i]): "
+    "for each chunk of 2048 points of x_bar, the points of c_bar it reads that the previous "
+    "chunk did not are computed into a small buffer (the chunk plus K - 1), then x_bar's "
+    "nest runs on the chunk; c_bar is never stored in full (each point computed once, by "
+    "the same code: the values are the stored program's bit for bit). The driver also counts "
+    "the chunk's x and y inside the guard's proven box while in cache, so the guard's pass "
+    "over the arguments is skipped. Both nests are compute-bound near the machine's peak for "
+    "their unfused multiplies and adds (no FMA contraction: it would change the rounding).",
     "* N-body: the adjoint x_bar runs as one pair loop (backend/fused/pairs.py): the pairs "
     "(i, j) walked once, row by row, d2 and d2_bar fused into it (computed once per pair, "
     "shared by both sums and the three coordinates), the row sum accumulated in registers, "
@@ -263,7 +272,7 @@ NOTES = [
     "arithmetic is the extracted program's (`1 / (2 sqrt(s)) * (m m / sqrt(s) ** 2)`: two "
     "divisions and a square root per pair), not `** -1.5`; the row sums are a dependent "
     "chain of adds (not reassociated), so the pair loop is not vectorized.",
-    "* Intermediates that are never returned (conv1d's c_bar, N-body's d2_bar) live in "
+    "* Intermediates that are never returned (N-body's d2_bar) live in "
     "per-thread scratch arrays reused by later calls: a fresh multi-megabyte array per call "
     "costs its page faults whenever the allocator has handed the memory back to the system.",
     "* First calls: cold = Numba compiling every kernel; warm = loading them from Numba's "

@@ -386,7 +386,7 @@ def test_source_is_readable_and_compile_time_recorded() -> None:
     g = ea.grad(ea.parse(src), wrt, backend="numba")
     args = _inputs(g.program, sizes, np.float64)
     g(**args)
-    assert "@nb.njit(cache=True" in g.source and "for i in range(H):" in g.source
+    assert "@nb.njit(cache=True" in g.source and "for i in range(_rlo, _rhi):" in g.source
     compile(g.source, "<generated>", "exec")  # valid Python
     assert g.compile_seconds["d"] > 0
     files = list(Path(cache_dir()).glob("eqsat_ad_fused_*.py"))
@@ -557,13 +557,14 @@ def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
                                    {"H": 9, "W": 7}, {"H": 6, "W": 300}])
 def test_interior_rows_equal_the_interpreter_at_every_size(sizes: dict) -> None:
     # blur's and total variation's loops also split their rows: rows whose reads stay in their
-    # arrays along the row index run without those guards (_rlo <= i < _rhi), the others with
-    # every guard; where no row is interior (H < 3) or the columns' interior is empty, the
-    # values are still the interpreter's, inf and nan included.
+    # arrays along the row index run without those guards (a loop over [_rlo, _rhi)), the
+    # others with every guard (loops before and after it); where no row is interior (H < 3)
+    # or the columns' interior is empty, the values are still the interpreter's, inf and nan
+    # included.
     for name in ("blur", "tv"):
         src, wrt, _ = STENCILS[name]
         g = ea.grad(ea.parse(src), wrt, backend="numba")
-        assert "if _rlo <= i < _rhi:" in g.source
+        assert "for i in range(_rlo, _rhi):  # the interior rows" in g.source
         args = _inputs(g.program, sizes, np.float64, seed=7)
         first = next(iter(args))
         args[first][0, 0] = np.inf
@@ -574,10 +575,11 @@ def test_interior_rows_equal_the_interpreter_at_every_size(sizes: dict) -> None:
 
 
 def test_intermediates_are_reused_and_never_returned() -> None:
-    # conv1d's c_bar (read by x_bar's loop nest only) lives in this thread's scratch arrays
-    # from call to call; the result is a new array each call, and a new size gets new arrays.
-    src, wrt, _ = STENCILS["conv1d"]
-    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    # conv1d's c_bar in the gradient for w (read by w_bar's loop nest only, over other
+    # points: no sliding window) lives in this thread's scratch arrays from call to call; the
+    # result is a new array each call, and a new size gets new arrays.
+    src, _, _ = STENCILS["conv1d"]
+    g = ea.grad(ea.parse(src), "w", backend="numba")
     assert "c_bar = _tmp.get('c_bar')" in g.source
     a1 = _inputs(g.program, {"N": 40, "K": 3}, np.float64, seed=1)
     a2 = _inputs(g.program, {"N": 40, "K": 3}, np.float64, seed=2)

@@ -168,6 +168,13 @@ class LoopWriter:
     views: list | None = None
     view_keys: dict = field(default_factory=dict)
     view_codes: frozenset = frozenset()
+    # arrays held in a buffer from an offset on (a sliding window, .windows): their last
+    # index read at ``index - shift[name]`` (guards still on the index itself)
+    shift: dict = field(default_factory=dict)
+    # reads at the interior's point index as unsigned (a kernel over a range of points, whose
+    # interior's start LLVM does not see is not negative: a signed index takes Numba's
+    # wraparound branch, which keeps the read from vectorizing)
+    unsigned_interior: bool = False
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -236,6 +243,8 @@ class LoopWriter:
             codes.append(code)
             var = a.as_var()
             if var is not None and env[var].extent is not None and env[var].extent == d:
+                if self.unsigned_interior and env[var].code == self.interior:
+                    codes[-1] = f"np.uintp({code})"
                 continue  # a loop variable over exactly this axis
             inside = self.interior is not None or self.row is not None
             b = bounds_of(a, env) if den == 1 and inside else None
@@ -342,6 +351,8 @@ class LoopWriter:
         if not dims:
             return f"{e.name}[0]", None
         codes, conds = self._in_range(e.indices, dims, env)
+        if e.name in self.shift:
+            codes[-1] = shifted(codes[-1], self.shift[e.name])
         if e.name in self.fused:
             exact = [exact_of(a, env) for a in e.indices]
             return self.inline(self.fused[e.name], codes, conds, env, exact), None
@@ -543,6 +554,15 @@ class LoopWriter:
                ) -> tuple[str, str, Expr, bool, tuple[str, int, Affine] | None]:
         """:func:`~.brackets.bounds` with this writer's code and :data:`UNROLL`."""
         return bounds(self, name, extent, body, env, UNROLL)
+
+
+def shifted(code: str, by: str) -> str:
+    """Index code ``code - by`` (inside an unsigned conversion: the difference is still a
+    position in the buffer, not negative)."""
+    if code.startswith("np.uintp(") and code.endswith(")"):
+        return f"np.uintp({code[len('np.uintp('):-1]} - {by})"
+    atom = code if code.isidentifier() or code.isdigit() else f"({code})"
+    return f"{atom} - {by}"
 
 
 def _unit(e: Expr) -> bool:

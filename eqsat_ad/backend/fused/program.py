@@ -22,9 +22,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...ir.errors import ShapeError
 from ...ir.expr import Access, Expr, accessed_names
-from ...ir.index import Affine, dim_str, dim_value
+from ...ir.index import Affine, dim_str
 from ...ir.program import Param, Program, Statement
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
@@ -33,11 +32,13 @@ from .checks import bounds, call_box
 from .interior import Index
 from .loading import cache_dir, load, require_numba
 from .loops import HELPERS, LoopWriter, Unsupported
+from .outputs import caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 from .specialize import fix_sizes, small_sizes
 from .tiles import TILE, TILE_MIN
+from .windows import Window, driver
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
 
@@ -82,9 +83,14 @@ class NumbaProgram:
         self.numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
         self._prog = _with_outputs(prog)
         self._checking: dict[str, int] = {}
+        # the kernel being written runs a range of points of a sliding window (.windows):
+        # "store" (the producer: its points at _out[i - _po]) or the producer's name (the
+        # consumer: reading it from the buffer at index - _po); None: a whole loop nest
+        self._ranged: str | None = None
         self._shapes = {p.name: p.shape for p in prog.params}
         self._shapes.update({s.name: s.shape for s in self._prog.statements})
         self._relations = frozenset(p.name for p in prog.params if p.kind == "relation")
+        self._tensors = frozenset(p.name for p in prog.params if p.kind == "tensor")
         self._sizes = prog.size_names()
         plan = lower_program(self._prog).plan
         loopable = {s.name: self._loopable(s) for s in self._prog.statements}
@@ -111,7 +117,11 @@ class NumbaProgram:
 
     # --- generation ----------------------------------------------------------------------------
     def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
-        return LoopWriter(self._shapes, fused, self._relations)
+        w = LoopWriter(self._shapes, fused, self._relations)
+        if self._ranged is not None and self._ranged != "store":  # a window's buffer
+            w.shift = {self._ranged: "_po"}
+        w.unsigned_interior = self._ranged is not None
+        return w
 
     def _loopable(self, s: Statement) -> bool:
         try:
@@ -192,12 +202,22 @@ class NumbaProgram:
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inner_rows.row_lows)])
         highs = dict.fromkeys([dim_str(rows.extent),
                                *(self._size_code(a) for a in inner_rows.row_highs)])
-        w.lines[-1] += "  # rows: [_rlo, _rhi) with no read leaving its array along them"
-        w.emit(f"if _rlo <= {row} < _rhi:")
-        w.lines += ["    " + line for line in inner_rows.lines]
-        w.emit("else:")
-        w.lines += ["    " + line for line in edge_rows.lines]
-        self._check_rows(ivs, w)
+        # Three loops over the rows, not one with a branch: the interior rows' loop bounds
+        # tell LLVM which rows their reads touch, so its overlap check of the output row
+        # against them (before vectorizing the point loop) passes for an output allocated
+        # next to an input, as np.empty often does (with one loop it took rows -1 and H too,
+        # and ran the scalar loop: 3x slower).
+        opened = w.lines.pop()  # the row loop
+        at = opened[:len(opened) - len(opened.lstrip())]
+        extent = dim_str(rows.extent)
+        for lo, hi, what, body in (
+                ("", f"min(_rlo, {extent})", "the edge rows: every guard", edge_rows),
+                ("_rlo, ", "_rhi", f"the interior rows: no read leaves its array along {row}",
+                 inner_rows),
+                ("_rhi, ", extent, "the other edge rows", edge_rows)):
+            w.lines.append(f"{at}for {row} in range({lo}{hi}):  # {what}")
+            w.lines += body.lines
+            self._check_rows(ivs, w)
         w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
                         f"    _rlo = max({', '.join(lows)})",
                         f"    _rhi = max(_rlo, min({', '.join(highs)}))"]
@@ -232,12 +252,18 @@ class NumbaProgram:
         reads = edge_reads if whole else reads
         row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
         out.lines += pre  # the sums free of the innermost index, once per outer point
+        # a kernel of a sliding window (.windows) runs the points [_p0, _p1) of its extent
+        first, end = ("_p0", "_p1") if self._ranged else ("0", dim_str(last.extent))
+        start = "_p0, " if self._ranged else ""
         if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
-            out.emit(f"for {last.name} in range({dim_str(last.extent)}):")
+            out.emit(f"for {last.name} in range({start}{end}):")
             out.lines += edge.lines
             return _Row(out.lines, [], reads, edge.row_lows, edge.row_highs)
         lo, hi, v = f"_lo{tag}", f"_hi{tag}", last.name
-        out.emit(f"for {v} in range({lo}):  # the edge: every guard")
+        # (clamped to the end: a low bound as K - 1 may pass it; not in _lo itself, whose
+        # constant value tells LLVM the interior's shifted indices are not negative, so that
+        # Numba's wraparound of negative indices folds away and the reads stay contiguous)
+        out.emit(f"for {v} in range({start}min({lo}, {end})):  # the edge: every guard")
         out.lines += edge.lines
         if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
             out.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
@@ -250,10 +276,10 @@ class NumbaProgram:
         else:
             out.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
             out.lines += inside.lines
-        out.emit(f"for {v} in range({hi}, {dim_str(last.extent)}):  # the other edge")
+        out.emit(f"for {v} in range({hi}, {end}):  # the other edge")
         out.lines += edge.lines
-        lows = dict.fromkeys(["0", *(self._size_code(a) for a in inside.lows)])
-        highs = dict.fromkeys([dim_str(last.extent), *(self._size_code(a) for a in inside.highs)])
+        lows = dict.fromkeys([first, *(self._size_code(a) for a in inside.lows)])
+        highs = dict.fromkeys([end, *(self._size_code(a) for a in inside.highs)])
         head = [f"    {lo} = max({', '.join(lows)})",
                 f"    {hi} = max({lo}, min({', '.join(highs)}))"]
         if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
@@ -269,6 +295,12 @@ class NumbaProgram:
         """The statements' values at one point, written by ``w``; the arrays they read."""
         first = group[0]
         target = ", ".join(iv.name for iv in first.indices) or "0"
+        if self._ranged == "store":  # a producer's points at _out[i - _po] (.windows)
+            # (unsigned: i >= _p0 >= _po; a signed index would take Numba's wraparound
+            # branch for negative ones, which keeps the store from vectorizing)
+            target = f"np.uintp({target} - _po)"
+        elif self._ranged is not None:
+            target = f"np.uintp({target})"
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
@@ -306,7 +338,8 @@ class NumbaProgram:
             text = "\n".join(lines)
             if any(f"_in{k} += " not in text for k in ks):
                 raise AssertionError(f"kernel {group[0].name}: a checked array is not checked")
-        args = ", ".join([*outs, *reads, *self._sizes, *(["_box"] if checks else [])])
+        ranged = ["_p0", "_p1", "_po"] if self._ranged is not None else []
+        args = ", ".join([*outs, *reads, *self._sizes, *(["_box"] if checks else []), *ranged])
         head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{group[0].name}({args}):"]
         return "\n".join(head + lines), reads
 
@@ -315,11 +348,13 @@ class NumbaProgram:
         share a read and do not read each other grouped (sibling fusion: one pass)."""
         place = self.schedule.placement
         groups: list[list[Statement]] = []
+        slid = {w.consumer for w in self.schedule.windows.values()}
         for s in self._prog.statements:
-            if place[s.name] == "fused":
+            if place[s.name] in ("fused", "window"):  # (a window: run by its consumer's)
                 continue
             last = groups[-1] if groups else None
             if (last is not None and place[s.name] == "loop" and place[last[0].name] == "loop"
+                    and s.name not in slid and last[0].name not in slid
                     and s.indices and s.shape == last[0].shape
                     and not statement_scans(s.body, s.indices[-1].name)
                     and not statement_scans(last[0].body, last[0].indices[-1].name)):
@@ -331,6 +366,32 @@ class NumbaProgram:
             groups.append([s])
         return groups
 
+    def _window_kernels(self, win: Window, fused: dict[str, Statement]) -> tuple[str, list[str]]:
+        """The producer's and the consumer's kernels over a range of points and the driver
+        running them a chunk at a time (:mod:`.windows`); the arrays the driver reads (it also
+        takes ``_box`` and returns whether a checked entry lay outside it)."""
+        producer, consumer = self._stmt(win.name), self._stmt(win.consumer)
+        try:
+            self._ranged = "store"
+            p_code, p_reads = self._kernel([producer], fused)
+            self._ranged = win.name
+            c_code, c_reads = self._kernel([consumer], fused)
+        finally:
+            self._ranged = None
+        ends = {"low": self._size_code(win.low), "high": self._size_code(win.high)}
+        reads = list(dict.fromkeys([r for r in c_reads if r != win.name] + p_reads))
+        # the tensor parameters over the consumer's points, checked against the guard's box
+        # a chunk at a time, while in cache (as a 2-D nest does a row at a time: _checks)
+        checks: dict[str, int] = {}
+        for name in reads:
+            if (name in self._tensors and name not in self.checked
+                    and self._shapes[name] == consumer.shape):
+                self.checked.append(name)
+                checks[name] = len(self.checked) - 1
+        code = driver(win, c_reads, p_reads, list(self._sizes), consumer.indices[0].extent,
+                      ends, checks)
+        return "\n\n\n".join([p_code, c_code, code]), reads
+
     def _checks(self, group: list[Statement], fused: dict[str, Statement]) -> dict[str, int]:
         """The arrays a loop kernel checks against the guard's proven box (:meth:`__call__`):
         each tensor parameter it reads (or an identity copy of one that NumPy runs, as a view)
@@ -340,18 +401,14 @@ class NumbaProgram:
         first = group[0]
         if len(first.indices) < 2 or statement_scans(first.body, first.indices[-1].name):
             return {}  # (one index: the check would be a pass of its own, as the guard's)
-        tensors = {p.name for p in self.program.params if p.kind == "tensor"}
+        tensors = self._tensors
         place = self.schedule.placement
         out: dict[str, int] = {}
         for t in group:
             for name in self._reads(t, fused):
                 param = name if name in tensors else None
                 if param is None and place.get(name) == "numpy":
-                    body = self._stmt(name).body
-                    if isinstance(body, Access) and body.name in tensors and [
-                            a.as_var() for a in body.indices] == [
-                            iv.name for iv in self._stmt(name).indices]:
-                        param = body.name
+                    param = self._identity_of(self._stmt(name))
                 if (param is None or param in self.checked or name in out
                         or self._shapes[name] != first.shape
                         or self._shapes[param] != first.shape):
@@ -359,6 +416,16 @@ class NumbaProgram:
                 self.checked.append(param)
                 out[name] = len(self.checked) - 1
         return out
+
+    def _identity_of(self, s: Statement) -> str | None:
+        """The tensor parameter ``s`` copies entry for entry (``b_bar[i, j] = w[i, j]``, of
+        its shape), if any: the fused program reads the parameter itself."""
+        body = s.body
+        if (isinstance(body, Access) and body.name in self._tensors and s.indices
+                and [a.as_var() for a in body.indices] == [iv.name for iv in s.indices]
+                and self._shapes[body.name] == s.shape):
+            return body.name
+        return None
 
     def _reads(self, s: Statement, fused: dict[str, Statement]) -> list[str]:
         out: list[str] = []
@@ -424,7 +491,19 @@ class NumbaProgram:
                 why = self.schedule.why[t.name]
                 why += f"; one pass with {s.name}" if t is not s else ""
                 run.append(f"    # {t.name}: {why}")
-            if place[s.name] in ("loop", "pairs"):
+            win = next((w for w in self.schedule.windows.values() if w.consumer == s.name),
+                       None)
+            if win is not None:  # s's nest a chunk at a time, its producer in a buffer
+                code, reads = self._window_kernels(win, fused)
+                kernels.append(code)
+                k = position.get(s.name)
+                new = f"np.empty(({', '.join(str(d) for d in s.shape)},), dtype=F)"
+                run.append(f"    # {win.name}: {self.schedule.why[win.name]}")
+                run.append(f"    {s.name} = " + (new if k is None else
+                                                  f"_buf[{k}] if _buf[{k}] is not None else {new}"))
+                call = ", ".join([s.name, *reads, *self._sizes, "_box"])
+                run.append(f"    _bad |= _k_{s.name}_window({call})")
+            elif place[s.name] in ("loop", "pairs"):
                 checks = self._checks(group, fused) if place[s.name] == "loop" else {}
                 code, reads = (self._kernel(group, fused, checks) if place[s.name] == "loop"
                                else self._pair_kernel(s, self._pairs[s.name], fused))
@@ -447,6 +526,10 @@ class NumbaProgram:
                 args = ", ".join([*names, *reads, *self._sizes, *(["_box"] if checks else [])])
                 run.append(f"    _bad |= _k_{s.name}({args})" if checks else
                            f"    _k_{s.name}({args})")
+            elif (param := self._identity_of(s)) is not None and s.name not in position:
+                # (the NumPy part would return a copy, kept apart from its inputs: a pass
+                # over memory for nothing when only loop nests and NumPy code read it)
+                run.append(f"    {s.name} = np.asarray({param}, dtype=F)")
             else:
                 fn, reads = self._numpy_part(s)
                 args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
@@ -502,7 +585,8 @@ class NumbaProgram:
         floats = [a.dtype for a, p in zip(arrays, self.program.params, strict=True)
                   if p.kind == "tensor"]
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
-        bufs = self._buffers(out, sizes, dt, arrays)
+        bufs = caller_buffers(self.program, self._prog.outputs, self._shapes, out, sizes,
+                              dt, arrays)
         if 0 in sizes.values() or target.numpy_only:
             # empty tensors (the interpreter's zeros), or nothing runs as loops: the NumPy
             # backend's program as it is
@@ -559,35 +643,6 @@ class NumbaProgram:
             store = {}
             setattr(self._local, dt.char, store)
         return store
-
-    def _buffers(self, out: Any, sizes: dict[str, int], dt: np.dtype,
-                 arrays: list[Any]) -> tuple[np.ndarray | None, ...]:
-        """The caller's output arrays, one per output (None: allocate), checked."""
-        n = len(self.program.outputs)
-        if out is None:
-            return (None,) * n
-        several = self.program.returns_tuple
-        given = tuple(out) if several and isinstance(out, tuple | list) else (out,)
-        where = f"out= of {self.program.name}"
-        if len(given) != n:
-            raise ShapeError(f"{where}: expected {n} array(s) (None where not wanted), "
-                             f"got {len(given)}")
-        for k, (b, o) in enumerate(zip(given, self._prog.outputs, strict=True)):
-            if b is None:
-                continue
-            assert isinstance(o, Access)
-            shape = tuple(dim_value(d, sizes) for d in self._shapes[o.name])
-            if not isinstance(b, np.ndarray) or not shape:
-                raise ShapeError(f"{where}: output {k} needs " + (
-                    f"a NumPy array of shape {shape}, got {type(b).__name__}" if shape
-                    else "no buffer (it is a scalar): pass None"))
-            if b.shape != shape or b.dtype != dt or not b.flags.writeable:
-                raise ShapeError(f"{where}: output {k} is {dt.name} of shape {shape}; got a "
-                                 f"{'read-only ' if not b.flags.writeable else ''}"
-                                 f"{b.dtype.name} array of shape {b.shape}")
-            if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
-                raise ShapeError(f"{where}: output {k} shares memory with an input")
-        return given
 
     def __repr__(self) -> str:
         return f"<NumbaProgram {self.program.name}({', '.join(self.program.param_names)})>"

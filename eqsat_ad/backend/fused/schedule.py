@@ -45,6 +45,11 @@ plan prices NumPy kernels in:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
   saved (writing and reading it back: ``2 · MEMORY · |P|``). Decided consumers first, so a chain
   of producers fuses through.
+* Sliding windows: a loop statement over one index that stays stored, read by one other loop
+  nest over the same points in a window of constant width around each point (conv1d's
+  ``c_bar[i - j]``, ``j < K``), is computed a chunk at a time into a small buffer just ahead
+  of its consumer (placement ``"window"``, :mod:`.windows`): the same work, never stored in
+  full.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
+from .windows import Window, at, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
            "PairPrice", "Schedule", "loop_price", "schedule", "serial_sums"]
@@ -142,10 +148,13 @@ class PairPrice(NamedTuple):
 
 @dataclass(frozen=True)
 class Schedule:
-    """``placement[name]``: ``"loop"``, ``"fused"`` or ``"numpy"``; ``why``: the reason."""
+    """``placement[name]``: ``"loop"``, ``"fused"``, ``"pairs"``, ``"window"`` or
+    ``"numpy"``; ``why``: the reason; ``windows``: the producers computed a chunk at a time in
+    a sliding window of their consumer's loop (:mod:`.windows`), by name."""
 
     placement: Mapping[str, str]
     why: Mapping[str, str] = field(default_factory=dict)
+    windows: Mapping[str, Window] = field(default_factory=dict)
 
     def names(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n, k in self.placement.items() if k == kind)
@@ -410,7 +419,14 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
     if note is not None:
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
-    return Schedule(placement, why)
+    # A producer read by one loop nest in a window of constant width around its point: the
+    # same work, without writing it in full and reading it back (no price to weigh).
+    slid = windows(prog, placement)
+    for name, win in slid.items():
+        placement[name] = "window"
+        why[name] += f"; a sliding window of {win.consumer} (read at [{at(str(win.low))}, " \
+            f"{at(str(win.high))}])"
+    return Schedule(placement, why, slid)
 
 
 def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],

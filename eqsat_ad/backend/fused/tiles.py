@@ -103,7 +103,8 @@ def interchange(w: LoopWriter, e: Sum, env: Mapping[str, Index]
     acc, flag = f"_a{k}", f"_f{k}"
     sub = LoopWriter(w.shapes, w.fused, w.relations, hoisted=w.hoisted, pre=w.pre,
                      pre_depth=w.pre_depth, top=w.top, prefix=f"_x{k}_", interior=v,
-                     hoist_var=w.hoist_var, outer_vars=w.outer_vars, row=w.row, tag=w.tag)
+                     hoist_var=w.hoist_var, outer_vars=w.outer_vars, row=w.row, tag=w.tag,
+                     shift=w.shift)
     sub.depth, sub.sum_depth, sub.tile_var = w.tile_depth, 1, v
     sub.emit("for _t in range(_vn):")
     sub.emit(f"    {acc}[_t] = F(0)")
@@ -218,6 +219,8 @@ def view(w: LoopWriter, a: Access, codes: list[str], env: Mapping[str, Index]) -
     if den != 1:
         return None
     base = "_v0" if rest_code == "0" else f"_v0 + {rest_code}".replace("+ -", "- ")
+    if a.name in w.shift:  # held in a buffer from an offset on (.windows)
+        base += f" - {w.shift[a.name]}"
     key = (a.name, tuple(codes[:-1]), base)
     name = w.view_keys.get(key)
     if name is None:

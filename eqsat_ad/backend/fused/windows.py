@@ -1,0 +1,193 @@
+"""Sliding windows: a producer computed a chunk at a time just ahead of its one consumer.
+
+conv1d's adjoint is two loop nests over the same points::
+
+    c_bar[i: N] = 2 * Sum[j: K](w[j] * x[i + j]) + -2 * y[i]
+    x_bar[i: N] = Sum[j: K](c_bar[i - j] * w[j])
+
+Stored, ``c_bar`` is written in full (8 MB at N = 10⁶) and read back by ``x_bar``'s nest.
+Fusing it into ``x_bar`` (:func:`~.schedule._fuse`) would compute each of its points K times.
+Its reads in ``x_bar`` at the point ``i`` lie in a window ``[i + low, i + high]`` of constant
+width (here ``[i - (K - 1), i]``), so a chunk of ``x_bar``'s points needs ``c_bar`` on that
+chunk widened by the window: Halide's ``compute_at`` with a sliding window (``store_at`` the
+whole loop), XLA's loop fusion with a halo. The driver kernel (:func:`driver`) keeps
+``c_bar``'s values over the current chunk's window in a small buffer (a chunk and the window's
+width), moves the part the next chunk still reads to its front, computes only the new points,
+then runs ``x_bar``'s nest on the chunk: every point of ``c_bar`` computed once, by the same
+code as its own loop nest (so the same value, bit for bit), and read back from L1/L2.
+
+:func:`windows` finds the producer-consumer pairs this applies to (the schedule calls it
+after producer-consumer fusion): a loop statement over one index, read by exactly one other
+loop statement over the same extent, not returned, neither a running sum, every read of it an
+index ``i + Σ c_k·k + c`` with ``k`` the consumer's summed indices (integer coefficients).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from fractions import Fraction
+from typing import NamedTuple
+
+from ...ir.expr import Access, Expr, Max, Sum, accessed_names, children
+from ...ir.index import Affine, Dim, dim_str
+from ...ir.program import Program, Statement
+from .scans import statement_scans
+
+__all__ = ["CHUNK", "Window", "at", "driver", "windows"]
+
+CHUNK = 2048
+"""Consumer points per chunk: the producer's buffer (a chunk and the window, 16 KiB of float64
+at K = 16) and the chunk's reads stay in L1/L2 between the two nests."""
+
+
+class Window(NamedTuple):
+    """Producer ``name`` read by ``consumer`` at ``[i + low, i + high]`` for its point ``i``."""
+
+    name: str
+    consumer: str
+    low: Affine
+    high: Affine
+
+
+def _offsets(e: Expr, name: str, var: str, extents: Mapping[str, Dim]
+             ) -> list[tuple[Affine, Affine]] | None:
+    """The range of ``index - var`` of every read of ``name`` in ``e``; None if one is not
+    ``var`` plus integer multiples of summed indices (of ``extents``) and sizes."""
+    if isinstance(e, Access):
+        if e.name != name:
+            return []
+        if len(e.indices) != 1:
+            return None
+        a = e.indices[0]
+        if a.coeff(var) != 1 or not a.is_integral():
+            return None
+        low = high = Affine((), a.sizes, a.const)
+        for k, c in a.index:
+            if k == var:
+                continue
+            if k not in extents:
+                return None
+            span = (Affine.of_dim(extents[k]) - 1).scale(c)  # c·(E - 1): the far end
+            low, high = (low + span, high) if c < 0 else (low, high + span)
+        return [(low, high)]
+    inner = dict(extents)
+    if isinstance(e, Sum | Max):
+        inner.update({iv.name: iv.extent for iv in e.indices})
+    out: list[tuple[Affine, Affine]] = []
+    for c in children(e):
+        got = _offsets(c, name, var, inner)
+        if got is None:
+            return None
+        out += got
+    return out
+
+
+def _single(affs: list[Affine]) -> Affine | None:
+    """The one affine of ``affs`` (all equal), or None."""
+    return affs[0] if affs and all(a == affs[0] for a in affs) else None
+
+
+def windows(prog: Program, placement: Mapping[str, str]) -> dict[str, Window]:
+    """The loop statements computed in a sliding window of their one consumer (module
+    docstring), by name. (Only one window per consumer, and a consumer is no producer.)"""
+    returned: set[str] = set()
+    for o in prog.outputs:
+        returned |= accessed_names(o)
+    readers: dict[str, list[Statement]] = {s.name: [] for s in prog.statements}
+    for s in prog.statements:
+        for n in s.reads():
+            if n in readers:
+                readers[n].append(s)
+    found: dict[str, Window] = {}
+    for p in prog.statements:
+        users = readers[p.name]
+        if (placement[p.name] != "loop" or p.name in returned or len(users) != 1
+                or len(p.indices) != 1 or statement_scans(p.body, p.indices[0].name)):
+            continue
+        c = users[0]
+        if (placement[c.name] != "loop" or len(c.indices) != 1
+                or c.indices[0].extent != p.indices[0].extent
+                or statement_scans(c.body, c.indices[0].name)
+                or any(w.consumer == c.name or w.name == c.name for w in found.values())
+                or any(w.consumer == p.name for w in found.values())):
+            continue
+        offs = _offsets(c.body, p.name, c.indices[0].name, {})
+        if not offs:
+            continue
+        # the window's ends: one low and one high bound (as K - 1 and 0; several distinct
+        # reads with different constant offsets take their extreme)
+        low = _extreme([lo for lo, _ in offs], min)
+        high = _extreme([hi for _, hi in offs], max)
+        if low is None or high is None:
+            continue
+        found[p.name] = Window(p.name, c.name, low, high)
+    return found
+
+
+def _extreme(affs: list[Affine], pick: Callable[[Iterable[Fraction]], Fraction]
+             ) -> Affine | None:
+    """The least (``min``) or greatest of ``affs`` when they differ by constants only."""
+    one = _single(affs)
+    if one is not None:
+        return one
+    base = affs[0]
+    diffs = [a - base for a in affs]
+    if not all(d.is_constant() for d in diffs):
+        return None
+    return base + pick(d.const for d in diffs)
+
+
+def at(offset: str) -> str:
+    """``i + offset``, written plainly."""
+    return "i" if offset == "0" else f"i + {offset}".replace("+ -", "- ")
+
+
+def driver(w: Window, consumer_args: list[str], producer_args: list[str],
+           sizes: list[str], extent: Dim, code: Mapping[str, str],
+           checks: Mapping[str, int]) -> str:
+    """The kernel running ``w.consumer``'s nest a chunk at a time with ``w.name`` in a
+    sliding buffer; ``consumer_args``/``producer_args``: the arrays each kernel reads (the
+    producer's name among the consumer's: passed the buffer); ``code``: the window's ends as
+    code. The two kernels take the points ``[_p0, _p1)`` (the producer's stored at
+    ``_out[i - _po]``, the consumer reading the buffer at ``index - _po``). ``checks``:
+    arrays over the consumer's points whose entries it counts inside the guard's bounds (their
+    position in ``_box``), a chunk at a time while in cache (.checks); it returns whether one
+    lay outside them."""
+    n = dim_str(extent)
+    reads = list(dict.fromkeys([a for a in consumer_args if a != w.name] + producer_args))
+    args = ", ".join(["_out", *reads, *sizes, "_box"])
+    size_args = ", ".join(sizes)
+    c_args = ", ".join("_wb" if a == w.name else a for a in consumer_args)
+    p_args = ", ".join(producer_args)
+    count = []
+    for name, k in checks.items():  # (through a view: indexed from 0, the loop vectorizes)
+        count += [f"        _cv = {name}[_s:_t]  # {name} inside its bounds?",
+                  "        for _c in range(_t - _s):",
+                  "            _v = _cv[_c]",
+                  f"            _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})"]
+    bounds = [line for k in checks.values() for line in (
+        f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0")]
+    outside = " or ".join(f"_in{k} != {n}" for k in checks.values()) or "False"
+    return "\n".join([
+        '@nb.njit(cache=True, error_model="numpy")',
+        f"def _k_{w.consumer}_window({args}):",
+        f"    # {w.name} in a sliding buffer: {w.consumer}'s point i reads it at "
+        f"[{at(code['low'])}, {at(code['high'])}]; computed once per point, a chunk ahead",
+        f"    _wlo = {code['low']}",
+        f"    _whi = {code['high']}",
+        f"    _wb = np.empty({CHUNK} + max(_whi - _wlo, 0), dtype=F)",
+        *bounds,
+        "    _a = 0",
+        "    _e = 0  # _wb[0:_e - _a] holds the points [_a, _e)",
+        f"    for _s in range(0, {n}, {CHUNK}):",
+        f"        _t = min(_s + {CHUNK}, {n})",
+        f"        _na = min(max(_s + _wlo, 0), {n})",
+        f"        _nb = max(min(max(_t + _whi, 0), {n}), _na, _e)",
+        "        for _q in range(max(_e - _na, 0)):  # what this chunk still reads, to the front",
+        "            _wb[_q] = _wb[_q + _na - _a]",
+        f"        _k_{w.name}(_wb, {p_args}, {size_args}, max(_na, _e), _nb, _na)",
+        "        _a, _e = _na, _nb",
+        f"        _k_{w.consumer}(_out, {c_args}, {size_args}, _s, _t, _na)",
+        *count,
+        f"    return {outside}",
+    ])
