@@ -83,9 +83,15 @@ def masked_outer(x, y):
     return (x[:, None] > 0) * y[None, :]
 
 
+def reciprocal_of_mask_times_zero_minus(x, y):
+    # False * (0.0 - y) is +0.0 at y = ±0.0 (1 / it is +inf), True * (0.0 - y) too
+    return 1.0 / ((x > 0.5) * (0.0 - y))
+
+
 MASKED = [mask_times_exp, mask_variable_times, data_times_mask, astype_times,
           where_one_zero_times, combined_mask_times_log, negated_mask_times, mask_over,
-          mask_times_negative_constant_reciprocal, np_multiply_mask, sum_of_masked, masked_outer]
+          mask_times_negative_constant_reciprocal, np_multiply_mask, sum_of_masked, masked_outer,
+          reciprocal_of_mask_times_zero_minus]
 
 
 def _same(got: np.ndarray, want: np.ndarray) -> None:

@@ -193,25 +193,23 @@ class ArrayOps:
                 return self.elementwise((a, b), lambda x, y: neg(build(x, y)), node)
         else:
             kept = self.signed_zero_sum(op, a, b, node)
-            if kept is not None:
+            if kept is not None:  # 0.0 - x
                 return kept
         return self.elementwise((a, b), build, node)
 
     def signed_zero_sum(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal | None:
-        """``0.0 + x``, ``x - -0.0`` (``x + 0``) and ``0.0 - x`` kept as IEEE sums: +0.0 at
-        ``x = -0.0`` (``0.0 - x`` at ``x = +0.0``), where the folded ``x`` (``-x``) is -0.0;
-        a sign of zero shows through a division (``1 / (0.0 - x)``). ``-0.0 + x``, ``x - 0.0``
-        and ``-0.0 - x`` are exactly ``x`` and ``-x``: folded."""
-        za, zb = self.numpy_zero(a), self.numpy_zero(b)
-        if (za is None) == (zb is None):
-            return None  # no zero, or two: folded as constants
-        if op == "+" and 1.0 in (za, zb) or op == "-" and zb == -1.0:
-            # (both operands broadcast: the zero may be the larger array)
-            return self.elementwise(
-                (a, b), lambda u, w: Binary("+", w if za is not None else u, const(0.0)), node)
-        if op == "-" and za == 1.0:
-            return self.elementwise((a, b), lambda z, u: Binary("-", z, u), node)
-        return None
+        """``0.0 - x`` with the NumPy 0 stored, an ordinary 0.0: +0.0 at ``x = +0.0``, where the
+        folded ``-x`` is -0.0 (a sign of zero shows through a division: ``1 / (0.0 - x)``).
+        ``-0.0 - x`` and ``x - 0.0`` are exactly ``-x`` and ``x``: folded. (``0.0 + x`` is
+        folded to ``x`` too, -0.0 at ``x = -0.0``: a known gap, docs/semantics.md.)"""
+        if op != "-" or self.numpy_zero(a) != 1.0 or self.numpy_zero(b) is not None:
+            return None
+        other = self.operand(b, node, materialize=False)
+        if isinstance(other.body, Const):
+            return None  # a constant: folded (a 0 difference of constants is the literal 0)
+        zero = self.operand(a, node, materialize=False)
+        stored = self.materialize(TVal(zero.shape, zero.axes, const(0.0)), "zero", node)
+        return self.elementwise((stored, b), lambda u, w: Binary("-", u, w), node)
 
     def numpy_zero(self, v: Any) -> float | None:
         """The sign (1.0 or -1.0) of ``v`` when it is a NumPy 0 (float, not a mask), else None."""
