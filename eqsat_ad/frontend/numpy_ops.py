@@ -17,7 +17,19 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.expr import Access, Bracket, Call, Const, Expr, Max, Sum, children, complement, select
+from ..ir.expr import (
+    Access,
+    Binary,
+    Bracket,
+    Call,
+    Const,
+    Expr,
+    Max,
+    Sum,
+    children,
+    complement,
+    select,
+)
 from ..ir.functions import lookup
 from ..ir.index import Affine, Dim, IndexVar
 from .numpy_values import (
@@ -44,6 +56,25 @@ def _strong_zeros(e: Expr) -> bool:
     if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
         return True
     return any(_strong_zeros(c) for c in children(e))
+
+
+def _data_mask(e: Expr) -> bool:
+    """``e`` (a boolean array) holds a data comparison: NumPy's ``False`` there is an ordinary
+    0.0 met by data. Index comparisons (``i == j`` of loop indices) and relation reads (a bool
+    argument, which may be passed sparse) stay strong: docs/semantics.md, "The NumPy front
+    end"."""
+    if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
+        return True
+    return any(_data_mask(c) for c in children(e))
+
+
+def _inert(factor: TVal, op: str) -> bool:
+    """A factor (``op`` ``*``) or divisor (``/``) that an ordinary 0.0 meets as a strong zero
+    would: no inf, nan, zero divisor or negative sign to meet (``0.0 * -2`` is -0.0)."""
+    if isinstance(factor.body, Const):
+        return factor.body.value > 0 or (op == "*" and factor.body.value == 0
+                                         and not math.copysign(1.0, factor.body.value) < 0)
+    return op == "*" and factor.boolean
 
 
 def summation(binders: tuple[IndexVar, ...], body: Expr) -> Expr:
@@ -154,27 +185,62 @@ class ArrayOps:
     def arith(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal:
         build = {"+": add, "-": sub, "*": mul, "/": div}[op]
         if op in "*/":
-            a, neg_a = self.ieee_zero(a, b, node)
-            b, neg_b = (b, False) if op == "/" else self.ieee_zero(b, a, node)
+            a, neg_a = self.ieee_zero(a, b, op, node)
+            # x / -0.0 is -(x / 0): the literal 0 of Tensor SSA is +0.0, also negated
+            b, neg_b = (b, self.numpy_zero(b) == -1.0) if op == "/" else self.ieee_zero(
+                b, a, op, node)
             if neg_a != neg_b:  # -0.0 * x is -(0.0 * x): a stored 0 is +0.0
                 return self.elementwise((a, b), lambda x, y: neg(build(x, y)), node)
+        else:
+            kept = self.signed_zero_sum(op, a, b, node)
+            if kept is not None:  # 0.0 - x
+                return kept
         return self.elementwise((a, b), build, node)
 
-    def ieee_zero(self, v: Any, other: Any, node: ast.AST) -> tuple[Any, bool]:
+    def signed_zero_sum(self, op: str, a: Any, b: Any, node: ast.AST) -> TVal | None:
+        """``0.0 - x`` with the NumPy 0 stored, an ordinary 0.0: +0.0 at ``x = +0.0``, where the
+        folded ``-x`` is -0.0 (a sign of zero shows through a division: ``1 / (0.0 - x)``).
+        ``-0.0 - x`` and ``x - 0.0`` are exactly ``-x`` and ``x``: folded. (``0.0 + x`` is
+        folded to ``x`` too, -0.0 at ``x = -0.0``: a known gap, docs/semantics.md.)"""
+        if op != "-" or self.numpy_zero(a) != 1.0 or self.numpy_zero(b) is not None:
+            return None
+        other = self.operand(b, node, materialize=False)
+        if isinstance(other.body, Const):
+            return None  # a constant: folded (a 0 difference of constants is the literal 0)
+        zero = self.operand(a, node, materialize=False)
+        stored = self.materialize(TVal(zero.shape, zero.axes, const(0.0)), "zero", node)
+        return self.elementwise((stored, b), lambda u, w: Binary("-", u, w), node)
+
+    def numpy_zero(self, v: Any) -> float | None:
+        """The sign (1.0 or -1.0) of ``v`` when it is a NumPy 0 (float, not a mask), else None."""
+        if isinstance(v, TVal) and not v.boolean and isinstance(v.body, Const) \
+                and v.body.value == 0:
+            return math.copysign(1.0, v.body.value)
+        if isinstance(v, float | int) and not isinstance(v, bool) and v == 0:
+            return math.copysign(1.0, v)
+        return None
+
+    def ieee_zero(self, v: Any, other: Any, op: str, node: ast.AST) -> tuple[Any, bool]:
         """``v``, stored when it is a NumPy 0 met by a computed factor or divisor, and whether
         it was -0.0: NumPy's ``0.0 * x`` is IEEE (nan at inf, -0.0 at x < 0), but the literal 0
-        of Tensor SSA is a strong zero (docs/semantics.md); a stored 0 is an ordinary 0.0."""
+        of Tensor SSA is a strong zero (docs/semantics.md); a stored 0 is an ordinary 0.0.
+        So is a select (``np.where(c, a, 0.0)``) and a boolean mask of data (``x > 0``): NumPy's
+        ``False * inf`` is nan."""
         tv = self.operand(v, node, materialize=False)
         zero = not tv.boolean and isinstance(tv.body, Const) and tv.body.value == 0
-        if not zero and (tv.boolean or not _strong_zeros(tv.body)):
+        if tv.boolean:
+            if not _data_mask(tv.body):
+                return v, False  # index comparisons, relation reads: kept strong
+        elif not zero and not _strong_zeros(tv.body):
             return v, False
         factor = self.operand(other, node, materialize=False)
-        if factor.boolean or isinstance(factor.body, Const):
-            return v, False  # a 0/1 or a constant: no inf, nan or sign to meet; folded
+        if _inert(factor, op):
+            return v, False  # nothing for an ordinary 0.0 to meet; folded
         if not zero:
-            # a select's 0 (np.where(c, a, 0.0)) is an ordinary 0.0 in NumPy too: 0 * log(-1)
-            # is nan there, so the select is stored before it meets a computed factor
-            return self.materialize(tv, "sel", node), False
+            # a select's 0 (np.where(c, a, 0.0)) and a mask's False are ordinary 0.0s in
+            # NumPy: 0 * log(-1) is nan there, so the array is stored before it meets a
+            # computed factor (a stored array holds plain numbers)
+            return self.materialize(tv, "mask" if tv.boolean else "sel", node), False
         stored = self.materialize(TVal(tv.shape, tv.axes, const(0.0)), "zero", node)
         return stored, math.copysign(1.0, tv.body.value) < 0
 
