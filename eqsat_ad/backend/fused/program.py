@@ -18,26 +18,24 @@ import threading
 import time
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ...ir.expr import Access, Expr, accessed_names
-from ...ir.index import Affine, dim_str
 from ...ir.program import Param, Program, Statement
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from .checks import bounds, call_box
-from .interior import Index
 from .loading import cache_dir, load, require_numba
 from .loops import HELPERS, LoopWriter, Unsupported
+from .nests import NestWriter
 from .outputs import caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 from .specialize import fix_sizes, small_sizes
-from .tiles import TILE, TILE_MIN
 from .windows import Window, driver
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
@@ -55,19 +53,7 @@ def _with_outputs(prog: Program) -> Program:
     return Program(prog.params, tuple(stmts), tuple(outs), prog.returns_tuple, prog.name)
 
 
-class _Row(NamedTuple):
-    """One version of a kernel's innermost loop: its lines, the lines before the kernel's loops
-    (its interior's bounds), the arrays read and the bounds of the next outer variable its
-    dropped guards need (empty unless written for the interior rows)."""
-
-    lines: list[str]
-    head: list[str]
-    reads: list[str]
-    row_lows: list
-    row_highs: list
-
-
-class NumbaProgram:
+class NumbaProgram(NestWriter):
     """``prog`` compiled to fused loop nests: call it like the program.
 
     ``.source``: the generated module (float64 version); ``.schedule``: where each statement
@@ -116,13 +102,6 @@ class NumbaProgram:
         self._local = threading.local()
 
     # --- generation ----------------------------------------------------------------------------
-    def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
-        w = LoopWriter(self._shapes, fused, self._relations)
-        if self._ranged is not None and self._ranged != "store":  # a window's buffer
-            w.shift = {self._ranged: "_po"}
-        w.unsigned_interior = self._ranged is not None
-        return w
-
     def _loopable(self, s: Statement) -> bool:
         try:
             self._kernel([s], {})
@@ -149,199 +128,6 @@ class NumbaProgram:
         w = LoopWriter({**self._shapes, **row_shapes(form)}, fused, self._relations)
         reads = self._reads(s, fused)
         return pair_kernel(form, s, w, reads, self._sizes), reads
-
-    def _kernel(self, group: list[Statement], fused: dict[str, Statement],
-                checks: Mapping[str, int] | None = None) -> tuple[str, list[str]]:
-        """One kernel for statements over the same points (siblings share one loop nest and
-        their fused producers' values), and the arrays it reads. The innermost output loop is
-        partitioned (:mod:`.interior`) when its interior drops a guard. ``checks``: arrays of
-        the points' shape, each with its position in ``_box``, whose entries the kernel checks
-        against those bounds (:meth:`_checks`); it then returns whether one lies outside."""
-        first = group[0]
-        ivs = first.indices
-        scans = statement_scans(first.body, ivs[-1].name) if ivs and len(group) == 1 else {}
-        self._checking = dict(checks or {})
-        w = self._writer(fused)
-        w.depth = 1
-        top: list[str] = []  # sums over no free index, once per call
-        hoisted: dict = {}
-        w.top, w.hoisted = top, hoisted
-        split = bool(ivs) and not scans  # a running sum carries across the loop: one range
-        for iv in ivs[:-1] if split else ivs:
-            w.emit(f"for {iv.name} in range({iv.extent}):")
-            w.open()
-        if scans:  # running sums along the innermost index
-            w.scans = scans
-            w.scan_outer, w.scan_line = ivs[-1].name, len(w.lines) - 1
-            w.scan_blocks = len(ivs)
-        if not split:
-            reads = self._bodies(group, fused, w, set())
-            w.lines[0:0] = top
-            return self._finish_kernel(group, fused, w, reads)
-        row = ivs[-2].name if len(ivs) >= 2 else None
-        inner_rows = None
-        if row is not None:  # the rows where no read leaves its array along the row index
-            inner_top: list[str] = []
-            inner_hoisted: dict = {}
-            inner_rows = self._row(group, fused, w, inner_top, inner_hoisted, row)
-            if not inner_rows.row_lows:
-                inner_rows = None
-        if inner_rows is None:
-            edge_rows = self._row(group, fused, w, top, hoisted, None)
-            w.lines += edge_rows.lines
-            self._check_rows(ivs, w)
-            w.lines[0:0] = [*top, *edge_rows.head]
-            return self._finish_kernel(group, fused, w, edge_rows.reads)
-        top += inner_top
-        # The edge rows (a few): one loop with every guard; they reuse the sums over no free
-        # index hoisted to the kernel top.
-        closed = {k: v for k, v in inner_hoisted.items() if not k[1]}
-        edge_rows = self._row(group, fused, w, top, closed, None, whole=True)
-        assert row is not None
-        rows = ivs[-2]
-        lows = dict.fromkeys(["0", *(self._size_code(a) for a in inner_rows.row_lows)])
-        highs = dict.fromkeys([dim_str(rows.extent),
-                               *(self._size_code(a) for a in inner_rows.row_highs)])
-        # Three loops over the rows, not one with a branch: the interior rows' loop bounds
-        # tell LLVM which rows their reads touch, so its overlap check of the output row
-        # against them (before vectorizing the point loop) passes for an output allocated
-        # next to an input, as np.empty often does (with one loop it took rows -1 and H too,
-        # and ran the scalar loop: 3x slower).
-        opened = w.lines.pop()  # the row loop
-        at = opened[:len(opened) - len(opened.lstrip())]
-        extent = dim_str(rows.extent)
-        for lo, hi, what, body in (
-                ("", f"min(_rlo, {extent})", "the edge rows: every guard", edge_rows),
-                ("_rlo, ", "_rhi", f"the interior rows: no read leaves its array along {row}",
-                 inner_rows),
-                ("_rhi, ", extent, "the other edge rows", edge_rows)):
-            w.lines.append(f"{at}for {row} in range({lo}{hi}):  # {what}")
-            w.lines += body.lines
-            self._check_rows(ivs, w)
-        w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
-                        f"    _rlo = max({', '.join(lows)})",
-                        f"    _rhi = max(_rlo, min({', '.join(highs)}))"]
-        return self._finish_kernel(group, fused, w, edge_rows.reads)
-
-    def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
-             top: list[str], hoisted: dict, row: str | None, whole: bool = False) -> _Row:
-        """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
-        interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
-        loop with every guard; ``row``: the next outer output variable, when these are its
-        interior rows (their guards along it dropped)."""
-        ivs = group[0].indices
-        last, tag = ivs[-1], "r" if row is not None else ""
-        pre: list[str] = []
-        out = LoopWriter(self._shapes, fused, self._relations, depth=w.depth)
-
-        def body_writer(counter: int) -> LoopWriter:
-            b = self._writer(fused)
-            b.depth, b.counter, b.blocks = w.depth + 1, counter, [*w.blocks, -1]
-            b.hoist_var, b.outer_vars = last.name, frozenset(iv.name for iv in ivs[:-1])
-            b.hoisted, b.pre, b.pre_depth, b.top = hoisted, pre, w.depth, top
-            b.row, b.tag = row, tag
-            return b
-
-        inside = body_writer(w.counter)
-        inside.interior = last.name
-        inside.tile_pre, inside.tile_depth = [], w.depth + 1
-        inside.tile_blocks = len(inside.blocks)
-        reads = [] if whole else self._bodies(group, fused, inside, {last.name, row})
-        edge = body_writer(inside.counter)
-        edge_reads = self._bodies(group, fused, edge, {row})
-        reads = edge_reads if whole else reads
-        row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
-        out.lines += pre  # the sums free of the innermost index, once per outer point
-        # a kernel of a sliding window (.windows) runs the points [_p0, _p1) of its extent
-        first, end = ("_p0", "_p1") if self._ranged else ("0", dim_str(last.extent))
-        start = "_p0, " if self._ranged else ""
-        if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
-            out.emit(f"for {last.name} in range({start}{end}):")
-            out.lines += edge.lines
-            return _Row(out.lines, [], reads, edge.row_lows, edge.row_highs)
-        lo, hi, v = f"_lo{tag}", f"_hi{tag}", last.name
-        # (clamped to the end: a low bound as K - 1 may pass it; not in _lo itself, whose
-        # constant value tells LLVM the interior's shifted indices are not negative, so that
-        # Numba's wraparound of negative indices folds away and the reads stay contiguous)
-        out.emit(f"for {v} in range({start}min({lo}, {end})):  # the edge: every guard")
-        out.lines += edge.lines
-        if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
-            out.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
-                     "its array; sums a tile at a time")
-            out.emit(f"    _vn = min({TILE}, {hi} - _v0)")
-            out.lines += inside.tile_pre
-            out.emit("    for _t in range(_vn):")
-            out.emit(f"        {v} = _v0 + _t")
-            out.lines += ["    " + line for line in inside.lines]
-        else:
-            out.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
-            out.lines += inside.lines
-        out.emit(f"for {v} in range({hi}, {end}):  # the other edge")
-        out.lines += edge.lines
-        lows = dict.fromkeys([first, *(self._size_code(a) for a in inside.lows)])
-        highs = dict.fromkeys([end, *(self._size_code(a) for a in inside.highs)])
-        head = [f"    {lo} = max({', '.join(lows)})",
-                f"    {hi} = max({lo}, min({', '.join(highs)}))"]
-        if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
-            head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
-        return _Row(out.lines, head, reads, row_lows, row_highs)
-
-    @staticmethod
-    def _size_code(a: Affine) -> str:
-        return LoopWriter({}, {}, frozenset()).affine(a, {})[0]
-
-    def _bodies(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
-                partitioned: set[str | None]) -> list[str]:
-        """The statements' values at one point, written by ``w``; the arrays they read."""
-        first = group[0]
-        target = ", ".join(iv.name for iv in first.indices) or "0"
-        if self._ranged == "store":  # a producer's points at _out[i - _po] (.windows)
-            # (unsigned: i >= _p0 >= _po; a signed index would take Numba's wraparound
-            # branch for negative ones, which keeps the store from vectorizing)
-            target = f"np.uintp({target} - _po)"
-        elif self._ranged is not None:
-            target = f"np.uintp({target})"
-        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
-        reads: list[str] = []
-        for s, out in zip(group, outs, strict=True):
-            env = {a.name: Index(b.name, b.extent,
-                                 exact=Affine.var(b.name) if b.name in partitioned else None)
-                   for a, b in zip(s.indices, first.indices, strict=True)}
-            v, _ = w.expr(s.body, env)
-            w.emit(f"{out}[{target}] = {v}")
-            reads += [r for r in self._reads(s, fused) if r not in reads]
-        return reads
-
-    def _check_rows(self, ivs: tuple, w: LoopWriter) -> None:
-        """After the innermost loop: the checked arrays' row just read (in cache), its entries
-        inside their bounds counted in a loop of its own (vectorized; inside the loops above,
-        the read would become a gather); a nan compares false, so it is not counted."""
-        last = ivs[-1]
-        at = ", ".join([*(iv.name for iv in ivs[:-1]), "_c"])
-        for name, k in self._checking.items():
-            w.emit(f"for _c in range({dim_str(last.extent)}):  # {name} inside its bounds?")
-            w.emit(f"    _v = {name}[{at}]")
-            w.emit(f"    _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})")
-
-    def _finish_kernel(self, group: list[Statement], fused: dict[str, Statement],
-                       w: LoopWriter, reads: list[str]) -> tuple[str, list[str]]:
-        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
-        checks, self._checking = self._checking, {}
-        lines = w.lines
-        if checks:  # the bounds as locals; whether an entry was not inside them is returned
-            ks = sorted(checks.values())
-            size = " * ".join(dim_str(d) for d in group[0].shape)
-            bounds = [f"    _blo{k} = _box[{2 * k}]\n    _bhi{k} = _box[{2 * k + 1}]\n"
-                      f"    _in{k} = 0" for k in ks]
-            lines = [*bounds, *lines,
-                     f"    return {' or '.join(f'_in{k} != {size}' for k in ks)}"]
-            text = "\n".join(lines)
-            if any(f"_in{k} += " not in text for k in ks):
-                raise AssertionError(f"kernel {group[0].name}: a checked array is not checked")
-        ranged = ["_p0", "_p1", "_po"] if self._ranged is not None else []
-        args = ", ".join([*outs, *reads, *self._sizes, *(["_box"] if checks else []), *ranged])
-        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{group[0].name}({args}):"]
-        return "\n".join(head + lines), reads
 
     def _groups(self, fused: dict[str, Statement]) -> list[list[Statement]]:
         """Statements in program order, consecutive loop statements over the same points that
@@ -426,17 +212,6 @@ class NumbaProgram:
                 and self._shapes[body.name] == s.shape):
             return body.name
         return None
-
-    def _reads(self, s: Statement, fused: dict[str, Statement]) -> list[str]:
-        out: list[str] = []
-        todo = sorted(accessed_names(s.body))
-        while todo:
-            n = todo.pop(0)
-            if n in fused:
-                todo += sorted(accessed_names(fused[n].body))
-            elif n not in out:
-                out.append(n)
-        return out
 
     def _part(self, s: Statement) -> Program:
         """The one statement ``s`` as a program of its own: every parameter (they bind the
