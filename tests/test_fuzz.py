@@ -533,6 +533,22 @@ KNOWN_REPRODUCERS = {
         "inf - inf of the chain rule after an exact cancellation, beside a finite term",
     "s2034_gradient_index_grad_1482.py":
         "1 / x ** 3 at x = 1e154: where the cube overflows depends on the product's order",
+    "s2035_nan_pattern_index_compile_optimize_false_120.py":
+        "-Σ of relation reads none of which holds: the strong zero's +0.0, negated",
+    "s2035_nan_pattern_index_compile_120.py":
+        "-Σ of relation reads none of which holds: the strong zero's +0.0, negated",
+    "s2035_nan_pattern_numpy_compile_optimize_false_289.py":
+        "a mean whose Σ overflows as written, not with the 1/n in its terms",
+    "s2035_nan_pattern_numpy_compile_289.py":
+        "a mean whose Σ overflows as written, not with the 1/n in its terms",
+    "s2035_gradient_index_grad_optimize_false_4922.py":
+        "a window term narrowed by an out-of-range read despite a pole in another factor",
+    "s2035_gradient_index_grad_4922.py":
+        "a window term narrowed by an out-of-range read despite a pole in another factor",
+    "s2036_gradient_index_grad_optimize_false_1914.py":
+        "a Σ's summed reads multiplied first overflow before a factor that is 0",
+    "s2036_gradient_index_grad_1914.py":
+        "a Σ's summed reads multiplied first overflow before a factor that is 0",
 }
 
 
@@ -613,6 +629,18 @@ FIXED_REPRODUCERS = frozenset({
     "s2033_gradient_index_grad_1244.py",
     "s2033_fd_index_gradient_interpreter_2856.py",
     "s2034_gradient_index_grad_1482.py",
+    # the run at ec56296: a negated Σ of guarded terms keeps the strong zero's +0.0
+    # (backend/reads.py, reduce.py); the rounding model's constants-first scales a Σ's terms
+    # and its summed-first order (ir/labeled.py); a window term with a pole is not narrowed by
+    # its reads' ranges (plan/windows.py; all in tests/test_fuzz_2035.py)
+    "s2035_nan_pattern_index_compile_optimize_false_120.py",
+    "s2035_nan_pattern_index_compile_120.py",
+    "s2035_nan_pattern_numpy_compile_optimize_false_289.py",
+    "s2035_nan_pattern_numpy_compile_289.py",
+    "s2035_gradient_index_grad_optimize_false_4922.py",
+    "s2035_gradient_index_grad_4922.py",
+    "s2036_gradient_index_grad_optimize_false_1914.py",
+    "s2036_gradient_index_grad_1914.py",
 })
 
 
@@ -633,7 +661,9 @@ def test_known_reproducer(name: str) -> None:
 # Reproducers whose interpreted gradient is nan where finite differences are finite: a stored
 # adjoint 0.0 times an infinite or nan local derivative (class 2 of experiments/results/fuzz.md,
 # specified by docs/semantics.md); every compiled stage agrees with the interpreter.
-IEEE_GRADIENTS = frozenset({"s2027_gradient_index_grad_001.py"})
+IEEE_GRADIENTS = frozenset({"s2027_gradient_index_grad_001.py",
+                            "s2035_gradient_index_grad_optimize_false_4922.py",
+                            "s2035_gradient_index_grad_4922.py"})
 
 
 def test_every_reproducer_is_classified() -> None:

@@ -91,3 +91,21 @@ def test_summed_first_multiplies_a_sums_reads_before_the_factors_free_of_them() 
     case, inputs = make_case(2036, 1914)
     found = check_case(case, inputs)
     assert outcome_of(found["extreme"]) == "ill-conditioned", found["extreme"]
+
+
+def test_a_read_outside_its_tensor_does_not_narrow_a_term_with_a_pole() -> None:
+    """The fast code narrows a window term's region to where its shifted reads lie inside their
+    arrays (outside, a read is 0.0); with a factor that may be inf there (a negative power of
+    a difference that is 0), the interpreter's term is 0.0 * inf = nan, so the region is not
+    narrowed and the divide flag sends the call to the strict code (fuzz 2035 #4922)."""
+    case, inputs = make_case(2035, 4922)
+    for kind, found in check_case(case, inputs).items():
+        assert outcome_of(found) in ("agree", "ieee-gradient"), (kind, found)
+    prog = ea.parse("def f(x: [N], y: [M]):\n"
+                    "    t[j: M] = Sum[a: 2](x[j - a] * (y[j] - 3.0) ** -2)\n"
+                    "    return Sum[j: M](t[j])\n")  # the pole y[2] = 3 where x[2 - a] is 0.0
+    args = {"x": np.array([1.0]), "y": np.array([1.0, 2.0, 3.0])}
+    want = ea.evaluate(prog, **args)
+    assert np.isnan(want)
+    for optimize in (False, True):
+        assert np.isnan(ea.compile(prog, optimize=optimize)(**args)), optimize

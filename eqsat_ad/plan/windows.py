@@ -16,8 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from ..ir.expr import Access, Expr
+from ..ir.expr import Access, Binary, Call, Expr, Pow
+from ..ir.functions import lookup
 from ..ir.index import Affine, Dim, IndexVar
+from ..ir.traverse import fold
 from .normal import Cond, Term, decide_static, to_integral
 from .ranges import Axis, eliminate
 
@@ -101,7 +103,12 @@ def unroll_windows(t: Term, shapes: Mapping[str, tuple[Dim, ...]], narrow: bool 
     for combo in itertools.product(*(range(int(iv.extent)) for iv in g.sums)):
         at = {n: Affine.constant(v) for n, v in zip(names, combo, strict=True)}
         h = Term(g.coef, [], list(g.factors), list(g.conds)).substitute(at)
-        ranges = read_ranges(h.factors, shapes) if narrow else []
+        # (an out-of-range read is an ordinary 0.0: a factor that may be inf or nan at finite
+        # arguments, a quotient or a power or function with a pole, makes the term nan there,
+        # not 0: fuzz 2035 #4922, x[i - 1] (...) ** -3; the fast code evaluates it everywhere
+        # and its divide flag sends the call to the strict code)
+        ranges = read_ranges(h.factors, shapes) if narrow and not any(
+            _may_be_infinite(f) for f in h.factors) else []
         h = decide_static(replace(h, conds=h.conds + ranges))
         if h is not None:
             out.append(h)
@@ -182,3 +189,22 @@ def scan_split(j: str, inner: Mapping[str, Axis], factors: Sequence[Any], conds:
     if not rest and not rest_conds and i not in inner:
         with_j = list(factors)  # the simple scan: every factor is the operand
     return ScanSplit(found, cj, with_j, private, rest, rest_conds)
+
+
+def _may_be_infinite(e: Expr | Term) -> bool:
+    """``e`` may be inf or nan where every argument is finite, other than by overflow: it has a
+    quotient, a negative or fractional power, or a function not finite on finite arguments."""
+    if isinstance(e, Term):
+        return any(_may_be_infinite(f) for f in e.factors)
+
+    def pole(node: Expr, below: list[bool]) -> bool:
+        if any(below) or isinstance(node, Binary) and node.op == "/":
+            return True
+        if isinstance(node, Pow):
+            return node.exponent < 0 or node.exponent != int(node.exponent)
+        if isinstance(node, Call):
+            f = lookup(node.fn)
+            return f is None or not (f.finite or f.strong)
+        return False
+    return fold(e, pole)
+
