@@ -20,7 +20,10 @@ reference program again with small relative moves:
   (``2 x · x · 0.5 y`` at ``x = 1e154``; a mean
   ``Σ(x · x) / n`` whose Σ overflows while ``Σ x · x / n`` does not; ``s · t ·
   0`` against ``s · (t · 0)`` at ``s t = inf``; ``0.125 · 5e-324 · inf``), where the order
-  decides inf, nan or a finite value.
+  decides inf, nan or a finite value;
+* of the association of a Σ of a sum or difference (:func:`~eqsat_ad.ir.labeled.every_sum_split`:
+  ``Σ_i (a - b)`` as ``Σ_i a - Σ_i b``, the normal form's terms each summed on its own): a term
+  absorbed by a large one and cancelled with it, exactly 0 split where it is not per term.
 
 A result is ``ill-conditioned`` (not a defect) only where it stays inside what those draws
 show, entry by entry: a nan or ±inf of the compiled result must be one that the reference or a
@@ -56,6 +59,7 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
         every_product_reordered,
         every_read_rounded,
         every_sum_rounded,
+        every_sum_split,
     )
 
     out: list[Any] = []
@@ -79,6 +83,8 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
         for order in PRODUCT_ORDERS:
             with every_product_reordered(order):
                 out.append(evaluate(reference, **inputs))
+        with every_sum_split():
+            out.append(evaluate(reference, **inputs))
     except Exception:  # noqa: BLE001 - no diagnosis: the finding stands
         return None
     return out

@@ -38,7 +38,7 @@ from .functions import lookup
 from .index import Affine, Dim, IndexVar
 
 __all__ = ["PRODUCT_ORDERS", "Axes", "Labeled", "Value", "every_infinity_saturates",
-           "every_product_reordered", "every_read_rounded", "every_sum_rounded",
+           "every_product_reordered", "every_read_rounded", "every_sum_rounded", "every_sum_split",
            "every_zero_absorbs"]
 
 _ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
@@ -49,6 +49,7 @@ _SUM_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] 
     contextvars.ContextVar("sum_rounding", default=None)
 _PRODUCT_ORDER: contextvars.ContextVar[str | None] = \
     contextvars.ContextVar("product_order", default=None)
+_SUMS_SPLIT: contextvars.ContextVar[bool] = contextvars.ContextVar("sums_split", default=False)
 _SUMMED: contextvars.ContextVar[frozenset[str]] = \
     contextvars.ContextVar("summed", default=frozenset())
 PRODUCT_ORDERS = ("written", "constants-first", "reversed", "summed-first")
@@ -116,6 +117,18 @@ def every_sum_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
     with each sum moved on its own the difference is no longer exactly 0 either. A result of
     0.0, inf or nan, and a strong zero, stays what it is."""
     with _bound(_SUM_ROUNDING, (rng, rel)):
+        yield
+
+
+@contextlib.contextmanager
+def every_sum_split() -> Iterator[None]:
+    """Evaluate every Σ of a sum or difference as the sum or difference of the Σs of its terms
+    (``Σ_i (a - b)`` as ``Σ_i a - Σ_i b``), as the backend's normal form runs a statement's terms
+    each summed on its own: NOT the semantics, a diagnostic. In exact arithmetic the two are
+    equal; in floating point a term absorbed by a large one and cancelled with it shows
+    (``Σ_i (x[i] - c[i])`` with ``c`` a copy of ``x`` but for one 1e154 beside -1e300: 1e154
+    per term, 0 split). Strong zeros are where they were: a Σ is one where each term is."""
+    with _bound(_SUMS_SPLIT, True):
         yield
 
 
@@ -383,6 +396,10 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
     names = [iv.name for iv in e.indices]
     if len(set(names)) != len(names):
         raise ProgramError(f"Sum binds an index twice: {', '.join(names)}", e.loc)
+    if _SUMS_SPLIT.get() and isinstance(e.body, Binary) and e.body.op in "+-":
+        body = e.body
+        return _eval(Binary(body.op, Sum(e.indices, body.lhs, e.loc),
+                            Sum(e.indices, body.rhs, e.loc), body.loc), env, sizes, extents)
     inner = dict(extents)
     for iv in e.indices:
         inner[iv.name] = _extent(iv, sizes)

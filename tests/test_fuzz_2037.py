@@ -1,0 +1,55 @@
+"""Findings of the 10,000-program fuzz run at commit f6d926c (seeds 2037, 2038;
+experiments/results/fuzz.md), one regression test per class, checked against the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.fuzz import check_case, make_case, outcome_of
+from eqsat_ad.fuzz.rounding import within_rounding
+from eqsat_ad.ir.labeled import every_sum_split
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+# Σ_i (x[i/2] - t1[i]) with t1 a copy of x[0] and zeros: per term x[0] - x[0] + 0 + x[1]; split,
+# Σ x[i/2] - Σ t1[i] = (x[0] + x[1]) - x[0], where -1e300 absorbs 1e154: exactly 0
+_ABSORBED = ("def f(x: [N]):\n    t0[i: 2] = x[i/2]\n    t1[i: N] = t0[i]\n"
+             "    return x[N - 1] / Sum[i: N](x[i/2] - t1[i]) ** 0.5\n")
+
+
+def test_a_sum_split_into_its_terms_absorbs_as_the_normal_form_does() -> None:
+    prog = ea.parse(_ABSORBED)
+    x = np.array([-1e300, 1e154, 1.5])
+    per_term = ea.evaluate(prog, x=x)
+    assert per_term == pytest.approx(1.5 / 1e77)
+    with every_sum_split():
+        assert ea.evaluate(prog, x=x) == np.inf  # (-1e300 + 1e154) - (-1e300) is 0
+    for optimize in (False, True):  # the compiled code sums each term on its own
+        assert ea.compile(prog, optimize=optimize)(x=x) == np.inf
+    assert within_rounding(prog, {"x": x}, per_term, np.inf)
+    # a well-conditioned point: splitting changes nothing, so a wrong value stays a defect
+    y = np.array([1.0, 4.0, 2.0])
+    want = ea.evaluate(prog, x=y)
+    with every_sum_split():
+        assert ea.evaluate(prog, x=y) == want
+    assert not within_rounding(prog, {"x": y}, want, np.inf)
+    assert not within_rounding(prog, {"x": y}, want, 2 * want)
+
+
+def test_a_split_sum_keeps_its_strong_zeros() -> None:
+    """Σ_i ([i > 5] a - [i > 6] b) over 3 points is a strong zero split or not: 0 times inf."""
+    prog = ea.parse("def f(a: [N], w: []):\n"
+                    "    return w * Sum[i: N]((i > 5) * a[i] - (i > 6) * a[i])\n")
+    args = {"a": np.array([1.0, 2.0, 3.0]), "w": np.inf}
+    assert ea.evaluate(prog, **args) == 0.0
+    with every_sum_split():
+        assert ea.evaluate(prog, **args) == 0.0
+
+
+def test_fuzz_2038_442_is_rounding() -> None:
+    case, inputs = make_case(2038, 442)
+    found = check_case(case, inputs)
+    assert outcome_of(found["extreme"]) == "ill-conditioned", found["extreme"]
+    assert all(outcome_of(f) == "agree" for k, f in found.items() if k != "extreme")
