@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -27,6 +27,7 @@ from ...ir.program import Param, Program, Statement
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
+from ..same_code import same_code
 from .checks import bounds, call_box
 from .loading import cache_dir, load, require_numba
 from .loops import HELPERS, LoopWriter, Unsupported
@@ -99,6 +100,7 @@ class NumbaProgram(NestWriter):
         self._special: dict[tuple[tuple[str, int], ...], NumbaProgram | None] = {}
         self.compile_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._exact_by: dict[tuple, bool] = {}  # (fallback, sizes) -> see _exact
         self._local = threading.local()
 
     # --- generation ----------------------------------------------------------------------------
@@ -345,6 +347,23 @@ class NumbaProgram(NestWriter):
 
     fallback: Any = None  # optimized code: the unoptimized program's run (backend/guard.py)
 
+    def _exact(self, arrays: Sequence[Any], sizes: Mapping[str, int]) -> bool:
+        """Whether the optimized program is the unoptimized one at these sizes on every value:
+        its NumPy code, fast and strict, is the unoptimized program's (:mod:`..same_code`).
+        The loops compute the program's own values on every input, so they need no guard then
+        (no pass over the arguments: the NumPy backend runs the unoptimized code itself there,
+        ``CompiledProgram._plain``). Cached per fallback and sizes."""
+        key = (self.fallback, tuple(sizes.items()))
+        if key not in self._exact_by:
+            naive = self.numpy._plain(arrays, sizes) if self.fallback.same_code else None
+            exact = naive is not None and same_code(
+                lower_program(self.program, sizes, strict=True).source,
+                lower_program(naive.program, sizes, strict=True).source)
+            if len(self._exact_by) < 64:
+                self._exact_by[key] = exact
+            return exact
+        return self._exact_by[key]
+
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
         """Run the program. ``out``: an array (a tuple of arrays or None, one per output, for a
         program returning a tuple) of the result's shape and float type to write into; it
@@ -370,7 +389,9 @@ class NumbaProgram(NestWriter):
             first = dt.char not in target.compile_seconds
             start = time.perf_counter()
             mod = target._module(dt)
-            box = call_box(self.fallback, self.program, target.checked, arrays, sizes, dt)
+            exact = self.fallback is not None and self._exact(arrays, sizes)
+            box = None if exact else call_box(self.fallback, self.program, target.checked,
+                                              arrays, sizes, dt)
             with np.errstate(all="ignore"):
                 result, bad = mod.run(*arrays, *(sizes[n] for n in target._sizes), bufs,
                                       target._scratch(dt), bounds(box, target.checked, dt))
@@ -380,7 +401,7 @@ class NumbaProgram(NestWriter):
             # finite-only rewrites may have met inf/nan: the loops found every checked
             # argument inside a box proven finite for both programs, or the guard's scans
             # decide (as they would have: the proofs are monotone in the box)
-            if self.fallback is not None and (box is None or bad) and not trusted(
+            if self.fallback is not None and not exact and (box is None or bad) and not trusted(
                     self.fallback, self.program, arrays, sizes, result):
                 result = self.fallback(*args, **kwargs)
         if any(b is not None for b in bufs):
