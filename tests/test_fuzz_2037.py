@@ -53,3 +53,23 @@ def test_fuzz_2038_442_is_rounding() -> None:
     found = check_case(case, inputs)
     assert outcome_of(found["extreme"]) == "ill-conditioned", found["extreme"]
     assert all(outcome_of(f) == "agree" for k, f in found.items() if k != "extreme")
+
+
+def test_a_scan_over_a_narrowed_range_reads_its_bounds_from_the_range_start() -> None:
+    """``Σ_j [1 < j < M - 1 - 2 i] e(j)``: the running sums run over j from 2 (the range the
+    condition j > 1 narrows), so the bound M - 1 - 2 i is read 2 positions earlier; it was read
+    as a position from 0, summing e(2) where no j qualifies (fuzz 2037 #2048)."""
+    prog = ea.parse("def f(a: [N], e: [M]):\n"
+                    "    t[i: N] = Sum[j: M]((j > 1 and j < M - 1 - 2 * i) * e[j] * e[j])\n"
+                    "    return Sum[i: N](a[i] * t[i])\n")
+    rng = np.random.default_rng(4)
+    for n, m in ((2, 3), (3, 9), (5, 12), (1, 2)):
+        args = {"a": rng.normal(size=n), "e": rng.normal(size=m)}
+        want = ea.evaluate(prog, **args)
+        for optimize in (False, True):
+            np.testing.assert_allclose(ea.compile(prog, optimize=optimize)(**args), want,
+                                       rtol=1e-12, atol=1e-300)
+        gwant = ea.evaluate(ea.vjp(prog, "e"), **args, ybar=1.0)
+        np.testing.assert_allclose(ea.grad(prog, "e")(**args), gwant, rtol=1e-12, atol=1e-300)
+    case, inputs = make_case(2037, 2048)
+    assert all(outcome_of(f) == "agree" for f in check_case(case, inputs).values())

@@ -197,13 +197,17 @@ class Reductions(Contractions):
             return Value(self.temp(code, kernels=ks), axes, size=n)
         bounds: list[str] = []
         ks = ()
+        # (the operand runs over j's range in g2, which its conditions may have narrowed to
+        # start above 0: the bounds, values of j, are read as positions in it; fuzz 2037
+        # #2048, Σ_j [1 < j < M - 1 - 2 i] e(j) over j from 2)
+        start = None if g2[j].lo == (Affine.constant(0),) else self.bound_code(g2[j].lo, True)
         for bound in (lo, hi):
             if not bound:
                 bounds.append("None")
                 continue
             iv, _ = self.index_value(bound[0], g2)
             ks += iv.kernels
-            bounds.append(iv.code)
+            bounds.append(iv.code if start is None else f"({iv.code}) - ({start})")
         ks += self.kernel(RunningSum, v.size, v.size, f"running sum over {j}")
         ks += self.kernel(Scan, n, n, f"read at the bounds of {j}")
         if lo and hi:
