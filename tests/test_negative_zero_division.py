@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ieee_compare import same_ieee as _same
 
 import eqsat_ad as ea
 from eqsat_ad.frontend.numpy_subset import translate
@@ -89,16 +90,6 @@ CASES = [over_negative_zero, over_negative_zero_variable, np_divide_negative_zer
          over_negated_zeros, over_computed_negative_zero, over_zero_minus,
          over_negative_zero_plus, over_negated,
          reciprocal_of_negative_zero_times, over_product_with_zero_minus]
-
-
-def _same(got: np.ndarray, want: np.ndarray) -> None:
-    """Equal values, nan patterns and signs (of infinities and zeros)."""
-    got, want = np.asarray(got, float), np.asarray(want, float)
-    assert got.shape == want.shape
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    ok = ~np.isnan(want)
-    np.testing.assert_array_equal(got[ok], want[ok])
-    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
 
 
 @pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from ieee_compare import same_ieee as _same
 
 import eqsat_ad as ea
 from eqsat_ad.frontend.numpy_subset import translate
@@ -92,16 +93,6 @@ MASKED = [mask_times_exp, mask_variable_times, data_times_mask, astype_times,
           where_one_zero_times, combined_mask_times_log, negated_mask_times, mask_over,
           mask_times_negative_constant_reciprocal, np_multiply_mask, sum_of_masked, masked_outer,
           reciprocal_of_mask_times_zero_minus]
-
-
-def _same(got: np.ndarray, want: np.ndarray) -> None:
-    """Equal values, nan patterns and signs of zero."""
-    got, want = np.asarray(got, float), np.asarray(want, float)
-    assert got.shape == want.shape
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    ok = ~np.isnan(want)
-    np.testing.assert_array_equal(got[ok], want[ok])
-    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
 
 
 @pytest.mark.parametrize("fn", MASKED, ids=lambda f: f.__name__)

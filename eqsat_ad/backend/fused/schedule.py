@@ -78,7 +78,7 @@ from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .scans import ScanForm, statement_scans
-from .windows import Window, at, windows
+from .windows import Window, at, returned_and_readers, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
            "PairPrice", "Schedule", "loop_price", "schedule", "serial_sums"]
@@ -486,16 +486,7 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
     """Fuse producers into their consumers (module docstring); for each consumer, the
     producers fused into it."""
     fed: dict[str, list[str]] = {}
-    returned = set()
-    for o in prog.outputs:
-        from ...ir.expr import accessed_names
-
-        returned |= accessed_names(o)
-    readers: dict[str, list[Statement]] = {s.name: [] for s in prog.statements}
-    for s in prog.statements:
-        for n in s.reads():
-            if n in readers:
-                readers[n].append(s)
+    returned, readers = returned_and_readers(prog)
     # How many times each statement's body is evaluated (its points; more when fused).
     evaluations: dict[str, Poly] = {}
     for s in reversed(prog.statements):

@@ -87,9 +87,8 @@ def _single(affs: list[Affine]) -> Affine | None:
     return affs[0] if affs and all(a == affs[0] for a in affs) else None
 
 
-def windows(prog: Program, placement: Mapping[str, str]) -> dict[str, Window]:
-    """The loop statements computed in a sliding window of their one consumer (module
-    docstring), by name. (Only one window per consumer, and a consumer is no producer.)"""
+def returned_and_readers(prog: Program) -> tuple[set[str], dict[str, list[Statement]]]:
+    """The arrays the outputs read, and each statement's readers among the statements."""
     returned: set[str] = set()
     for o in prog.outputs:
         returned |= accessed_names(o)
@@ -98,6 +97,13 @@ def windows(prog: Program, placement: Mapping[str, str]) -> dict[str, Window]:
         for n in s.reads():
             if n in readers:
                 readers[n].append(s)
+    return returned, readers
+
+
+def windows(prog: Program, placement: Mapping[str, str]) -> dict[str, Window]:
+    """The loop statements computed in a sliding window of their one consumer (module
+    docstring), by name. (Only one window per consumer, and a consumer is no producer.)"""
+    returned, readers = returned_and_readers(prog)
     found: dict[str, Window] = {}
     for p in prog.statements:
         users = readers[p.name]
