@@ -73,3 +73,22 @@ def test_a_scan_over_a_narrowed_range_reads_its_bounds_from_the_range_start() ->
         np.testing.assert_allclose(ea.grad(prog, "e")(**args), gwant, rtol=1e-12, atol=1e-300)
     case, inputs = make_case(2037, 2048)
     assert all(outcome_of(f) == "agree" for f in check_case(case, inputs).values())
+
+
+def test_a_bracket_kept_with_a_nested_sum_still_guards_the_outer_term() -> None:
+    """The gradient ``a_bar = Σ_i t2_bar · ([1 < i <= N] · 2 Σ_k [1 < k <= N] a)`` has no live
+    term at N = 2: the strong zero, 0, though ``t2_bar`` is inf (a quotient by Σ t2 = 0). The
+    strict normal form keeps the bracket on ``i`` with the nested sum's conditions; the count
+    of live terms left it out and multiplied inf by the empty sum's 0.0: nan (fuzz 2038
+    #3166; an inf in A, which no term reads, sends the call to the strict code)."""
+    prog = ea.parse("def f(A: [N, N], a: [], R: rel[N]):\n"
+                    "    t2 = Sum[i: N]((i <= N and i > 1) * a) ** 2\n"
+                    "    return R[N - 1] * sin(A[1, 1]) / Sum[i: N, j: N](t2)\n")
+    args = {"A": np.array([[1.0, np.inf], [0.5, -1.5]]), "a": -0.6,
+            "R": np.array([False, True])}
+    want = ea.evaluate(ea.vjp(prog, "a"), **args, ybar=1.0)
+    assert want == 0.0
+    for optimize in (False, True):
+        assert ea.grad(prog, "a", optimize=optimize)(**args) == 0.0, optimize
+    case, inputs = make_case(2038, 3166)
+    assert all(outcome_of(f) == "agree" for f in check_case(case, inputs).values())

@@ -117,6 +117,10 @@ class Reductions(Contractions):
         if not self.strict:
             return None
         comps = [g for f in inner_f if not isinstance(f, Term) for g in _strong_factors(f)]
+        # (a nested sum's conditions free of its own summed indices guard the outer term too:
+        # Σ_i t · ([i > 1] · Σ_k …) keeps [i > 1] with the inner sum; fuzz 2038 #3166)
+        conds = conds + [c for f in inner_f if isinstance(f, Term) for c in f.conds
+                         if not c.indices() & {iv.name for iv in f.sums}]
         count = self.reduce(Term(1.0, t.sums, comps, conds), inner, comps, conds, g2)
         return Value(f"{count.paren(_ADD)} > 0", count.axes, mask=True, prec=_ADD,
                      kernels=count.kernels, size=count.size)
