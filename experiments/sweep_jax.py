@@ -4,14 +4,17 @@ The function ``f`` of each sweep program (what ``grad/f`` times; ``jax_f`` where
 place) is rebuilt, with the functions of its module that it calls, with ``np`` bound to
 ``jax.numpy`` (and ``float`` to ``jax.numpy.float64``), and differentiated by JAX with respect to
 the program's ``wrt`` arguments, x64 enabled (float64 stays float64). A function that JAX
-cannot trace (in-place writes, Python control flow on values) has no JAX column: the reason is
-recorded. Before it is timed, the JAX gradient is checked against the hand-written one at the
-program's small sizes: a JAX column is only ever a correct gradient.
+cannot trace (in-place writes, Python control flow on values) or would trace unrolled (a
+Python loop) has no JAX column: the reason is recorded. Before it is timed, the JAX gradient is
+checked against the hand-written one at the program's small sizes: a JAX column is only ever a
+correct gradient.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -38,6 +41,8 @@ def jax_gradient(sp: SweepProgram) -> Callable[[Mapping[str, Any]], Callable[[],
     f = sp.jax_f or sp.f
     if not isinstance(f, types.FunctionType):
         raise JaxUnavailable("the function is not a plain Python function")
+    if _has_loop(f):  # jit traces the loop unrolled: at 10^6 iterations, past any time limit
+        raise JaxUnavailable("jit unrolls the function's Python loop")
     traced = _with_jax_numpy(f, jnp)
     small = sp.inputs(sp.small, seed=1)
     params = inspect.signature(f).parameters.values()
@@ -68,6 +73,15 @@ def jax_gradient(sp: SweepProgram) -> Callable[[Mapping[str, Any]], Callable[[],
         if a.shape != b.shape or not np.allclose(a, b, rtol=1e-8, atol=1e-10):
             raise JaxUnavailable(f"JAX's gradient of {w} differs from the hand-written one")
     return bind
+
+
+def _has_loop(f: types.FunctionType) -> bool:
+    """Whether ``f``'s own source has a ``for`` or ``while`` loop (False if not readable)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(n, ast.For | ast.While) for n in ast.walk(tree))
 
 
 def _with_jax_numpy(f: types.FunctionType, jnp: Any) -> types.FunctionType:
