@@ -32,6 +32,7 @@ from ..ir.expr import (
 )
 from ..ir.functions import lookup
 from ..ir.index import Affine, Dim, IndexVar
+from ..ir.traverse import has_strong_zero
 from .numpy_values import (
     PredVal,
     TVal,
@@ -47,15 +48,6 @@ from .numpy_values import (
     shape_str,
     sub,
 )
-
-
-def _strong_zeros(e: Expr) -> bool:
-    """``e`` holds a bracket or a data comparison: a strong zero where false."""
-    if isinstance(e, Bracket):
-        return True
-    if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
-        return True
-    return any(_strong_zeros(c) for c in children(e))
 
 
 def _data_mask(e: Expr) -> bool:
@@ -231,7 +223,7 @@ class ArrayOps:
         if tv.boolean:
             if not _data_mask(tv.body):
                 return v, False  # index comparisons, relation reads: kept strong
-        elif not zero and not _strong_zeros(tv.body):
+        elif not zero and not has_strong_zero(tv.body):
             return v, False
         factor = self.operand(other, node, materialize=False)
         if _inert(factor, op):

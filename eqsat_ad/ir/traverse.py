@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .expr import Binary, Call, Expr, Max, Neg, Pow, Sum, children
+from .expr import Access, Binary, Bracket, Call, Expr, Max, Neg, Pow, Sum, children
+from .functions import lookup
 
 
 def with_children(e: Expr, kids: list[Expr] | tuple[Expr, ...]) -> Expr:
@@ -118,3 +119,17 @@ def height(e: Expr) -> int:
         for c in children(x):
             stack.append((c, d + 1))
     return best
+
+
+def has_strong_zero(e: Expr, relations: frozenset[str] = frozenset()) -> bool:
+    """``e`` holds a bracket, a data comparison or a read of one of ``relations``: somewhere a
+    strong zero where false (docs/semantics.md), which an array stored from it holds as an
+    ordinary 0.0."""
+    if isinstance(e, Bracket):
+        return True
+    if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
+        return True
+    if isinstance(e, Access) and e.name in relations:
+        return True
+    return any(has_strong_zero(c, relations) for c in children(e))
+

@@ -33,8 +33,6 @@ from typing import NamedTuple
 
 from ..ir.expr import (
     Access,
-    Bracket,
-    Call,
     Cmp,
     Expr,
     Max,
@@ -44,9 +42,9 @@ from ..ir.expr import (
     map_children,
     substitute,
 )
-from ..ir.functions import lookup
 from ..ir.index import Affine, Dim, dim_value
 from ..ir.program import Program, Statement
+from ..ir.traverse import has_strong_zero
 from .kernels import Kernel
 
 __all__ = [
@@ -148,7 +146,9 @@ def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
                 and any(s.name in t.reads() for t in prog.statements
                         if isinstance(t, Statement))
                 and not _fractional_reads(s.name, prog)
-                and not _strong(s.body, relations)):
+                # (a stored 0.0 of a bracket meets nan as nan, a recomputed bracket removes
+                # the term: t_bar[i] = [i == 1]; Σ_i t_bar[i] (1 / sqrt(x)) at x < 0)
+                and not has_strong_zero(s.body, relations)):
             bodies[s.name] = s
             continue
         out.append(s)
@@ -162,20 +162,6 @@ def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
 
 def _has_sum(e: Expr) -> bool:
     return isinstance(e, Sum | Max) or any(_has_sum(c) for c in children(e))
-
-
-def _strong(e: Expr, relations: frozenset[str]) -> bool:
-    """``e`` holds a bracket, a data comparison or a relation read: a strong zero where false,
-    which the stored array holds as an ordinary 0.0 (``t_bar[i] = [i == 1]; Σ_i t_bar[i] *
-    (1 / sqrt(x))`` is nan at x < 0 from the stored 0.0, while the recomputed bracket removes
-    the term, its nan never computed: so such an array is not recomputed)."""
-    if isinstance(e, Bracket):
-        return True
-    if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
-        return True
-    if isinstance(e, Access) and e.name in relations:
-        return True
-    return any(_strong(c, relations) for c in children(e))
 
 
 def _fractional_reads(name: str, prog: Program) -> bool:
