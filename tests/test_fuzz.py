@@ -557,8 +557,8 @@ KNOWN_REPRODUCERS = {
         "-1e300 absorbs 1e154 once a Σ of a difference is split into two Σs",
     "s2038_nan_pattern_index_compile_442.py":
         "-1e300 absorbs 1e154 once a Σ of a difference is split into two Σs",
-    # open: a finite intermediate's overflow that depends on the order of evaluation in a way
-    # no draw of the rounding model makes (experiments/results/fuzz.md, the fifth run)
+    # an overflow of a finite intermediate that depends on the order of evaluation: rounding
+    # draws since (experiments/results/fuzz.md, the fifth run)
     "s2037_gradient_numpy_grad_optimize_false_2617.py":
         "like terms merged first: 1e308 + 1e308 overflows and meets -inf (nan, not -inf)",
     "s2037_gradient_numpy_grad_2617.py":
@@ -665,6 +665,12 @@ FIXED_REPRODUCERS = frozenset({
     "s2037_gradient_index_grad_2048.py",
     "s2038_nan_pattern_index_compile_optimize_false_442.py",
     "s2038_nan_pattern_index_compile_442.py",
+    # the rounding model's finite-first sums and quotients as reciprocal factors
+    # (ir/draws.py; tests/test_fuzz_2037.py)
+    "s2037_gradient_numpy_grad_optimize_false_2617.py",
+    "s2037_gradient_numpy_grad_2617.py",
+    "s2038_gradient_index_grad_optimize_false_1808.py",
+    "s2038_gradient_index_grad_1808.py",
 })
 
 

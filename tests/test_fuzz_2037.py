@@ -9,7 +9,7 @@ import pytest
 import eqsat_ad as ea
 from eqsat_ad.fuzz import check_case, make_case, outcome_of
 from eqsat_ad.fuzz.rounding import within_rounding
-from eqsat_ad.ir.labeled import every_sum_split
+from eqsat_ad.ir.labeled import every_product_reordered, every_sum_finite_first, every_sum_split
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -92,3 +92,65 @@ def test_a_bracket_kept_with_a_nested_sum_still_guards_the_outer_term() -> None:
         assert ea.grad(prog, "a", optimize=optimize)(**args) == 0.0, optimize
     case, inputs = make_case(2038, 3166)
     assert all(outcome_of(f) == "agree" for f in check_case(case, inputs).values())
+
+
+# like terms: -a + b + b with a = inf and b = 1e308 is -inf as written, nan with the finite
+# terms merged first (the backend's normal form: 2 b - a)
+_LIKE_TERMS = "def f(a: [], b: []):\n    return -a + b + b\n"
+
+
+def test_finite_terms_first_is_a_rounding_draw() -> None:
+    prog = ea.parse(_LIKE_TERMS)
+    args = {"a": np.inf, "b": 1e308}
+    assert ea.evaluate(prog, **args) == -np.inf
+    with every_sum_finite_first():
+        assert np.isnan(ea.evaluate(prog, **args))
+    assert within_rounding(prog, args, -np.inf, np.nan)
+    # no overflow among the finite terms: the order changes nothing, nan stays a defect
+    small = {"a": np.inf, "b": 1.0}
+    with every_sum_finite_first():
+        assert ea.evaluate(prog, **small) == -np.inf
+    assert not within_rounding(prog, small, -np.inf, np.nan)
+    assert not within_rounding(prog, {"a": 1.0, "b": 2.0}, 3.0, 4.0)
+
+
+def test_finite_terms_first_keeps_strong_zeros() -> None:
+    """A chain of bracketed terms, all false, is a strong zero in either order: 0 times inf."""
+    prog = ea.parse("def f(a: [N], w: []):\n"
+                    "    return w * ((N > 5) * a[0] - (N > 6) * a[1] + (N > 7) * a[2])\n")
+    args = {"a": np.array([1.0, np.inf, 3.0]), "w": np.inf}
+    assert ea.evaluate(prog, **args) == 0.0
+    with every_sum_finite_first():
+        assert ea.evaluate(prog, **args) == 0.0
+
+
+# Σ_i t[i] (x[i] (a[i] / d[i])) at t = 0, d = 1e-308: a / d overflows, 0 · inf is nan as
+# written; the normal form multiplies by d's reciprocal (1e308, finite) after t: 0
+_QUOTIENT = "def f(t: [N], x: [N], a: [N], d: [N]):\n" \
+            "    return Sum[i: N](t[i] * (x[i] * (a[i] / d[i])))\n"
+
+
+def test_a_quotient_as_a_reciprocal_factor_is_a_rounding_draw() -> None:
+    prog = ea.parse(_QUOTIENT)
+    args = {"t": np.zeros(2), "x": np.ones(2), "a": np.full(2, 2.0), "d": np.full(2, 1e-308)}
+    assert np.isnan(ea.evaluate(prog, **args))
+    with every_product_reordered("reciprocals"):
+        assert ea.evaluate(prog, **args) == 0.0
+    assert within_rounding(prog, args, np.nan, 0.0)
+    # without the overflow the quotient is finite in both orders: 0 instead of nan is a defect
+    args["d"] = np.full(2, 0.5)
+    args["x"] = np.array([np.inf, 1.0])
+    assert np.isnan(ea.evaluate(prog, **args))
+    with every_product_reordered("reciprocals"):
+        assert np.isnan(ea.evaluate(prog, **args))
+    assert not within_rounding(prog, args, np.nan, 0.0)
+
+
+@pytest.mark.parametrize(("seed", "number"), [(2037, 2617), (2038, 1808)])
+def test_fuzz_overflows_in_another_order_are_rounding(seed: int, number: int) -> None:
+    case, inputs = make_case(seed, number)
+    found = check_case(case, inputs)
+    for kind, findings in found.items():
+        assert outcome_of(findings) in ("agree", "ill-conditioned", "ieee-gradient"), \
+            (kind, findings)
+    assert "ill-conditioned" in {outcome_of(f) for f in found.values()}

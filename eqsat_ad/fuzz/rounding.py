@@ -15,7 +15,8 @@ reference program again with small relative moves:
   (:func:`~eqsat_ad.ir.labeled.every_sum_rounded`): a sum that absorbed a term, ``(a + 100) -
   (b + 100)`` exactly 0 where ``a - b`` (the 100s cancelled) is not, a tie of ``max`` broken;
 * of the order of every product's factors (:func:`~eqsat_ad.ir.labeled.every_product_reordered`:
-  as written, constants first, reversed, a Σ's summed reads first; no move): a product of
+  as written, constants first, reversed, a Σ's summed reads first, and that with every quotient
+  taken as a reciprocal factor; no move): a product of
   finite values that overflows or underflows in one order and not in another
   (``2 x · x · 0.5 y`` at ``x = 1e154``; a mean
   ``Σ(x · x) / n`` whose Σ overflows while ``Σ x · x / n`` does not; ``s · t ·
@@ -23,7 +24,11 @@ reference program again with small relative moves:
   decides inf, nan or a finite value;
 * of the association of a Σ of a sum or difference (:func:`~eqsat_ad.ir.labeled.every_sum_split`:
   ``Σ_i (a - b)`` as ``Σ_i a - Σ_i b``, the normal form's terms each summed on its own): a term
-  absorbed by a large one and cancelled with it, exactly 0 split where it is not per term.
+  absorbed by a large one and cancelled with it, exactly 0 split where it is not per term;
+* of the order of every chain of ``+`` and ``-``
+  (:func:`~eqsat_ad.ir.labeled.every_sum_finite_first`: each entry's finite terms first):
+  like terms merged before an infinite one, ``(1e308 + 1e308) - inf`` nan where ``-inf + 1e308
+  + 1e308`` is -inf.
 
 A result is ``ill-conditioned`` (not a defect) only where it stays inside what those draws
 show, entry by entry: a nan or ±inf of the compiled result must be one that the reference or a
@@ -58,6 +63,7 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
         PRODUCT_ORDERS,
         every_product_reordered,
         every_read_rounded,
+        every_sum_finite_first,
         every_sum_rounded,
         every_sum_split,
     )
@@ -84,6 +90,8 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
             with every_product_reordered(order):
                 out.append(evaluate(reference, **inputs))
         with every_sum_split():
+            out.append(evaluate(reference, **inputs))
+        with every_sum_finite_first():
             out.append(evaluate(reference, **inputs))
     except Exception:  # noqa: BLE001 - no diagnosis: the finding stands
         return None

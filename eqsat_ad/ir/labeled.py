@@ -8,14 +8,31 @@ integer grids); :mod:`eqsat_ad.ir.interpreter` runs programs with it.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from .draws import (
+    _FINITE_FIRST,
+    _PRODUCT_ORDER,
+    _READ_ROUNDING,
+    _SUM_ROUNDING,
+    _SUMMED,
+    _SUMS_SPLIT,
+    _ZERO_ABSORBS,
+    PRODUCT_ORDERS,
+    _bound,
+    _saturated,
+    every_infinity_saturates,
+    every_product_reordered,
+    every_read_rounded,
+    every_sum_finite_first,
+    every_sum_rounded,
+    every_sum_split,
+    every_zero_absorbs,
+)
 from .errors import ProgramError
 from .expr import (
     Access,
@@ -38,123 +55,8 @@ from .functions import lookup
 from .index import Affine, Dim, IndexVar
 
 __all__ = ["PRODUCT_ORDERS", "Axes", "Labeled", "Value", "every_infinity_saturates",
-           "every_product_reordered", "every_read_rounded", "every_sum_rounded", "every_sum_split",
-           "every_zero_absorbs"]
-
-_ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
-_SATURATES: contextvars.ContextVar[float] = contextvars.ContextVar("saturates", default=0.0)
-_READ_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
-    contextvars.ContextVar("read_rounding", default=None)
-_SUM_ROUNDING: contextvars.ContextVar[tuple[np.random.Generator, float] | None] = \
-    contextvars.ContextVar("sum_rounding", default=None)
-_PRODUCT_ORDER: contextvars.ContextVar[str | None] = \
-    contextvars.ContextVar("product_order", default=None)
-_SUMS_SPLIT: contextvars.ContextVar[bool] = contextvars.ContextVar("sums_split", default=False)
-_SUMMED: contextvars.ContextVar[frozenset[str]] = \
-    contextvars.ContextVar("summed", default=frozenset())
-PRODUCT_ORDERS = ("written", "constants-first", "reversed", "summed-first")
-
-
-@contextlib.contextmanager
-def _bound[T](var: contextvars.ContextVar[T], value: T) -> Iterator[None]:
-    """``var`` set to ``value`` for the block (each diagnostic below is one such setting)."""
-    token = var.set(value)
-    try:
-        yield
-    finally:
-        var.reset(token)
-
-
-@contextlib.contextmanager
-def every_zero_absorbs() -> Iterator[None]:
-    """Evaluate with every 0.0 factor absorbing inf and nan (``0.0 * inf = 0``), not only strong
-    zeros: NOT the semantics (docs/semantics.md), a diagnostic. The fuzzer uses it to tell the
-    specified chain rule's ``0 * inf = nan`` (class 2 of experiments/results/fuzz.md) from a
-    gradient that is wrong for another reason."""
-    with _bound(_ZERO_ABSORBS, True):
-        yield
-
-
-@contextlib.contextmanager
-def every_infinity_saturates(magnitude: float = 1e100) -> Iterator[None]:
-    """Evaluate with every inf that a division, a power or a function makes replaced by
-    ±``magnitude``: NOT the semantics, a diagnostic. The fuzzer uses it to tell an infinite
-    local derivative that meets an exact cancellation (``sqrt'(0) a - sqrt'(0) a``: inf - inf,
-    nan under IEEE as in JAX; the chain rule's IEEE of docs/semantics.md) from a gradient that
-    is wrong for another reason. (A moderate ``magnitude``, such as 2 ** 30, absorbs no term of
-    ordinary size added before the cancellation: ``1 + M - M`` is 1 only for M below 2 ** 53.)"""
-    if not magnitude > 0:
-        raise ValueError(f"the saturation magnitude must be positive, got {magnitude!r}")
-    with _bound(_SATURATES, float(magnitude)):
-        yield
-
-
-def _saturated(data: np.ndarray) -> np.ndarray:
-    if m := _SATURATES.get():
-        return np.where(np.isinf(data), np.copysign(m, data), data)
-    return data
-
-
-@contextlib.contextmanager
-def every_read_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
-    """Evaluate with every entry of every read of a tensor (each access, each time it is
-    evaluated) multiplied by its own ``1 + rel * u``, ``u`` uniform in [-1, 1) from ``rng``:
-    NOT the semantics, a diagnostic. It models the rounding of a reassociated sum (which is the
-    exact sum of its terms each moved by a few ulps, docs/semantics.md): two reads of one entry
-    move apart, so ``x - x`` is no longer exactly 0 and ``a - (a - b)`` no longer exactly 0 where
-    ``a`` absorbs ``b``. A read of 0.0, inf or nan, and every strong zero, stays what it is."""
-    with _bound(_READ_ROUNDING, (rng, rel)):
-        yield
-
-
-@contextlib.contextmanager
-def every_sum_rounded(rng: np.random.Generator, rel: float) -> Iterator[None]:
-    """Evaluate with every entry of the result of every ``+`` and ``-`` multiplied by its own
-    ``1 + rel * u`` as :func:`every_read_rounded` does for reads: NOT the semantics, a
-    diagnostic. It models a sum that rounding has absorbed a term into and that a rewrite exact
-    in real arithmetic removes: ``(a + 100) - (b + 100)`` is exactly 0 where 100 absorbs both
-    ``a = 1e-300`` and ``b = 5e-324``, but ``a - b``, what cancelling the 100s gives, is not;
-    with each sum moved on its own the difference is no longer exactly 0 either. A result of
-    0.0, inf or nan, and a strong zero, stays what it is."""
-    with _bound(_SUM_ROUNDING, (rng, rel)):
-        yield
-
-
-@contextlib.contextmanager
-def every_sum_split() -> Iterator[None]:
-    """Evaluate every Σ of a sum or difference as the sum or difference of the Σs of its terms
-    (``Σ_i (a - b)`` as ``Σ_i a - Σ_i b``), as the backend's normal form runs a statement's terms
-    each summed on its own: NOT the semantics, a diagnostic. In exact arithmetic the two are
-    equal; in floating point a term absorbed by a large one and cancelled with it shows
-    (``Σ_i (x[i] - c[i])`` with ``c`` a copy of ``x`` but for one 1e154 beside -1e300: 1e154
-    per term, 0 split). Strong zeros are where they were: a Σ is one where each term is."""
-    with _bound(_SUMS_SPLIT, True):
-        yield
-
-
-@contextlib.contextmanager
-def every_product_reordered(order: str) -> Iterator[None]:
-    """Evaluate every product of three or more factors, and every Σ of a product, in the given
-    order of its factors (:data:`PRODUCT_ORDERS`), each step an IEEE product: NOT the
-    semantics, a diagnostic. The reference multiplies a product's factors left to right, but a
-    Σ of a product of finite factors by an einsum path of NumPy's choosing; the backend's
-    normal form multiplies a term's constant coefficient first. Where an intermediate product
-    of finite values overflows or underflows in one order and not in another
-    (``2 x (0.5 / x) x`` at 1e154, ``0.125 · 5e-324 · inf``), the order decides inf, nan or a
-    finite value: rounding, as docs/semantics.md allows a backend to reassociate finite
-    products. Orders: ``written`` (left to right, no einsum), ``constants-first`` (the
-    literal factors first, a quotient by a non-zero literal ``e / c`` taken as the factor
-    ``1 / c``, then the others left to right: the normal form's ``coef · Π factors``; literals
-    times one Σ scale each of its terms, the normal form's ``coef · Σ_J Π factors``),
-    ``reversed`` (right to left), ``summed-first`` (inside a Σ, the factors that read a summed
-    index first, then the others, each group as written: the strict code's product under a
-    sum, a risky factor free of the summed indices last). Strong zeros stay strong whatever the
-    order."""
-    if order not in PRODUCT_ORDERS:
-        raise ValueError(f"unknown product order {order!r}: one of {PRODUCT_ORDERS}")
-    with _bound(_PRODUCT_ORDER, order):
-        yield
-
+           "every_product_reordered", "every_read_rounded", "every_sum_finite_first",
+           "every_sum_rounded", "every_sum_split", "every_zero_absorbs"]
 
 Axes = tuple[str, ...]
 Labeled = tuple[Axes, np.ndarray]
@@ -266,8 +168,10 @@ def _eval(
             return _value(axes, mask.astype(float), ~mask)
         case Binary("*", _, _):
             return _product(_ordered(_factors(e)), env, sizes, extents)
-        case Binary("/", _, Const()) if _by_literal(e):
+        case Binary("/", _, _) if _by_literal(e) or _PRODUCT_ORDER.get() == "reciprocals":
             return _product(_ordered(_factors(e)), env, sizes, extents)
+        case Binary("+" | "-", _, _) if _FINITE_FIRST.get():
+            return _finite_first(_terms(e), env, sizes, extents)
         case Binary(op, lhs, rhs):
             a, b = _eval(lhs, env, sizes, extents), _eval(rhs, env, sizes, extents)
             axes = _union(a.axes, b.axes)
@@ -330,6 +234,8 @@ def _factors(e: Expr) -> list[Expr]:
     if _by_literal(e):
         assert isinstance(e, Binary) and isinstance(e.rhs, Const)
         return _factors(e.lhs) + [Const(1.0 / e.rhs.value, e.rhs.loc)]
+    if isinstance(e, Binary) and e.op == "/" and _PRODUCT_ORDER.get() == "reciprocals":
+        return _factors(e.lhs) + [Pow(e.rhs, -1.0, e.loc)]
     return [e]
 
 
@@ -349,11 +255,34 @@ def _ordered(factors: list[Expr]) -> list[Expr]:
     if order == "constants-first":
         return [f for f in factors if isinstance(f, Const)] + \
             [f for f in factors if not isinstance(f, Const)]
-    if order == "summed-first":
+    if order in ("summed-first", "reciprocals"):
         summed = _SUMMED.get()
         reads = [f for f in factors if summed & set(free_indices(f))]
         return reads + [f for f in factors if not summed & set(free_indices(f))]
     return factors
+
+
+def _terms(e: Expr, sign: float = 1.0) -> list[tuple[float, Expr]]:
+    """The signed terms of a chain of ``+`` and ``-`` (for :func:`every_sum_finite_first`)."""
+    if isinstance(e, Binary) and e.op in "+-":
+        return _terms(e.lhs, sign) + _terms(e.rhs, sign if e.op == "+" else -sign)
+    return [(sign, e)]
+
+
+def _finite_first(terms: list[tuple[float, Expr]], env, sizes, extents) -> Value:
+    """The chain's terms added left to right, each entry's finite terms before its others."""
+    vals = [(sign, _eval(t, env, sizes, extents)) for sign, t in terms]
+    axes = _union(*(v.axes for _, v in vals))
+    parts = [sign * _align(_weak(v), axes, extents) for sign, v in vals]
+    strong = None
+    for k, (_, v) in enumerate(vals):
+        s = _strong_of(v, axes, extents)
+        strong = s if k == 0 else _and(strong, s)
+    with np.errstate(all="ignore"):
+        out = sum((np.where(np.isfinite(p), p, 0.0) for p in parts), np.zeros(()))
+        for p in parts:
+            out = out + np.where(np.isfinite(p), 0.0, p)
+    return _value(axes, out, strong)
 
 
 def _product(factors: list[Expr], env, sizes, extents) -> Value:
