@@ -24,7 +24,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments
-	$(PY) -m pytest -p no:cacheprovider tests
+	$(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile tests
 
 # Differential fuzzing (interpreter vs compiled, optimize=False vs optimized, gradients vs finite
 # differences): FUZZ_N programs from seed FUZZ_SEED; minimized reproducers go to FUZZ_OUT.
