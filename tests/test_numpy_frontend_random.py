@@ -58,12 +58,10 @@ def _expr(data, shape: str, depth: int) -> str:
 _GENERATED = iter(range(10**9))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_random_numpy_expressions_translate_exactly(data):
-    body = _expr(data, data.draw(st.sampled_from(["34", "4", "0"])), 3)
-    src = f"import numpy as np\n\n\ndef f(a, b, c):\n    return {body}\n"
-    with tempfile.NamedTemporaryFile("w", suffix=f"_np{next(_GENERATED)}.py", delete=False) as fh:
+def _check_source(src: str) -> None:
+    """Write ``src`` (a module defining ``f(a, b, c)``) to a file, the front end reads source,
+    import it and check its ``f``."""
+    with tempfile.NamedTemporaryFile("w", suffix=f"_gen{next(_GENERATED)}.py", delete=False) as fh:
         fh.write(src)
     try:
         spec = importlib.util.spec_from_file_location(Path(fh.name).stem, fh.name)
@@ -72,6 +70,14 @@ def test_random_numpy_expressions_translate_exactly(data):
         check(module.f, _GEN_SHAPES)
     finally:
         os.unlink(fh.name)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_numpy_expressions_translate_exactly(data):
+    body = _expr(data, data.draw(st.sampled_from(["34", "4", "0"])), 3)
+    src = f"import numpy as np\n\n\ndef f(a, b, c):\n    return {body}\n"
+    _check_source(src)
 
 
 def test_integer_counters_stay_integers():
@@ -120,15 +126,7 @@ def test_random_loops_translate_exactly(data):
             lines.append(f"    {stmt}")
     lines.append("return s + np.sum(v * v) + t")
     src = "import numpy as np\n\n\ndef f(a, b, c):\n" + "".join(f"    {x}\n" for x in lines)
-    with tempfile.NamedTemporaryFile("w", suffix=f"_lp{next(_GENERATED)}.py", delete=False) as fh:
-        fh.write(src)
-    try:
-        spec = importlib.util.spec_from_file_location(Path(fh.name).stem, fh.name)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        check(module.f, _GEN_SHAPES)
-    finally:
-        os.unlink(fh.name)
+    _check_source(src)
 
 
 def test_item_assignment_on_local_arrays_is_a_functional_update():
