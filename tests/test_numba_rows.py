@@ -31,7 +31,7 @@ def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
 def _loop(src: str) -> Compiled:
     f = ea.compile(ea.parse(src), backend="numba")
     assert f.compiled.schedule.placement == {"t": "loop"}, f.compiled.schedule.why
-    assert "_pairwise(_row_M, 0, M)" in f.source
+    assert "_pairwise(_row_M, 0, M, _pw_stack, _pw_vals)" in f.source
     return f
 
 

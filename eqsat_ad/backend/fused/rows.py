@@ -38,50 +38,47 @@ __all__ = ["PAIRWISE", "row_sum"]
 PAIRWISE = '''
 @nb.njit(cache=True, error_model="numpy")
 def _pairblock(a, lo, n):
-    # at most 128 terms: eight interleaved accumulators (fewer than 8 terms: one)
+    # at most 128 terms: eight interleaved accumulators (fewer than 8 terms: one); read
+    # through a view (LLVM then packs the eight adds: 2x faster than a[lo + i])
+    b = a[lo:lo + n]
     if n < 8:
         res = F(0)
         for i in range(n):
-            res += a[lo + i]
+            res += b[i]
         return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
+    r0, r1, r2, r3 = b[0], b[1], b[2], b[3]
+    r4, r5, r6, r7 = b[4], b[5], b[6], b[7]
     m = n - n % 8
-    while i < m:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-        i += 8
+    for i in range(8, m, 8):
+        r0 += b[i]
+        r1 += b[i + 1]
+        r2 += b[i + 2]
+        r3 += b[i + 3]
+        r4 += b[i + 4]
+        r5 += b[i + 5]
+        r6 += b[i + 6]
+        r7 += b[i + 7]
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
+    for i in range(m, n):
+        res += b[i]
     return res
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _pairwise(a, lo, n):
+def _pairwise(a, lo, n, stack, vals):
     # NumPy's pairwise_sum, the order of add.reduce over a contiguous row: blocks of at most
     # 128 terms, halved (at a multiple of 8) recursively; walked here with an explicit stack
-    # (Numba's cache does not reload a recursive function)
+    # (Numba's cache does not reload a recursive function): ``stack`` holds (start, length,
+    # both halves done) triples, ``vals`` the sums of the finished halves (the kernel's, so a
+    # row allocates nothing)
     if n <= 128:
         return _pairblock(a, lo, n)
-    los = np.empty(128, dtype=np.intp)
-    ns = np.empty(128, dtype=np.intp)
-    halves = np.empty(128, dtype=np.bool_)
-    vals = np.empty(64, dtype=F)
-    los[0], ns[0], halves[0] = lo, n, False
+    stack[0], stack[1], stack[2] = lo, n, 0
     top, nv = 1, 0
     while top > 0:
         top -= 1
-        at, m = los[top], ns[top]
-        if halves[top]:  # both halves done: left + right
+        at, m, done = stack[3 * top], stack[3 * top + 1], stack[3 * top + 2]
+        if done:  # left + right
             vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
             nv -= 1
         elif m <= 128:
@@ -90,9 +87,9 @@ def _pairwise(a, lo, n):
         else:
             m2 = m // 2
             m2 -= m2 % 8
-            los[top], ns[top], halves[top] = at, m, True
-            los[top + 1], ns[top + 1], halves[top + 1] = at + m2, m - m2, False
-            los[top + 2], ns[top + 2], halves[top + 2] = at, m2, False
+            stack[3 * top + 2] = 1
+            stack[3 * top + 3], stack[3 * top + 4], stack[3 * top + 5] = at + m2, m - m2, 0
+            stack[3 * top + 6], stack[3 * top + 7], stack[3 * top + 8] = at, m2, 0
             top += 3
     return vals[0]
 '''
@@ -118,9 +115,11 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str |
     # one buffer per extent, shared by the kernel's row sums: each is filled and added up
     # before the next one starts (none is inside another: sum_depth)
     buf = f"_row_{extent}"
-    line = f"    {buf} = np.empty({extent}, dtype=F)"
-    if line not in w.top:
-        w.top.append(line)
+    for line in (f"    {buf} = np.empty({extent}, dtype=F)",
+                 "    _pw_stack = np.empty(3 * 128, dtype=np.intp)",  # (depth <= 63: n < 2**70)
+                 "    _pw_vals = np.empty(64, dtype=F)"):
+        if line not in w.top:
+            w.top.append(line)
     acc, flag, var = w.fresh("acc"), w.fresh("none"), w.fresh(iv.name)
     init = "    " * w.depth + f"{flag} = True"
     w.lines.append(init)
@@ -135,7 +134,7 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str |
         w.emit(f"{flag} = {flag} & ({z})")
     w.close()
     # (+ 0.0: the chain it replaces starts at +0.0 and is never -0.0)
-    w.emit(f"{acc} = F(0) + _pairwise({buf}, 0, {extent})")
+    w.emit(f"{acc} = F(0) + _pairwise({buf}, 0, {extent}, _pw_stack, _pw_vals)")
     if z is None:
         w.lines.remove(init)
         return acc, None
