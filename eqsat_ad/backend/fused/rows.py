@@ -8,7 +8,7 @@ order of NumPy's ``add.reduce`` over a contiguous row (``pairwise_sum`` in NumPy
 ``loops_utils.h``: eight interleaved accumulators in blocks of at most 128 terms, blocks
 halved recursively): the value is the NumPy backend's ``.sum(axis=-1)`` of the same terms,
 bit for bit, and the eight chains run side by side. E12's w_bar at M = 1024, N = 2048:
-1.34 ms as one chain, 0.78 ms so (experiments/results/numba.md).
+1.34 ms as one chain, about 0.5 ms so (experiments/results/numba.md).
 
 A sum is written so (:func:`row_sum`) when it is outside other sums and tiles, over one index
 whose range no bracket narrows (the whole row: the NumPy backend sums the same terms), has a
@@ -82,7 +82,8 @@ def _pairwise(a, lo, n, stack, vals):
             vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
             nv -= 1
         elif m <= 128:
-            vals[nv] = _pairblock(a, at, m)
+            # (a full block as a constant: LLVM packs its adds, 2x faster)
+            vals[nv] = _pairblock(a, at, 128) if m == 128 else _pairblock(a, at, m)
             nv += 1
         else:
             m2 = m // 2
