@@ -34,7 +34,6 @@ from eqsat_ad.backend.fused.schedule import (  # noqa: E402
     LOOP_RATIO,
     REUSE,
     SERIAL_SUM,
-    STRIDED,
     loop_price,
     schedule,
     strided,
@@ -257,17 +256,20 @@ def test_no_loop_nest_calls_the_numpy_program_itself(monkeypatch: pytest.MonkeyP
 
 
 def test_a_column_walk_is_priced_a_cache_line_per_read() -> None:
-    # E12: x_bar[i] = Σ_j y_bar[j]·R[j, i] walks R down a column in its inner loop; w_bar[i] =
-    # Σ_j R[i, j]·x[j] along a row. The column walk costs STRIDED more per point: dearer than
-    # LOOP_RATIO times NumPy's masked sum (which walks rows), so it stays NumPy.
+    # E12: x_bar[i] = Σ_j y_bar[j]·R[j, i] would walk R down a column in an inner loop over j;
+    # tiled along i (.tiles) it walks rows, and is priced so (no STRIDED): a loop nest, as
+    # w_bar[i] = Σ_j R[i, j]·x[j], whose sum along the row is a serial chain (SERIAL_SUM).
+    # A plain column sum keeps its column walk's price and stays NumPy (next test).
     g = ea.grad(_example("E12"), ("x", "w"), backend="numba")
     prog = g.compiled._prog
     st = {s.name: s for s in prog.statements}
     (mn,) = (Poly.symbol("M") * Poly.symbol("N")).terms
     col, row = loop_price(st["x_bar"]), loop_price(st["w_bar"])
-    assert col.terms[mn] - row.terms[mn] == STRIDED
+    assert col.terms[mn] == 4  # y_bar[j] and R[j, i] read, a product, an add per term
+    assert row.terms[mn] == fused_schedule.SERIAL_SUM
     place = g.compiled.schedule.placement
-    assert place == {"y_bar": "numpy", "x_bar": "numpy", "w_bar": "loop"}
+    assert place == {"y_bar": "numpy", "x_bar": "loop", "w_bar": "loop"}
+    assert "for _v0 in range(" in g.source  # the tiled x_bar
     # strided() itself: a column read along j, not a row read, not a read free of j.
     body = ea.parse("def f(A: [N, N]):\n    return Sum[i: N, j: N](A[j, i] * A[i, j])\n")
     reads = [body.outputs[0].body.lhs, body.outputs[0].body.rhs]
@@ -542,7 +544,7 @@ def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
            "    return c\n")
     prog = ea.parse(src.replace("x: [N]", "x: [N], w: [K]"))
     f = ea.compile(prog, backend="numba")
-    assert "_f0[_t] = False" in f.source and "for _v0 in range(" in f.source
+    assert "_f0[_t] = _f0[_t] & (" in f.source and "for _v0 in range(" in f.source
     for k in (1, 2, 3, 6):  # 6: a pass of JAM = 4 terms, then two one at a time
         args = _inputs(prog, {"N": 300, "K": k}, np.float64, seed=k)
         args["y"][::7] = np.inf

@@ -16,6 +16,7 @@ written ``F(c)`` with ``F`` the module's float type, so float32 programs compute
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -40,6 +41,7 @@ from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .brackets import bounds, solve_order
 from .interior import Index, bounds_of, exact_of, requirement
+from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
 
@@ -299,6 +301,13 @@ class LoopWriter:
                 return "F(0)", "True"
             # A bracket or data comparison is 1 wherever it is not a strong zero.
             prod = b if _unit(e.lhs) else a if _unit(e.rhs) else f"{a} * {b}"
+            if not prod.isidentifier() and _speculable(prod):
+                # computed before the choice (its reads are in range): a select, not a branch
+                # around loads (a dense relation mask mispredicts the branch at every other
+                # term, and a branch keeps a loop from vectorizing)
+                value = self.fresh("_r")
+                self.emit(f"{value} = {prod}")
+                prod = value
             return f"(F(0) if {z} else {prod})", z
         if e.op == "/":
             if az is None:
@@ -407,6 +416,7 @@ class LoopWriter:
         not a strong zero (then the sum is one)."""
         done = self.hoist(e, env)
         done = done if done is not None else interchange(self, e, env)
+        done = done if done is not None else row_sum(self, e, env)
         return done if done is not None else self._sum(e, env)
 
     def _sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
@@ -445,7 +455,9 @@ class LoopWriter:
             sub = LoopWriter(self.shapes, self.fused, self.relations, hoisted=self.hoisted,
                              prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag)
             sub.depth = 1 if closed else self.pre_depth
-            hit = sub._sum(e, {n: env[n] for n in free})
+            at = {n: env[n] for n in free}
+            hit = row_sum(sub, e, at)
+            hit = hit if hit is not None else sub._sum(e, at)
             (self.top if closed and self.top is not None else self.pre).extend(sub.lines)
             self.hoisted[key] = hit
         return hit
@@ -494,15 +506,19 @@ class LoopWriter:
     def accumulate(self, acc: str, v: str, z: str | None, flag: str, narrowed: bool) -> bool:
         """``acc += v`` where the term's strong-zero condition ``z`` does not hold (None: never
         zero; "True": always), clearing the all-zero ``flag`` when a term is added (or, for a
-        ``narrowed`` range, whenever one is visited); whether the flag is used."""
+        ``narrowed`` range, whenever one is visited); whether the flag is used.
+
+        Branch-free: where ``z`` holds, ``v`` is ±0.0 (every strong zero's code is), and an
+        accumulator that starts at +0.0 is never -0.0, so adding ``v`` leaves it as it was
+        (inf and nan included); the flag is and-ed with ``z``. A dense relation mask's branch
+        mispredicts at every other term; a select does not (E12: 3.7 -> 1.4 ms)."""
         if z is None:
             self.emit(f"{acc} += {v}")
             if narrowed:
                 self.emit(f"{flag} = False")
         elif z != "True":
-            self.emit(f"if not {z}:")
-            self.emit(f"    {acc} += {v}")
-            self.emit(f"    {flag} = False")
+            self.emit(f"{acc} += {v}")
+            self.emit(f"{flag} = {flag} & ({z})")
         return z is not None or narrowed
 
     def _level(self, ivs: list, body: Expr, inner: dict[str, Index], acc: str, flag: str,
@@ -563,6 +579,17 @@ def shifted(code: str, by: str) -> str:
         return f"np.uintp({code[len('np.uintp('):-1]} - {by})"
     atom = code if code.isidentifier() or code.isdigit() else f"({code})"
     return f"{atom} - {by}"
+
+
+_CALL = re.compile(r"([A-Za-z_][\w.]*)\(")
+
+
+def _speculable(code: str) -> bool:
+    """``code`` is arithmetic on unguarded reads (``x[j]``, ``x[np.uintp(i + 1)] - x[i]``):
+    every read is in range wherever it is written (a guarded read is a conditional, ``if``),
+    no libm call (dear where the condition is mostly false), so it may be evaluated before
+    a strong zero's condition is known."""
+    return " if " not in code and all(f in ("F", "np.uintp") for f in _CALL.findall(code))
 
 
 def _unit(e: Expr) -> bool:

@@ -35,6 +35,7 @@ from .loops import HELPERS, LoopWriter, Unsupported
 from .nests import NestWriter
 from .outputs import Recycled, caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
+from .rows import PAIRWISE
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 from .specialize import fix_sizes, small_sizes
@@ -334,8 +335,10 @@ class NumbaProgram(NestWriter):
             "",
             "F = np.float64",
         ]
-        return "\n".join(head) + "\n" + HELPERS + "\n\n" + "\n\n\n".join(kernels) + \
-            "\n\n\n" + "\n".join(run) + "\n"
+        body = "\n\n\n".join(kernels)
+        helpers = HELPERS + (PAIRWISE if "_pairwise(" in body else "")
+        return "\n".join(head) + "\n" + helpers + "\n\n" + body + "\n\n\n" + \
+            "\n".join(run) + "\n"
 
     # --- loading and running -------------------------------------------------------------------
     def _module(self, dtype: np.dtype) -> ModuleType:

@@ -24,7 +24,8 @@ plan prices NumPy kernels in:
   nest would read and write every element for nothing.
 * A read that walks a row-major array down a column in the innermost loop (``c[i, j]`` summed
   over ``i`` for each ``j``) costs a cache line, :data:`STRIDED` points more: NumPy's
-  ``.sum(axis=0)`` and masked sums walk rows.
+  ``.sum(axis=0)`` and masked sums walk rows. A sum over a relation that the interior tiles
+  along the output's innermost index (:func:`tiled`) walks rows too, and is priced so.
 * Reused values are not recomputed: a statement left to NumPy whose code run on its own (as
   the fused program calls it) costs more than :data:`REUSE` times its share of the plan reads
   a value other statements' kernels computed (logsumexp's row sum); alone, or as a loop nest,
@@ -82,6 +83,9 @@ from .windows import Window, at, returned_and_readers, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
            "PairPrice", "Schedule", "loop_price", "schedule", "serial_sums"]
+
+TILE_MIN = 16
+"""An interior narrower than this is not tiled (:data:`.tiles.TILE_MIN`, which is this)."""
 
 MEMORY = 4
 """Price of moving one element to or from memory, in arithmetic operations."""
@@ -180,12 +184,20 @@ def strided(a: Access | Rel, inner: str) -> bool:
 
 def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
          scans: Mapping[Sum, ScanForm] | None = None, hoisted: list[Sum] | None = None,
-         inner: str | None = None) -> Poly:
+         inner: str | None = None, tile: str | None = None) -> Poly:
     """Points visited to evaluate ``e`` once (reads and operations); a running sum
     (``scans``) visits one new term per point, amortized; a hoisted sum is read. A read
     that walks across rows along the innermost loop (``inner``, :func:`strided`) fetches a
-    cache line for one element: :data:`STRIDED` points."""
+    cache line for one element: :data:`STRIDED` points. ``tile``: the statement's innermost
+    output index, for a sum outside other sums: one that depends on it and reads no array
+    across rows along it is interchanged with tiles of it (:mod:`.tiles`), so its reads are
+    judged along ``tile``, the innermost loop there."""
     fused_work = fused_work or {}
+    if tile is not None and not isinstance(e, Sum | Const | Access | Bracket):
+        total = _op_price(e)
+        for c in _children(e):
+            total = total + work(c, fused_work, scans, hoisted, inner, tile)
+        return total
     if isinstance(e, Access) and inner is not None and strided(e, inner):
         return fused_work.get(e.name, ONE) + STRIDED
     if isinstance(e, Sum) and (not free_indices(e) or (hoisted and e in hoisted)):
@@ -224,9 +236,23 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
         return total
     if isinstance(e, Sum):
         count = sum_points(e.indices, e.body)
-        inner_iv = solve_order(e.indices, e.body)[-1]
-        return count * (work(e.body, fused_work, inner=inner_iv.name) + ONE)
+        along = solve_order(e.indices, e.body)[-1].name
+        if tile is not None and tiled(e, tile):
+            along = tile
+        return count * (work(e.body, fused_work, inner=along) + ONE)
     return ONE
+
+
+def tiled(e: Sum, v: str) -> bool:
+    """``e`` (outside other sums of a statement whose innermost output index is ``v``) is
+    interchanged with tiles of ``v`` (:mod:`.tiles`) and priced so: it depends on ``v``, no
+    read walks an array across rows along ``v``, and it sums over a relation. (Measured, E12
+    at M = 1024, N = 2048: ``Σ_j [R(j, i)]·y[j]`` tiled 0.15 ms, NumPy's masked sum of the
+    transposed mask 5.0 ms; a plain column sum ``Σ_i c[i, j]`` tiled 0.37 ms, NumPy's
+    ``.sum(axis=0)`` 0.28 ms: that one stays priced by its column walk, and NumPy.)"""
+    reads = array_reads(e.body)
+    return (v in free_indices(e) and any(isinstance(a, Rel) for a in reads)
+            and not any(strided(a, v) for a in reads))
 
 
 def _op_price(e: Expr) -> Poly:
@@ -258,15 +284,19 @@ def serial_sums(s: Statement) -> list[Sum]:
         if (e in out or not free_indices(e)  # (over no free index: once per call, at the top)
                 or sum_points(e.indices, e.body).is_constant()):
             continue
-        if v not in free_indices(e) or any(strided(a, v) for a in _reads(e.body)):
+        if v not in free_indices(e) or any(strided(a, v) for a in array_reads(e.body)):
             out.append(e)
     return out
 
 
-def _reads(e: Expr) -> list[Access]:
+def array_reads(e: Expr) -> list[Access | Rel]:
+    """The arrays ``e`` reads: accesses and the relations of its brackets."""
     if isinstance(e, Access):
         return [e]
-    return [a for c in _children(e) for a in _reads(c)]
+    if isinstance(e, Bracket):
+        preds = e.pred.preds if isinstance(e.pred, And) else (e.pred,)
+        return [p for p in preds if isinstance(p, Rel)]
+    return [a for c in _children(e) for a in array_reads(c)]
 
 
 def _chain_price(e: Sum, fused_work: Mapping[str, Poly] | None) -> Poly:
@@ -305,7 +335,12 @@ def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Po
     sum (:func:`hoisted_sums`) priced once per point of the outer loops."""
     scans = statement_scans(s.body, s.indices[-1].name) if s.indices else {}
     hoisted = hoisted_sums(s)
-    price = Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans, hoisted) + ONE)
+    # (a constant innermost extent under TILE_MIN runs point by point, never tiled)
+    last = s.shape[-1] if s.shape else None
+    tile = s.indices[-1].name if s.indices and not scans and not (
+        isinstance(last, int) and last < TILE_MIN) else None
+    price = Poly.product_of_dims(s.shape) * (work(s.body, fused_work, scans, hoisted,
+                                                  tile=tile) + ONE)
     outer = Poly.product_of_dims(s.shape[:-1])
     for h in hoisted:
         price = price + outer * work(h, fused_work)

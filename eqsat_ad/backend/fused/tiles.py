@@ -37,6 +37,7 @@ from ...ir.expr import Access, And, Bracket, Expr, Rel, Sum, children, free_indi
 from ...ir.index import Affine, dim_str
 from .brackets import solve_order
 from .interior import Index
+from .schedule import TILE_MIN as SCHEDULE_TILE_MIN
 from .schedule import strided
 
 if TYPE_CHECKING:
@@ -48,9 +49,9 @@ TILE = 256
 """Output points per tile: each interchanged sum keeps one accumulator per point (2 KiB of
 float64, in L1)."""
 
-TILE_MIN = 16
+TILE_MIN = SCHEDULE_TILE_MIN
 """An interior narrower than this runs with the edges, point by point (the tile's per-term
-views would cost more than the few points share)."""
+views would cost more than the few points share); the schedule prices by it."""
 
 JAM = 4
 """Values of the innermost summed index per pass over a tile (:func:`jammed`)."""
