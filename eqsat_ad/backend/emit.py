@@ -328,7 +328,7 @@ class Emitter:
             ks += self.kernel(Mask, ONE, ONE, "np.where")
         return Value(
             f"np.where({self.align(mask, target, False)}, {self.align(v, target, False)}, 0)",
-            target, risky=False, kernels=ks, size=size,
+            target, risky=v.risky, kernels=ks, size=size,
         )
 
     def conj(self, masks: list[Value], grid: Mapping[str, Axis]) -> Value | None:
