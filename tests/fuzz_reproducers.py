@@ -200,6 +200,12 @@ KNOWN_REPRODUCERS = {
         "a quotient taken as a reciprocal factor outside the sum: no overflow (0, not nan)",
     "s2038_gradient_index_grad_1808.py":
         "a quotient taken as a reciprocal factor outside the sum: no overflow (0, not nan)",
+    "s2040_gradient_numpy_grad_optimize_false_3569.py":
+        "a masked quotient (np.where) taken for finite: inf · Σ step(..) out of the sum (inf, "
+        "not nan)",
+    "s2040_gradient_numpy_grad_3569.py":
+        "a masked quotient (np.where) taken for finite: inf · Σ step(..) out of the sum (inf, "
+        "not nan)",
 }
 
 
@@ -304,6 +310,10 @@ FIXED_REPRODUCERS = frozenset({
     "s2037_gradient_numpy_grad_2617.py",
     "s2038_gradient_index_grad_optimize_false_1808.py",
     "s2038_gradient_index_grad_1808.py",
+    # the run at 8908cbe: a masked value is as risky as what it masks (backend/emit.py;
+    # tests/test_fuzz_2039.py)
+    "s2040_gradient_numpy_grad_optimize_false_3569.py",
+    "s2040_gradient_numpy_grad_3569.py",
 })
 
 
