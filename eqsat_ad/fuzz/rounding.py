@@ -28,7 +28,10 @@ reference program again with small relative moves:
 * of the order of every chain of ``+`` and ``-``
   (:func:`~eqsat_ad.ir.labeled.every_sum_finite_first`: each entry's finite terms first):
   like terms merged before an infinite one, ``(1e308 + 1e308) - inf`` nan where ``-inf + 1e308
-  + 1e308`` is -inf.
+  + 1e308`` is -inf;
+* of the order of every Σ's terms (:func:`~eqsat_ad.ir.labeled.every_sum_sequential`: one after
+  another, as an unrolled Σ or a loop nest adds them, not NumPy's pairwise sum): small terms
+  absorbed by 1e300 in one order and kept in the other.
 
 A result is ``ill-conditioned`` (not a defect) only where it stays inside what those draws
 show, entry by entry: a nan or ±inf of the compiled result must be one that the reference or a
@@ -65,6 +68,7 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
         every_read_rounded,
         every_sum_finite_first,
         every_sum_rounded,
+        every_sum_sequential,
         every_sum_split,
     )
 
@@ -92,6 +96,8 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
         with every_sum_split():
             out.append(evaluate(reference, **inputs))
         with every_sum_finite_first():
+            out.append(evaluate(reference, **inputs))
+        with every_sum_sequential():
             out.append(evaluate(reference, **inputs))
     except Exception:  # noqa: BLE001 - no diagnosis: the finding stands
         return None

@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = ["PRODUCT_ORDERS", "every_infinity_saturates", "every_product_reordered",
            "every_read_rounded", "every_sum_finite_first", "every_sum_rounded",
-           "every_sum_split", "every_zero_absorbs"]
+           "every_sum_sequential", "every_sum_split", "every_zero_absorbs"]
 
 _ZERO_ABSORBS: contextvars.ContextVar[bool] = contextvars.ContextVar("zero_absorbs", default=False)
 _SATURATES: contextvars.ContextVar[float] = contextvars.ContextVar("saturates", default=0.0)
@@ -30,6 +30,7 @@ _PRODUCT_ORDER: contextvars.ContextVar[str | None] = \
 _SUMS_SPLIT: contextvars.ContextVar[bool] = contextvars.ContextVar("sums_split", default=False)
 _FINITE_FIRST: contextvars.ContextVar[bool] = \
     contextvars.ContextVar("finite_first", default=False)
+_SEQUENTIAL: contextvars.ContextVar[bool] = contextvars.ContextVar("sequential", default=False)
 _SUMMED: contextvars.ContextVar[frozenset[str]] = \
     contextvars.ContextVar("summed", default=frozenset())
 PRODUCT_ORDERS = ("written", "constants-first", "reversed", "summed-first", "reciprocals")
@@ -150,4 +151,16 @@ def every_sum_finite_first() -> Iterator[None]:
     reassociate finite sums. Strong zeros are where they were: a chain is one where every term
     is."""
     with _bound(_FINITE_FIRST, True):
+        yield
+
+
+@contextlib.contextmanager
+def every_sum_sequential() -> Iterator[None]:
+    """Evaluate every Σ by adding its terms one after another in the order of its indices (the
+    first index outermost), not as NumPy sums (pairwise, or an einsum path): NOT the semantics,
+    a diagnostic. The backend unrolls a small Σ as such a chain of adds (``C[0, 0] + C[0, 1] +
+    ...``) and a loop nest accumulates in that order; where terms of very different size absorb
+    one another (``-3 + 1e300 + 1e154 - 1e300``), the order decides how much of the small ones
+    survives: rounding, as docs/semantics.md allows a backend to reassociate finite sums."""
+    with _bound(_SEQUENTIAL, True):
         yield

@@ -18,6 +18,7 @@ from .draws import (
     _FINITE_FIRST,
     _PRODUCT_ORDER,
     _READ_ROUNDING,
+    _SEQUENTIAL,
     _SUM_ROUNDING,
     _SUMMED,
     _SUMS_SPLIT,
@@ -30,6 +31,7 @@ from .draws import (
     every_read_rounded,
     every_sum_finite_first,
     every_sum_rounded,
+    every_sum_sequential,
     every_sum_split,
     every_zero_absorbs,
 )
@@ -56,7 +58,8 @@ from .index import Affine, Dim, IndexVar
 
 __all__ = ["PRODUCT_ORDERS", "Axes", "Labeled", "Value", "every_infinity_saturates",
            "every_product_reordered", "every_read_rounded", "every_sum_finite_first",
-           "every_sum_rounded", "every_sum_split", "every_zero_absorbs"]
+           "every_sum_rounded", "every_sum_sequential", "every_sum_split",
+           "every_zero_absorbs"]
 
 Axes = tuple[str, ...]
 Labeled = tuple[Axes, np.ndarray]
@@ -343,7 +346,8 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
     summed = [a for a in union if a in bound]
     data = None
     # (a diagnostic order of the factors takes the careful path: the product in that order)
-    if _PRODUCT_ORDER.get() is None and len(vals) > 1 and len(union) < len(_LETTERS) and all(
+    if _PRODUCT_ORDER.get() is None and not _SEQUENTIAL.get() and len(vals) > 1 and \
+            len(union) < len(_LETTERS) and all(
         np.isfinite(v.data).all() for v in vals
     ):
         # With finite factors the product needs no care: contract with einsum instead of
@@ -373,7 +377,7 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
     else:
         prod = _combine_product(vals, inner)
         pos = tuple(k for k, a in enumerate(prod.axes) if a in bound)
-        data = prod.data.sum(axis=pos)
+        data = _in_order(prod.data, pos) if _SEQUENTIAL.get() else prod.data.sum(axis=pos)
         strong = None if prod.strong is None else prod.strong.all(axis=pos)
         total = _value(out_axes, data, strong)
     if any(inner[a] == 0 for a in summed):  # no term at all
@@ -385,6 +389,21 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
             return _value(out_axes, np.zeros(total.data.shape), np.ones(total.data.shape, bool))
         with np.errstate(all="ignore"):
             return Value(out_axes, total.data * float(count), total.strong)
+    return total
+
+
+def _in_order(data: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
+    """``data`` summed over the axes ``pos`` one term after another, the first axis outermost
+    (:func:`every_sum_sequential`)."""
+    if not pos:
+        return data
+    rest = [k for k in range(data.ndim) if k not in pos]
+    flat = np.transpose(data, rest + list(pos)).reshape(
+        [data.shape[k] for k in rest] + [-1])
+    total = np.zeros(flat.shape[:-1]) + 0.0
+    with np.errstate(all="ignore"):
+        for t in range(flat.shape[-1]):
+            total = total + flat[..., t]
     return total
 
 
