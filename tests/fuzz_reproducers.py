@@ -206,6 +206,18 @@ KNOWN_REPRODUCERS = {
     "s2040_gradient_numpy_grad_3569.py":
         "a masked quotient (np.where) taken for finite: inf · Σ step(..) out of the sum (inf, "
         "not nan)",
+    "s2042_value_numpy_compile_optimize_false_4141.py":
+        "np.sum(C) with 1e300, 1e154 and -1e300: pairwise keeps the ordinary terms, the "
+        "unrolled chain of adds loses them (rounding)",
+    "s2042_value_numpy_compile_4141.py":
+        "np.sum(C) with 1e300, 1e154 and -1e300: pairwise keeps the ordinary terms, the "
+        "unrolled chain of adds loses them (rounding)",
+    "s2042_gradient_numpy_grad_optimize_false_4141.py":
+        "np.sum(C) with 1e300, 1e154 and -1e300: pairwise keeps the ordinary terms, the "
+        "unrolled chain of adds loses them (rounding)",
+    "s2042_gradient_numpy_grad_4141.py":
+        "np.sum(C) with 1e300, 1e154 and -1e300: pairwise keeps the ordinary terms, the "
+        "unrolled chain of adds loses them (rounding)",
 }
 
 
@@ -314,6 +326,12 @@ FIXED_REPRODUCERS = frozenset({
     # tests/test_fuzz_2039.py)
     "s2040_gradient_numpy_grad_optimize_false_3569.py",
     "s2040_gradient_numpy_grad_3569.py",
+    # the run at b88077f: the rounding model's sums added in index order (ir/draws.py;
+    # tests/test_fuzz_2039.py)
+    "s2042_value_numpy_compile_optimize_false_4141.py",
+    "s2042_value_numpy_compile_4141.py",
+    "s2042_gradient_numpy_grad_optimize_false_4141.py",
+    "s2042_gradient_numpy_grad_4141.py",
 })
 
 
