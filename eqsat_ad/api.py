@@ -146,10 +146,7 @@ def grad(
     calls); ``.source`` is then the generated module and ``.compile_seconds`` its first-call
     compile (or cache load) time; its calls take ``out=``, an array of the result's shape and
     type (a tuple of them, ``None`` where not wanted, for several outputs) written in place and
-    returned. Without ``out=``, an output a loop nest writes goes into the array the previous
-    call returned once nothing (no name, container or view) holds it any more, so a training
-    loop pays no fresh array's page faults per step; that one array stays allocated between
-    calls. NumPy (``backend="numpy"``) is the default.
+    returned. NumPy (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):

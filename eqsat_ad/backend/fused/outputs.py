@@ -1,11 +1,8 @@
-"""The output arrays of a fused program's call: the caller's (``out=``), checked, or the
-program's own last ones, reused once the caller has dropped them."""
+"""The caller's output arrays of a fused program's call (``out=``), checked."""
 
 from __future__ import annotations
 
-import sys
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +12,7 @@ from ...ir.expr import Access, Expr
 from ...ir.index import Dim, dim_value
 from ...ir.program import Program
 
-__all__ = ["Recycled", "caller_buffers"]
+__all__ = ["caller_buffers"]
 
 
 def caller_buffers(program: Program, outputs: Sequence[Expr],
@@ -48,49 +45,3 @@ def caller_buffers(program: Program, outputs: Sequence[Expr],
         if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
             raise ShapeError(f"{where}: output {k} shares memory with an input")
     return given
-
-
-def _alone() -> int:
-    """What ``sys.getrefcount`` gives for an array held by one local name only."""
-    a = np.empty(1)
-    return sys.getrefcount(a)
-
-
-_ALONE = _alone()
-
-
-class Recycled:
-    """The arrays a program returned last, one per output written in place by a loop nest,
-    handed back as that output's buffer at the next call once nothing else holds them.
-
-    A fresh multi-megabyte output costs its page faults at first touch whenever the allocator
-    has returned the memory to the system (the same cost as the kernel itself for a memory-bound
-    gradient); an array the caller has dropped (its only reference is this store: no name,
-    container or view holds it) can be written again with no one able to tell. Taking is under
-    a lock, so two threads never get the same array."""
-
-    def __init__(self) -> None:
-        self._last: dict[int, np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    def take(self, positions: Iterable[int], shapes: Mapping[int, tuple[int, ...]],
-             dt: np.dtype) -> dict[int, np.ndarray]:
-        """For each output position in ``positions``, its last array where free and still of
-        ``shapes[k]`` and ``dt`` (a free array of another shape or type is let go)."""
-        found: dict[int, np.ndarray] = {}
-        for k in positions:
-            with self._lock:
-                prev = self._last.pop(k, None)
-            # (held by ``prev`` alone; a caller's name, a container or a view's base would add
-            # a reference)
-            if prev is not None and sys.getrefcount(prev) == _ALONE and prev.shape == shapes[k] \
-                    and prev.dtype == dt and prev.flags.writeable:
-                found[k] = prev
-        return found
-
-    def keep(self, values: Mapping[int, Any]) -> None:
-        """Remember the arrays just returned (by output position)."""
-        with self._lock:
-            for k, v in values.items():
-                if isinstance(v, np.ndarray) and v.base is None:
-                    self._last[k] = v

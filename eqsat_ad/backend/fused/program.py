@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from ...ir.expr import Access, Expr, accessed_names
-from ...ir.index import dim_value
 from ...ir.program import Param, Program, Statement
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
@@ -33,7 +32,7 @@ from .checks import bounds, call_box
 from .loading import cache_dir, load, require_numba
 from .loops import HELPERS, LoopWriter, Unsupported
 from .nests import NestWriter
-from .outputs import Recycled, caller_buffers
+from .outputs import caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .rows import PAIRWISE
 from .scans import statement_scans
@@ -93,8 +92,6 @@ class NumbaProgram(NestWriter):
         # the tensor parameters whose entries a loop nest checks against a proven box, in the
         # order of their bounds in _box (see _checks)
         self.checked: list[str] = []
-        # the output positions a loop nest writes into their buffer (_buf[k]) when given one
-        self._in_place: set[int] = set()
         self.source = self._module_source()
         self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
         self.runner: Any = self.numpy if self.numpy_only else self
@@ -106,7 +103,6 @@ class NumbaProgram(NestWriter):
         self._lock = threading.Lock()
         self._exact_by: dict[tuple, bool] = {}  # (fallback, sizes) -> see _exact
         self._local = threading.local()
-        self._recycled = Recycled()
 
     # --- generation ----------------------------------------------------------------------------
     def _loopable(self, s: Statement) -> bool:
@@ -281,8 +277,6 @@ class NumbaProgram(NestWriter):
                 k = position.get(s.name)
                 new = f"np.empty(({', '.join(str(d) for d in s.shape)},), dtype=F)"
                 run.append(f"    # {win.name}: {self.schedule.why[win.name]}")
-                if k is not None:
-                    self._in_place.add(k)
                 run.append(f"    {s.name} = " + (new if k is None else
                                                   f"_buf[{k}] if _buf[{k}] is not None else {new}"))
                 call = ", ".join([s.name, *reads, *self._sizes, "_box"])
@@ -297,7 +291,6 @@ class NumbaProgram(NestWriter):
                     new = f"np.empty(({shape},), dtype=F)"
                     k = position.get(t.name)
                     if k is not None and t.shape:
-                        self._in_place.add(k)
                         new = f"_buf[{k}] if _buf[{k}] is not None else {new}"
                     elif k is None and t.shape and t.name not in seen_by_numpy:
                         # never returned nor read by NumPy code (a view of it cannot escape)
@@ -391,11 +384,6 @@ class NumbaProgram(NestWriter):
         dt = floats[0] if floats and floats[0] == np.float32 else np.dtype(np.float64)
         bufs = caller_buffers(self.program, self._prog.outputs, self._shapes, out, sizes,
                               dt, arrays)
-        reused: dict[int, np.ndarray] = {}
-        if out is None and not target.numpy_only and 0 not in sizes.values():
-            shapes = {k: self._output_shape(k, sizes) for k in target._in_place}
-            reused = self._recycled.take(sorted(target._in_place), shapes, dt)
-            bufs = tuple(reused.get(k) for k in range(len(bufs)))
         if 0 in sizes.values() or target.numpy_only:
             # empty tensors (the interpreter's zeros), or nothing runs as loops: the NumPy
             # backend's program as it is
@@ -427,15 +415,7 @@ class NumbaProgram(NestWriter):
                     np.copyto(b, values[k])  # a NumPy-run or empty output
                     values[k] = b
             result = tuple(values) if several else values[0]
-        if out is None and target._in_place:
-            values = list(result) if self.program.returns_tuple else [result]
-            self._recycled.keep({k: values[k] for k in target._in_place})
         return _finish(result, self.program)
-
-    def _output_shape(self, k: int, sizes: Mapping[str, int]) -> tuple[int, ...]:
-        o = self._prog.outputs[k]
-        assert isinstance(o, Access)
-        return tuple(dim_value(d, sizes) for d in self._shapes[o.name])
 
     def _specialized(self, sizes: Mapping[str, int]) -> NumbaProgram:
         """The program compiled with the sizes a pair loop would unroll (``_small``) fixed to
