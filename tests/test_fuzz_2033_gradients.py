@@ -11,8 +11,8 @@ import eqsat_ad as ea
 from eqsat_ad.api import gradient_program
 from eqsat_ad.fuzz import Case, check_case, make_case
 from eqsat_ad.fuzz.report import DEFECTS
+from eqsat_ad.ir.draws import every_infinity_saturates
 from eqsat_ad.ir.interpreter import evaluate
-from eqsat_ad.ir.labeled import every_infinity_saturates
 from eqsat_ad.plan.split import inline_small_arrays
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -8,7 +8,7 @@ import pytest
 
 import eqsat_ad as ea
 from eqsat_ad.fuzz import check_case, make_case, outcome_of
-from eqsat_ad.ir.labeled import every_product_reordered
+from eqsat_ad.ir.draws import every_product_reordered
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -9,7 +9,7 @@ import pytest
 import eqsat_ad as ea
 from eqsat_ad.fuzz import check_case, make_case, outcome_of
 from eqsat_ad.fuzz.rounding import within_rounding
-from eqsat_ad.ir.labeled import every_product_reordered, every_sum_finite_first, every_sum_split
+from eqsat_ad.ir.draws import every_product_reordered, every_sum_finite_first, every_sum_split
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

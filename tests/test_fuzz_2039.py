@@ -10,7 +10,7 @@ import pytest
 import eqsat_ad as ea
 from eqsat_ad.fuzz import check_case, make_case, outcome_of
 from eqsat_ad.fuzz.rounding import within_rounding
-from eqsat_ad.ir.labeled import every_sum_sequential
+from eqsat_ad.ir.draws import every_sum_sequential
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -17,7 +17,7 @@ import eqsat_ad as ea
 from eqsat_ad.backend.numpy import CompiledProgram
 from eqsat_ad.fuzz import Case, check_case
 from eqsat_ad.fuzz.report import DEFECTS
-from eqsat_ad.ir.labeled import every_product_reordered, every_sum_rounded
+from eqsat_ad.ir.draws import every_product_reordered, every_sum_rounded
 
 
 def _outcomes(case: Case, kind: str, inputs: dict[str, Any]) -> set[str]:

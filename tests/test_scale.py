@@ -17,7 +17,7 @@ from eqsat_ad.ir.checks import check_program
 from eqsat_ad.ir.expr import Access, Binary
 from eqsat_ad.ir.outline import MAX_HEIGHT, max_height, outline
 from eqsat_ad.ir.printer import print_expr
-from eqsat_ad.ir.traverse import height
+from eqsat_ad.ir.traverse import has_strong_zero, height
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 from deep_programs import chain_gradient, rnn_adjoint, statement_chain, sum_of_squares  # noqa: E402
@@ -312,3 +312,14 @@ def test_grad_lowers_the_optimized_program_once(monkeypatch) -> None:
     assert g.source == program(Codegen(g.program, None, False, False, frozenset())).source
     x = RNG.standard_normal(8)
     np.testing.assert_allclose(g(x), chain_gradient(30, x), rtol=1e-12)
+
+
+def test_a_strong_zero_is_found_at_the_bottom_of_a_5000_deep_chain() -> None:
+    """has_strong_zero walks with a stack (the traversal module's promise): no RecursionError."""
+    prog = ea.parse(sum_of_squares(5000))
+    deep = prog.outputs[0]
+    assert height(deep) > sys.getrecursionlimit()
+    assert not has_strong_zero(deep)
+    assert has_strong_zero(deep, frozenset({"x"}))  # x read as a relation
+    bracket = ea.parse("def f(x: [N]):\n    return Sum[i: N]((i > 1) * x[i])\n").outputs[0]
+    assert has_strong_zero(Binary("+", bracket, deep))

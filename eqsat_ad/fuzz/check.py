@@ -285,8 +285,8 @@ def _check_fd(forward: Program, inputs: dict[str, Any], wrt: tuple[str, ...], gr
         """The gradient program's value with every 0.0 absorbing inf and nan ("absorbs"), or
         with every inf a division, power or function makes saturated ("saturates")."""
         if mode not in diagnosed:
+            from ..ir.draws import every_infinity_saturates, every_zero_absorbs
             from ..ir.interpreter import evaluate
-            from ..ir.labeled import every_infinity_saturates, every_zero_absorbs
 
             try:
                 with every_zero_absorbs() if mode == "absorbs" else every_infinity_saturates(

@@ -8,13 +8,13 @@ reference program again with small relative moves:
 
 * of the inputs (each entry on its own, 1e-13 relative, three draws): an ill-conditioned
   point, e.g. ``1e154 + 1 - 1e154``;
-* of every read of a tensor, each read on its own (:func:`~eqsat_ad.ir.labeled.every_read_rounded`,
+* of every read of a tensor, each read on its own (:func:`~eqsat_ad.ir.draws.every_read_rounded`,
   1e-13 relative, two draws and their mirror images): two reads of one entry that cancel exactly
   in the interpreter's order (``Σ(B - B)``, ``a - (a - b)`` with ``a`` absorbing ``b``) but not
   once the sum is distributed; in the same draws the result of every ``+`` and ``-``
-  (:func:`~eqsat_ad.ir.labeled.every_sum_rounded`): a sum that absorbed a term, ``(a + 100) -
+  (:func:`~eqsat_ad.ir.draws.every_sum_rounded`): a sum that absorbed a term, ``(a + 100) -
   (b + 100)`` exactly 0 where ``a - b`` (the 100s cancelled) is not, a tie of ``max`` broken;
-* of the order of every product's factors (:func:`~eqsat_ad.ir.labeled.every_product_reordered`:
+* of the order of every product's factors (:func:`~eqsat_ad.ir.draws.every_product_reordered`:
   as written, constants first, reversed, a Σ's summed reads first, and that with every quotient
   taken as a reciprocal factor; no move): a product of
   finite values that overflows or underflows in one order and not in another
@@ -22,14 +22,14 @@ reference program again with small relative moves:
   ``Σ(x · x) / n`` whose Σ overflows while ``Σ x · x / n`` does not; ``s · t ·
   0`` against ``s · (t · 0)`` at ``s t = inf``; ``0.125 · 5e-324 · inf``), where the order
   decides inf, nan or a finite value;
-* of the association of a Σ of a sum or difference (:func:`~eqsat_ad.ir.labeled.every_sum_split`:
+* of the association of a Σ of a sum or difference (:func:`~eqsat_ad.ir.draws.every_sum_split`:
   ``Σ_i (a - b)`` as ``Σ_i a - Σ_i b``, the normal form's terms each summed on its own): a term
   absorbed by a large one and cancelled with it, exactly 0 split where it is not per term;
 * of the order of every chain of ``+`` and ``-``
-  (:func:`~eqsat_ad.ir.labeled.every_sum_finite_first`: each entry's finite terms first):
+  (:func:`~eqsat_ad.ir.draws.every_sum_finite_first`: each entry's finite terms first):
   like terms merged before an infinite one, ``(1e308 + 1e308) - inf`` nan where ``-inf + 1e308
   + 1e308`` is -inf;
-* of the order of every Σ's terms (:func:`~eqsat_ad.ir.labeled.every_sum_sequential`: one after
+* of the order of every Σ's terms (:func:`~eqsat_ad.ir.draws.every_sum_sequential`: one after
   another, as an unrolled Σ or a loop nest adds them, not NumPy's pairwise sum): small terms
   absorbed by 1e300 in one order and kept in the other.
 
@@ -61,8 +61,7 @@ MOVE = 1e-13  # relative move of an input entry or of a read (about 1000 ulps)
 def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | None:
     """The reference's results under the moves of the module docstring (``None``: a draw
     failed, no diagnosis)."""
-    from ..ir.interpreter import evaluate
-    from ..ir.labeled import (
+    from ..ir.draws import (
         PRODUCT_ORDERS,
         every_product_reordered,
         every_read_rounded,
@@ -71,6 +70,7 @@ def rounded_results(reference: Program, inputs: dict[str, Any]) -> list[Any] | N
         every_sum_sequential,
         every_sum_split,
     )
+    from ..ir.interpreter import evaluate
 
     out: list[Any] = []
     rng = np.random.default_rng(0)

@@ -23,17 +23,8 @@ from .draws import (
     _SUMMED,
     _SUMS_SPLIT,
     _ZERO_ABSORBS,
-    PRODUCT_ORDERS,
     _bound,
     _saturated,
-    every_infinity_saturates,
-    every_product_reordered,
-    every_read_rounded,
-    every_sum_finite_first,
-    every_sum_rounded,
-    every_sum_sequential,
-    every_sum_split,
-    every_zero_absorbs,
 )
 from .errors import ProgramError
 from .expr import (
@@ -56,10 +47,7 @@ from .expr import (
 from .functions import lookup
 from .index import Affine, Dim, IndexVar
 
-__all__ = ["PRODUCT_ORDERS", "Axes", "Labeled", "Value", "every_infinity_saturates",
-           "every_product_reordered", "every_read_rounded", "every_sum_finite_first",
-           "every_sum_rounded", "every_sum_sequential", "every_sum_split",
-           "every_zero_absorbs"]
+__all__ = ["Axes", "Labeled", "Value"]
 
 Axes = tuple[str, ...]
 Labeled = tuple[Axes, np.ndarray]
@@ -231,7 +219,8 @@ def _call(e: Call, fn: str, args, env, sizes, extents) -> Value:
 
 def _factors(e: Expr) -> list[Expr]:
     """The factors of a product tree ``a * (b * c) * ...`` (under the ``constants-first``
-    order of :func:`every_product_reordered`, ``e / c`` by a non-zero literal is ``e * (1/c)``)."""
+    order of :func:`~eqsat_ad.ir.draws.every_product_reordered`, ``e / c`` by a non-zero
+    literal is ``e * (1/c)``)."""
     if isinstance(e, Binary) and e.op == "*":
         return _factors(e.lhs) + _factors(e.rhs)
     if _by_literal(e):
@@ -251,7 +240,8 @@ def _by_literal(e: Expr) -> bool:
 
 
 def _ordered(factors: list[Expr]) -> list[Expr]:
-    """``factors`` in the order :func:`every_product_reordered` asks for (as written else)."""
+    """``factors`` in the order :func:`~eqsat_ad.ir.draws.every_product_reordered` asks for
+    (as written else)."""
     order = _PRODUCT_ORDER.get()
     if order == "reversed":
         return factors[::-1]
@@ -266,7 +256,8 @@ def _ordered(factors: list[Expr]) -> list[Expr]:
 
 
 def _terms(e: Expr, sign: float = 1.0) -> list[tuple[float, Expr]]:
-    """The signed terms of a chain of ``+`` and ``-`` (for :func:`every_sum_finite_first`)."""
+    """The signed terms of a chain of ``+`` and ``-`` (for
+    :func:`~eqsat_ad.ir.draws.every_sum_finite_first`)."""
     if isinstance(e, Binary) and e.op in "+-":
         return _terms(e.lhs, sign) + _terms(e.rhs, sign if e.op == "+" else -sign)
     return [(sign, e)]
@@ -394,7 +385,7 @@ def _sum(e: Sum, env, sizes, extents) -> Value:
 
 def _in_order(data: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
     """``data`` summed over the axes ``pos`` one term after another, the first axis outermost
-    (:func:`every_sum_sequential`)."""
+    (:func:`~eqsat_ad.ir.draws.every_sum_sequential`)."""
     if not pos:
         return data
     rest = [k for k in range(data.ndim) if k not in pos]

@@ -125,11 +125,12 @@ def has_strong_zero(e: Expr, relations: frozenset[str] = frozenset()) -> bool:
     """``e`` holds a bracket, a data comparison or a read of one of ``relations``: somewhere a
     strong zero where false (docs/semantics.md), which an array stored from it holds as an
     ordinary 0.0."""
-    if isinstance(e, Bracket):
-        return True
-    if isinstance(e, Call) and (f := lookup(e.fn)) is not None and f.strong:
-        return True
-    if isinstance(e, Access) and e.name in relations:
-        return True
-    return any(has_strong_zero(c, relations) for c in children(e))
-
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Bracket) or (isinstance(x, Access) and x.name in relations):
+            return True
+        if isinstance(x, Call) and (f := lookup(x.fn)) is not None and f.strong:
+            return True
+        stack.extend(children(x))
+    return False
