@@ -513,6 +513,19 @@ def test_finite_check_is_of_inputs():
     assert runtime.finite(np.ones(3), np.zeros((2, 2)))
     assert not runtime.finite(np.ones(3), np.array([0.0, np.nan]))
     assert not runtime.finite(np.array([np.inf]))
+    # large arrays: one pass by the sum; a sum that overflows on finite entries is looked at
+    # again; no floating-point warning or error, whatever the caller's np.errstate
+    for n in (3, 5000):
+        big = np.full(n, 1e308)
+        with np.errstate(all="raise"):
+            assert runtime.finite(big, np.full(n, 3e38, np.float32))
+            for k, bad in ((0, np.inf), (n - 1, -np.inf), (n // 2, np.nan)):
+                x = big.copy()
+                x[k] = bad
+                assert not runtime.finite(x)
+            x[0] = -np.inf
+            x[1] = np.inf
+            assert not runtime.finite(x)
 
 
 # --- where finiteness is checked ------------------------------------------------------------------

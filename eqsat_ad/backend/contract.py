@@ -53,9 +53,15 @@ class Contractions(Gathers):
             here = self.order(g2, *(o.axes for o in picked))
             if set(here) <= keep:
                 # a step that sums nothing (an elementwise or outer product) runs along the
-                # layout of its largest operand: contiguous reads, no transposed pass
+                # layout of its largest operand: contiguous reads, no transposed pass; an
+                # outer product of vectors along the result's layout, so that no transposed
+                # copy follows
                 big = max(picked, key=lambda o: len(o.axes))
-                here = (*big.axes, *(a for a in here if a not in big.axes))
+                if len(big.axes) == 1:
+                    here = (*(a for a in out_axes if a in here),
+                            *(a for a in here if a not in out_axes))
+                else:
+                    here = (*big.axes, *(a for a in here if a not in big.axes))
             ops = [*rest, self.contract(picked, tuple(a for a in here if a in keep), letters, g2)]
         return ops[0]
 
@@ -107,7 +113,7 @@ class Contractions(Gathers):
         spec_of = ",".join("".join(letters[a] for a in v.axes) for v in ops)
         blas = self.matmul(ops, out) if len(ops) == 2 else None
         if blas is None:
-            spec = f"{spec_of}->{''.join(letters[a] for a in out)}"
+            spec = _canonical(f"{spec_of}->{''.join(letters[a] for a in out)}")
             args = ", ".join(v.code for v in ops)
             if risky:
                 return Value(self.temp(f"_rt.einsum_sz('{spec}', False, {args})", kernels=ks),
@@ -118,7 +124,7 @@ class Contractions(Gathers):
         code = checked(code)
         if risky:
             # The matmul result's axes (not ``out``'s order) for the exact fallback.
-            spec = f"{spec_of}->{''.join(letters[a] for a in axes)}"
+            spec = _canonical(f"{spec_of}->{''.join(letters[a] for a in axes)}")
             guard = ", ".join(v.code for v in risky)
             args = ", ".join(v.code for v in ops)
             code = f"{code} if _rt.finite({guard}) else _rt.einsum_sz('{spec}', False, {args})"
@@ -171,6 +177,18 @@ class Contractions(Gathers):
             return False
         extents = {a: g2[a].extent for ops in operands for a in ops}
         return ["einsum_path", *contraction_steps(operands, out, extents, self.sizes)]
+
+
+def _canonical(spec: str) -> str:
+    """``spec`` with its letters renamed in order of first appearance (``'cd->c'`` and
+    ``'de->d'`` are both ``'ab->a'``): a step's code no longer depends on the letters its
+    statement gave its axes, so the same step in two statements (a row sum every adjoint of a
+    chain needs) is one temporary, computed once (:meth:`~.emit.Emitter.temp`)."""
+    names: dict[str, str] = {}
+    for ch in spec:
+        if ch.isalpha() and ch not in names:
+            names[ch] = _LETTERS[len(names)]
+    return "".join(names.get(ch, ch) for ch in spec)
 
 
 def _literal(v: Value) -> bool:

@@ -159,12 +159,21 @@ def finite(*arrays: np.ndarray) -> bool:
     return all(_all_finite(a) for a in arrays)
 
 
+_SMALL_CHECK = 4096
+"""Up to this many entries a boolean mask is the cheapest check (one ufunc call, ~1 µs)."""
+
+
 def _all_finite(a: object) -> bool:
-    """Whether every entry of ``a`` is finite, by its least and greatest entries (NumPy's
-    minimum and maximum propagate nan): no boolean array of ``a``'s size is allocated."""
+    """Whether every entry of ``a`` is finite. A large array is checked without a boolean
+    array of its size: a finite sum proves it in one pass (an inf or nan entry makes the sum
+    inf or nan); only a sum that overflowed is looked at again, by the least and greatest
+    entries (NumPy's minimum and maximum propagate nan)."""
     a = np.asarray(a)
-    if a.size == 0 or a.dtype.kind != "f":
+    if a.size <= _SMALL_CHECK or a.dtype.kind != "f":
         return bool(np.isfinite(a).all())
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, an overflowing sum
+        if math.isfinite(np.add.reduce(a, axis=None)):
+            return True
     return bool(np.isfinite(a.min()) and np.isfinite(a.max()))
 
 
