@@ -199,6 +199,9 @@ class Emitter:
         name = f"{base}{self.tmp}"
         self.emit(f"{name} = {code}", kernels)
         self.memo[code] = name
+        inner = _checked_operand(code)
+        if inner is not None:  # a checked value is the value: np.exp(z) is not computed twice
+            self.memo.setdefault(inner, name)
         return name
 
     def dim_code(self, d: Dim) -> str:
@@ -406,3 +409,16 @@ class Emitter:
         return Value(f"({code})", axes, mask=True, kernels=ks, size=size)
 
     # --- accesses ------------------------------------------------------------------------------
+
+
+def _checked_operand(code: str) -> str | None:
+    """``e`` when ``code`` is ``_rt.checked(e)`` (which returns ``e``'s value or raises)."""
+    head = "_rt.checked("
+    if not (code.startswith(head) and code.endswith(")")):
+        return None
+    inner, depth = code[len(head):-1], 0
+    for ch in inner:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return None  # _rt.checked(a) + f(b): not one call
+    return inner if depth == 0 else None
