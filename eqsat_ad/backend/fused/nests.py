@@ -7,13 +7,14 @@ the checked arrays' rows counted against the guard's box, and a sliding window's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from ...ir.expr import accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
-from .interior import Index
+from .interior import Ceil, Index, holds_on, size_bound
 from .loops import LoopWriter
 from .scans import statement_scans
 from .tiles import TILE, TILE_MIN
@@ -118,8 +119,8 @@ class NestWriter:
             w.lines += body.lines
             self._check_rows(ivs, w)
         w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
-                        f"    _rlo = max({', '.join(lows)})",
-                        f"    _rhi = max(_rlo, min({', '.join(highs)}))"]
+                        f"    _rlo = {_extreme('max', lows)}",
+                        f"    _rhi = max(_rlo, {_extreme('min', highs)})"]
         return self._finish_kernel(group, fused, w, edge_rows.reads)
 
     def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
@@ -141,11 +142,28 @@ class NestWriter:
             b.row, b.tag = row, tag
             return b
 
-        inside = body_writer(w.counter)
-        inside.interior = last.name
-        inside.tile_pre, inside.tile_depth = [], w.depth + 1
-        inside.tile_blocks = len(inside.blocks)
+        def interior_writer(known: tuple[list, list] | None) -> LoopWriter:
+            b = body_writer(w.counter)
+            b.interior, b.known = last.name, known
+            b.tile_pre, b.tile_depth = [], w.depth + 1
+            b.tile_blocks = len(b.blocks)
+            return b
+
+        inside = interior_writer(None)
         reads = [] if whole else self._bodies(group, fused, inside, {last.name, row})
+        # (the interior runs inside [0, extent): _p0 and _p1 of a window's kernel are too)
+        known = ([Affine.constant(0), *inside.lows], [Affine.of_dim(last.extent), *inside.highs])
+        if not whole and inside.lows and any(holds_on(c, *known) for c in inside.conditions):
+            # written again, its bounds known: the brackets they prove are their true branch
+            # (the hoisted sums are the first writing's; a tile's arrays are allocated once)
+            n_top, n_pre = len(top), len(pre)
+            first_lows, first_highs = inside.lows, inside.highs
+            inside = interior_writer(known)
+            self._bodies(group, fused, inside, {last.name, row})
+            top[n_top:] = [x for x in top[n_top:] if x not in top[:n_top]]
+            pre[n_pre:] = [x for x in pre[n_pre:] if x not in pre[:n_pre]]
+            inside.lows = [*first_lows, *inside.lows]  # (the same bounds: kept as proven)
+            inside.highs = [*first_highs, *inside.highs]
         edge = body_writer(inside.counter)
         edge_reads = self._bodies(group, fused, edge, {row})
         reads = edge_reads if whole else reads
@@ -179,15 +197,15 @@ class NestWriter:
         out.lines += edge.lines
         lows = dict.fromkeys([first, *(self._size_code(a) for a in inside.lows)])
         highs = dict.fromkeys([end, *(self._size_code(a) for a in inside.highs)])
-        head = [f"    {lo} = max({', '.join(lows)})",
-                f"    {hi} = max({lo}, min({', '.join(highs)}))"]
+        head = [f"    {lo} = {_extreme('max', lows)}",
+                f"    {hi} = max({lo}, {_extreme('min', highs)})"]
         if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
             head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
         return _Row(out.lines, head, reads, row_lows, row_highs)
 
     @staticmethod
-    def _size_code(a: Affine) -> str:
-        return LoopWriter({}, {}, frozenset()).affine(a, {})[0]
+    def _size_code(a: Affine | Ceil) -> str:
+        return size_bound(a, lambda n: LoopWriter({}, {}, frozenset()).affine(n, {})[0])
 
     def _bodies(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
                 partitioned: set[str | None]) -> list[str]:
@@ -226,7 +244,7 @@ class NestWriter:
                        w: LoopWriter, reads: list[str]) -> tuple[str, list[str]]:
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         checks, self._checking = self._checking, {}
-        lines = w.lines
+        lines = _live_flags(w.lines)
         if checks:  # the bounds as locals; whether an entry was not inside them is returned
             ks = sorted(checks.values())
             size = " * ".join(dim_str(d) for d in group[0].shape)
@@ -252,3 +270,50 @@ class NestWriter:
             elif n not in out:
                 out.append(n)
         return out
+
+
+_FLAG = re.compile(r"^\s*(none\w*) = ")
+
+
+def _live_flags(lines: list[str]) -> list[str]:
+    """``lines`` without the assignments to strong-zero flags (``none<k>``) that nothing reads
+    (a sum's flag whose value no product asks for; in an interior whose brackets are proven,
+    most): a block left empty gets ``pass``."""
+    while True:
+        assigned: dict[str, list[int]] = {}
+        for k, line in enumerate(lines):
+            m = _FLAG.match(line)
+            if m:
+                assigned.setdefault(m.group(1), []).append(k)
+        dead: set[int] = set()
+        for name, at in assigned.items():
+            word = re.compile(rf"\b{name}\b")
+            own = set(at)
+            if not any(word.search(line) for k, line in enumerate(lines) if k not in own):
+                dead |= own
+        if not dead:
+            return lines
+        kept: list[str] = []
+        for k, line in enumerate(lines):
+            if k in dead:
+                continue
+            kept.append(line)
+        lines = _fill_blocks(kept)
+
+
+def _fill_blocks(lines: list[str]) -> list[str]:
+    """``pass`` in every block (a line ending in ``:``) left without a statement."""
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        out.append(line)
+        if line.rstrip().endswith(":") and not line.lstrip().startswith("#"):
+            pad = len(line) - len(line.lstrip())
+            nxt = lines[k + 1] if k + 1 < len(lines) else ""
+            if len(nxt) - len(nxt.lstrip()) <= pad or not nxt.strip():
+                out.append(" " * (pad + 4) + "pass")
+    return out
+
+
+def _extreme(fn: str, codes: Mapping[str, None]) -> str:
+    """``max``/``min`` of the bounds ``codes`` (one bound: itself)."""
+    return f"{fn}({', '.join(codes)})" if len(codes) > 1 else next(iter(codes))
