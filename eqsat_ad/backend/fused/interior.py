@@ -131,7 +131,7 @@ Least = tuple[Fraction, Affine]
 def least_of(var: str, cond: Cmp, env: Mapping[str, Index]) -> Least | None:
     """The affine condition ``cond`` as ``b >= 0``, by the least value of ``b`` over the spans
     of the indices other than ``var`` (None when not of that form)."""
-    if cond.op not in ("<", "<=", ">", ">="):
+    if not isinstance(cond, Cmp) or cond.op not in ("<", "<=", ">", ">="):
         return None
     a = cond.lhs - cond.rhs
     den = a.const.denominator

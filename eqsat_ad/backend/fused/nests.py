@@ -17,6 +17,7 @@ from ...ir.program import Statement
 from .interior import Ceil, Index, holds_on, size_bound
 from .loops import LoopWriter
 from .scans import statement_scans
+from .steps import LAST, STEPS, Step, stepped, stepping
 from .tiles import TILE, TILE_MIN
 
 __all__ = ["NestWriter"]
@@ -42,6 +43,9 @@ class NestWriter:
     _sizes: tuple[str, ...]
     _checking: dict[str, int]
     _ranged: str | None
+    # a stepped group being written (.steps): c, and whether each multiple is followed by
+    # c - 1 points of 0.0
+    _step: tuple[int, bool] | None = None
 
     def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
         w = LoopWriter(self._shapes, fused, self._relations)
@@ -124,11 +128,17 @@ class NestWriter:
         return self._finish_kernel(group, fused, w, edge_rows.reads)
 
     def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
-             top: list[str], hoisted: dict, row: str | None, whole: bool = False) -> _Row:
+             top: list[str], hoisted: dict, row: str | None, whole: bool = False,
+             span: tuple[str, str] | None = None) -> _Row:
         """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
         interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
-        loop with every guard; ``row``: the next outer output variable, when these are its
-        interior rows (their guards along it dropped)."""
+        loop with every guard (over ``span``, when given); ``row``: the next outer output
+        variable, when these are its interior rows (their guards along it dropped). A group
+        that is 0 off the multiples of ``c`` steps over them (:mod:`.steps`)."""
+        step = None if self._ranged or self._step or whole else stepping(group,
+                                                                           self._relations)
+        if step is not None:
+            return self._stepped_row(group, fused, w, top, hoisted, row, step)
         ivs = group[0].indices
         last, tag = ivs[-1], "r" if row is not None else ""
         pre: list[str] = []
@@ -170,8 +180,8 @@ class NestWriter:
         row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
         out.lines += pre  # the sums free of the innermost index, once per outer point
         # a kernel of a sliding window (.windows) runs the points [_p0, _p1) of its extent
-        first, end = ("_p0", "_p1") if self._ranged else ("0", dim_str(last.extent))
-        start = "_p0, " if self._ranged else ""
+        first, end = ("_p0", "_p1") if self._ranged else span or ("0", dim_str(last.extent))
+        start = f"{first}, " if first != "0" else ""
         if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
             out.emit(f"for {last.name} in range({start}{end}):")
             out.lines += edge.lines
@@ -203,6 +213,36 @@ class NestWriter:
             head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
         return _Row(out.lines, head, reads, row_lows, row_highs)
 
+    def _stepped_row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
+                     top: list[str], hoisted: dict, row: str | None, step: Step) -> _Row:
+        """The innermost loop of a group that is +0.0 off the multiples of ``c``: ``k`` over
+        the whole steps (partitioned as any loop), each storing its multiple ``c·k`` and 0.0 at
+        the ``c - 1`` points after it; then the last multiple (every guard) and the points
+        after it (0.0). No point tests ``v % c``."""
+        last = group[0].indices[-1]
+        extent = dim_str(last.extent)
+        steps = stepped(group, step, STEPS)
+        self._step = (step.c, True)
+        try:
+            whole = self._row(steps, fused, w, top, hoisted, row)
+            self._step = (step.c, False)  # the last multiple: not followed by c - 1 points
+            tail = self._row(steps, fused, w, top, hoisted, row, whole=True,
+                             span=(STEPS, LAST))
+        finally:
+            self._step = None
+        lines = [*whole.lines, *tail.lines]
+        pad = " " * (4 * w.depth)
+        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
+        at = ", ".join([*(iv.name for iv in group[0].indices[:-1]), last.name])
+        lines.append(f"{pad}for {last.name} in range({step.c} * {STEPS} + 1, {extent}):  "
+                     f"# after the last multiple of {step.c}: 0")
+        lines += [f"{pad}    {out}[{at}] = F(0)" for out in outs]
+        head = [f"    {STEPS} = {extent} // {step.c}", f"    {LAST} = -(-{extent} // {step.c})",
+                *whole.head, *tail.head]
+        reads = [*whole.reads, *(r for r in tail.reads if r not in whole.reads)]
+        return _Row(lines, head, reads, [*whole.row_lows, *tail.row_lows],
+                    [*whole.row_highs, *tail.row_highs])
+
     @staticmethod
     def _size_code(a: Affine | Ceil) -> str:
         return size_bound(a, lambda n: LoopWriter({}, {}, frozenset()).affine(n, {})[0])
@@ -218,6 +258,13 @@ class NestWriter:
             target = f"np.uintp({target} - _po)"
         elif self._ranged is not None:
             target = f"np.uintp({target})"
+        zeros: list[str] = []
+        if self._step is not None:  # the multiple c·k (k >= 0: unsigned), 0.0 after it
+            c, after = self._step
+            at = [iv.name for iv in first.indices]
+            target = ", ".join([*at[:-1], f"np.uintp({c} * {at[-1]})"])
+            zeros = [", ".join([*at[:-1], f"np.uintp({c} * {at[-1]} + {r})"])
+                     for r in range(1, c)] if after else []
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
@@ -226,6 +273,8 @@ class NestWriter:
                    for a, b in zip(s.indices, first.indices, strict=True)}
             v, _ = w.expr(s.body, env)
             w.emit(f"{out}[{target}] = {v}")
+            for z in zeros:
+                w.emit(f"{out}[{z}] = F(0)")
             reads += [r for r in self._reads(s, fused) if r not in reads]
         return reads
 
