@@ -110,6 +110,9 @@ def test_e9_kernels_step_over_the_even_points() -> None:
     # w_bar: the guard 2i < N and the bracket [N > 2i] hold on [0, ceil(N / 2))
     assert [line.strip() for line in _interior_body(g.source, "w_bar")] == [
         "_out[i] = x[np.uintp(2 * i)]"]
+    # and past ceil(N / 2), where the bracket is false, it stores 0.0 (no guarded reads)
+    w_bar = g.source.split("def _k_w_bar(")[1].split("\n@nb.njit")[0]
+    assert "for i in range(_s1, N):  # where a bracket is false: 0\n        _out[i] = F(0)" in w_bar
 
 
 # --- more programs: strides, relations, two dimensions ---------------------------------------
@@ -184,6 +187,32 @@ def test_fractional_reads_step_only_where_the_odd_points_are_plus_zero(
     assert ("%" not in kernel) == steps, kernel
     for n in (1, 2, 3, 4, 5, 8, 9):
         args = _arguments(prog, {"N": n}, n, poison)
+        with np.errstate(all="ignore"):
+            want = evaluate(prog, **args)
+            _same(fused(**args), np.asarray(want))
+
+
+# Products with brackets that bound the point by sizes: 0.0 stored outside the range where
+# they hold (their strong zero: inf and nan of the other factors give 0 there), the rest inside.
+BRACKETED = {
+    "both_ends": "def f(x: [N]):\n    y[i: N] = (i >= 3) * (2 * i < N) * x[i]\n    return y\n",
+    "nested": "def f(x: [N]):\n    y[i: N] = x[i] * ((i + 2 < N) * (x[i] * x[i]))\n    return y\n",
+    "strided": "def f(x: [N]):\n    y[i: N] = (N - 3 * i > 1) * x[2 * i]\n    return y\n",
+    "rows": "def f(A: [N, M]):\n    y[i: N, j: M] = (j + 1 < M) * (A[i, j + 1] - A[i, j])\n"
+            "    return y\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BRACKETED))
+@pytest.mark.parametrize("poison", [None, np.inf, np.nan])
+def test_brackets_on_the_point_bound_its_loop(name: str, poison: float | None) -> None:
+    prog = ea.parse(BRACKETED[name])
+    fused = ea.compile(prog, backend="numba", optimize=False)
+    assert fused.compiled.schedule.placement["y"] == "loop"
+    kernel = fused.source.split("def _k_y(")[1].split("\n@nb.njit")[0]
+    assert "# where a bracket is false: 0" in kernel
+    for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 20):
+        args = _arguments(prog, {"N": n, "M": n % 4 + 1}, n, poison)
         with np.errstate(all="ignore"):
             want = evaluate(prog, **args)
             _same(fused(**args), np.asarray(want))

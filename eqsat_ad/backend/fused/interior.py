@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from ...ir.expr import Cmp
+from ...ir.expr import Binary, Bracket, Cmp, Expr
 from ...ir.index import Affine, Dim
 
 __all__ = ["Ceil", "Index", "bounds_of", "exact_of", "holds_on", "least_of", "requirement",
-           "size_bound"]
+           "size_bound", "support"]
 
 
 @dataclass(frozen=True)
@@ -167,3 +167,37 @@ def size_bound(b: Bound, affine_code: Callable[[Affine], str]) -> str:
     n, d = _parts(b)
     code = affine_code(n)
     return code if d == 1 else f"-(-({code}) // {d})"
+
+
+def support(body: Expr, var: str) -> tuple[Expr, list[Bound], list[Bound]] | None:
+    """The bracket factors of ``body`` (products at its top) whose conditions bound ``var`` by
+    sizes alone: ``body`` without them, and the lows and highs of the range where they all
+    hold (outside it the body is their strong zero, +0.0 whatever the other factors are).
+    A removed factor leaves its sibling in its place, as the loop writer writes ``[c] * X``
+    (``X``): the products are the same. None: no such factor."""
+    lows: list[Bound] = []
+    highs: list[Bound] = []
+
+    def strip(e: Expr) -> Expr | None:
+        if isinstance(e, Bracket) and isinstance(e.pred, Cmp):
+            least = least_of(var, e.pred, {var: Index(var, exact=Affine.var(var))})
+            if least is not None and least[0] != 0:
+                k, r = least  # k·var + r >= 0
+                m = abs(int(k))
+                if k > 0:
+                    lows.append(_ceil(-r, m))
+                else:  # var <= r / m
+                    highs.append(_ceil(r + 1, m))
+                return None
+            return e
+        if isinstance(e, Binary) and e.op == "*":
+            a, b = strip(e.lhs), strip(e.rhs)
+            if a is None or b is None:
+                return a if b is None else b
+            return e if (a is e.lhs and b is e.rhs) else Binary("*", a, b, e.loc)
+        return e
+
+    out = strip(body)
+    if out is None or not (lows or highs):  # (a bare bracket: its 1 is no body)
+        return None
+    return out, lows, highs

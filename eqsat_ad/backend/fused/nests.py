@@ -14,7 +14,7 @@ from typing import NamedTuple
 from ...ir.expr import accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
-from .interior import Ceil, Index, holds_on, size_bound
+from .interior import Ceil, Index, holds_on, size_bound, support
 from .loops import LoopWriter
 from .scans import statement_scans
 from .steps import LAST, STEPS, Step, stepped, stepping
@@ -129,17 +129,24 @@ class NestWriter:
 
     def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
              top: list[str], hoisted: dict, row: str | None, whole: bool = False,
-             span: tuple[str, str] | None = None) -> _Row:
+             span: tuple[str, str] | None = None, within: tuple[list, list] = ([], [])
+             ) -> _Row:
         """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
         interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
         loop with every guard (over ``span``, when given); ``row``: the next outer output
         variable, when these are its interior rows (their guards along it dropped). A group
-        that is 0 off the multiples of ``c`` steps over them (:mod:`.steps`)."""
+        that is 0 off the multiples of ``c`` steps over them (:mod:`.steps`); a statement
+        that is a bracket's strong zero outside a range of sizes runs that range (``within``:
+        its bounds), 0.0 stored outside it."""
         step = None if self._ranged or self._step or whole else stepping(group,
                                                                            self._relations)
         if step is not None:
             return self._stepped_row(group, fused, w, top, hoisted, row, step)
         ivs = group[0].indices
+        if not self._ranged and self._step is None and span is None and len(group) == 1:
+            found = support(group[0].body, ivs[-1].name)
+            if found is not None:
+                return self._supported_row(group[0], found, fused, w, top, hoisted, row, whole)
         last, tag = ivs[-1], "r" if row is not None else ""
         pre: list[str] = []
         out = LoopWriter(self._shapes, fused, self._relations, depth=w.depth)
@@ -162,7 +169,8 @@ class NestWriter:
         inside = interior_writer(None)
         reads = [] if whole else self._bodies(group, fused, inside, {last.name, row})
         # (the interior runs inside [0, extent): _p0 and _p1 of a window's kernel are too)
-        known = ([Affine.constant(0), *inside.lows], [Affine.of_dim(last.extent), *inside.highs])
+        known = ([Affine.constant(0), *within[0], *inside.lows],
+                 [Affine.of_dim(last.extent), *within[1], *inside.highs])
         if not whole and inside.lows and any(holds_on(c, *known) for c in inside.conditions):
             # written again, its bounds known: the brackets they prove are their true branch
             # (the hoisted sums are the first writing's; a tile's arrays are allocated once)
@@ -212,6 +220,33 @@ class NestWriter:
         if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
             head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
         return _Row(out.lines, head, reads, row_lows, row_highs)
+
+    def _supported_row(self, s: Statement, found: tuple, fused: dict[str, Statement],
+                       w: LoopWriter, top: list[str], hoisted: dict, row: str | None,
+                       whole: bool) -> _Row:
+        """The innermost loop of ``s``, a product with brackets that bound its variable by
+        sizes (:func:`~.interior.support`): 0.0 stored before and after the range where they
+        hold, ``s`` without them inside it (partitioned as any loop)."""
+        body, lows, highs = found
+        last = s.indices[-1]
+        extent = dim_str(last.extent)
+        tag = "r" if row is not None else ""
+        lo, hi = f"_s0{tag}", f"_s1{tag}"
+        inside = Statement(s.name, s.indices, body, s.loc)
+        ranged = self._row([inside], fused, w, top, hoisted, row, whole=whole, span=(lo, hi),
+                           within=(lows, highs))
+        low = _extreme("max", dict.fromkeys(["0", *map(self._size_code, lows)]))
+        high = _extreme("min", dict.fromkeys([extent, *map(self._size_code, highs)]))
+        head = [f"    {lo} = min({low}, {extent})", f"    {hi} = max({lo}, {high})"]
+        pad = " " * (4 * w.depth)
+        at = ", ".join(iv.name for iv in s.indices)
+        zero = [f"{pad}    _out[{at}] = F(0)"]
+        lines = [f"{pad}for {last.name} in range({lo}):  # where a bracket is false: 0", *zero,
+                 *ranged.lines,
+                 f"{pad}for {last.name} in range({hi}, {extent}):  # where a bracket is false: 0",
+                 *zero]
+        return _Row(lines, [*head, *ranged.head], ranged.reads, ranged.row_lows,
+                    ranged.row_highs)
 
     def _stepped_row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
                      top: list[str], hoisted: dict, row: str | None, step: Step) -> _Row:
