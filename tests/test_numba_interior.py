@@ -109,7 +109,7 @@ def test_e9_kernels_step_over_the_even_points() -> None:
     assert "_out[np.uintp(2 * i_k)] = w[np.uintp(i_k)]" in _interior_body(g.source, "x_bar")[0]
     # w_bar: the guard 2i < N and the bracket [N > 2i] hold on [0, ceil(N / 2))
     assert [line.strip() for line in _interior_body(g.source, "w_bar")] == [
-        "_out[i] = x[np.uintp(2 * i)]"]
+        "_out[i] = x[min(np.uintp(2 * i), np.uintp(N - 1))]"]  # (clamped: no gathers)
     # and past ceil(N / 2), where the bracket is false, it stores 0.0 (no guarded reads)
     w_bar = g.source.split("def _k_w_bar(")[1].split("\n@nb.njit")[0]
     assert "for i in range(_s1, N):  # where a bracket is false: 0\n        _out[i] = F(0)" in w_bar
