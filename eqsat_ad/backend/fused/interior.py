@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from ...ir.expr import Binary, Bracket, Cmp, Expr
+from ...ir.expr import And, Binary, Bracket, Cmp, Expr, Pred
 from ...ir.index import Affine, Dim
 
 __all__ = ["Ceil", "Index", "bounds_of", "exact_of", "holds_on", "least_of", "requirement",
-           "size_bound", "support"]
+           "signed", "size_bound", "support", "unproved"]
 
 
 @dataclass(frozen=True)
@@ -201,3 +201,35 @@ def support(body: Expr, var: str) -> tuple[Expr, list[Bound], list[Bound]] | Non
     if out is None or not (lows or highs):  # (a bare bracket: its 1 is no body)
         return None
     return out, lows, highs
+
+
+def unproved(p: Pred, var: str, env: Mapping[str, Index], known: tuple[list, list] | None,
+             conditions: list[Least]) -> Pred | None:
+    """``p`` in the interior of ``var`` less the affine conditions that hold at every point of
+    it (its bounds ``known``); None when nothing is left. Before the bounds are known, the
+    conditions that might are noted in ``conditions`` (whether a second writing would gain)."""
+    parts = p.preds if isinstance(p, And) else (p,)
+    kept: list[Pred] = []
+    for q in parts:
+        least = least_of(var, q, env) if isinstance(q, Cmp) else None
+        if least is not None and known is None:
+            conditions.append(least)
+        if least is None or known is None or not holds_on(least, *known):
+            kept.append(q)
+    if not kept:
+        return None
+    return p if len(kept) == len(parts) else kept[0] if len(kept) == 1 else And(tuple(kept))
+
+
+def signed(code: str) -> str:
+    """Index code ``code`` without its unsigned conversion (a value to compute with: Numba
+    makes the sum of an unsigned and a signed integer a float)."""
+    if code.startswith("min(np.uintp("):  # a clamped strided read: its index
+        depth = 0
+        for k, ch in enumerate(code[len("min("):], start=len("min(")):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and ch == ")":
+                return signed(code[len("min("):k + 1])
+    if code.startswith("np.uintp(") and code.endswith(")"):
+        return code[len("np.uintp("):-1]
+    return code

@@ -40,7 +40,7 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .brackets import bounds, solve_order
-from .interior import Index, bounds_of, exact_of, holds_on, least_of, requirement
+from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
 from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
@@ -282,7 +282,8 @@ class LoopWriter:
         if isinstance(e, Access):
             return self.read(e, env)
         if isinstance(e, Bracket):
-            p = self.unproved(e.pred, env)
+            p = e.pred if self.interior is None or self.views is not None else unproved(
+                e.pred, self.interior, env, self.known, self.conditions)
             if p is None:  # true at every point of the interior: 1, never a strong zero
                 return "F(1)", None
             c = self.pred(p, env)
@@ -300,25 +301,6 @@ class LoopWriter:
         if isinstance(e, Sum):
             return self.sum(e, env)
         raise Unsupported(f"no loop code for {type(e).__name__}")
-
-    def unproved(self, p: Pred, env: Mapping[str, Index]) -> Pred | None:
-        """``p`` less the affine conditions that hold at every point of the interior (its
-        bounds :attr:`known`); None when nothing is left. Before the bounds are known, the
-        conditions that might are noted in :attr:`conditions`."""
-        var = self.interior
-        if var is None or self.views is not None:
-            return p
-        kept: list[Pred] = []
-        for q in p.preds if isinstance(p, And) else (p,):
-            least = least_of(var, q, env) if isinstance(q, Cmp) else None
-            if least is not None and self.known is None:
-                self.conditions.append(least)
-            if least is None or self.known is None or not holds_on(least, *self.known):
-                kept.append(q)
-        if not kept:
-            return None
-        return p if len(kept) == len(p.preds if isinstance(p, And) else (p,)) else (
-            kept[0] if len(kept) == 1 else And(tuple(kept)))
 
     def binary(self, e: Binary, env: Mapping[str, Index]) -> tuple[str, str | None]:
         a, az = self.expr(e.lhs, env)
@@ -611,20 +593,6 @@ class LoopWriter:
                ) -> tuple[str, str, Expr, bool, tuple[str, int, Affine] | None]:
         """:func:`~.brackets.bounds` with this writer's code and :data:`UNROLL`."""
         return bounds(self, name, extent, body, env, UNROLL)
-
-
-def signed(code: str) -> str:
-    """Index code ``code`` without its unsigned conversion (a value to compute with: Numba
-    makes the sum of an unsigned and a signed integer a float)."""
-    if code.startswith("min(np.uintp("):  # a clamped strided read: its index
-        depth = 0
-        for k, ch in enumerate(code[len("min("):], start=len("min(")):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0 and ch == ")":
-                return signed(code[len("min("):k + 1])
-    if code.startswith("np.uintp(") and code.endswith(")"):
-        return code[len("np.uintp("):-1]
-    return code
 
 
 def shifted(code: str, by: str) -> str:
