@@ -168,9 +168,9 @@ class NestWriter:
 
         inside = interior_writer(None)
         reads = [] if whole else self._bodies(group, fused, inside, {last.name, row})
-        # (the interior runs inside [0, extent): _p0 and _p1 of a window's kernel are too)
-        known = ([Affine.constant(0), *within[0], *inside.lows],
-                 [Affine.of_dim(last.extent), *within[1], *inside.highs])
+        # (the interior runs inside [0, extent); a window's kernel from _p0 >= 0 on)
+        ends = [] if self._ranged else [Affine.of_dim(last.extent)]
+        known = ([Affine.constant(0), *within[0], *inside.lows], [*ends, *within[1], *inside.highs])
         if not whole and inside.lows and any(holds_on(c, *known) for c in inside.conditions):
             # written again, its bounds known: the brackets they prove are their true branch
             # (the hoisted sums are the first writing's; a tile's arrays are allocated once)
