@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from ...ir.expr import accessed_names
+from ...ir.expr import Expr, accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
 from .interior import Ceil, Index, holds_on, size_bound, support
@@ -221,7 +221,8 @@ class NestWriter:
             head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
         return _Row(out.lines, head, reads, row_lows, row_highs)
 
-    def _supported_row(self, s: Statement, found: tuple, fused: dict[str, Statement],
+    def _supported_row(self, s: Statement, found: tuple[Expr, list, list],
+                       fused: dict[str, Statement],
                        w: LoopWriter, top: list[str], hoisted: dict, row: str | None,
                        whole: bool) -> _Row:
         """The innermost loop of ``s``, a product with brackets that bound its variable by
@@ -259,13 +260,13 @@ class NestWriter:
         steps = stepped(group, step, STEPS)
         self._step = (step.c, True)
         try:
-            whole = self._row(steps, fused, w, top, hoisted, row)
+            main = self._row(steps, fused, w, top, hoisted, row)
             self._step = (step.c, False)  # the last multiple: not followed by c - 1 points
             tail = self._row(steps, fused, w, top, hoisted, row, whole=True,
                              span=(STEPS, LAST))
         finally:
             self._step = None
-        lines = [*whole.lines, *tail.lines]
+        lines = [*main.lines, *tail.lines]
         pad = " " * (4 * w.depth)
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         at = ", ".join([*(iv.name for iv in group[0].indices[:-1]), last.name])
@@ -273,10 +274,10 @@ class NestWriter:
                      f"# after the last multiple of {step.c}: 0")
         lines += [f"{pad}    {out}[{at}] = F(0)" for out in outs]
         head = [f"    {STEPS} = {extent} // {step.c}", f"    {LAST} = -(-{extent} // {step.c})",
-                *whole.head, *tail.head]
-        reads = [*whole.reads, *(r for r in tail.reads if r not in whole.reads)]
-        return _Row(lines, head, reads, [*whole.row_lows, *tail.row_lows],
-                    [*whole.row_highs, *tail.row_highs])
+                *main.head, *tail.head]
+        reads = [*main.reads, *(r for r in tail.reads if r not in main.reads)]
+        return _Row(lines, head, reads, [*main.row_lows, *tail.row_lows],
+                    [*main.row_highs, *tail.row_highs])
 
     @staticmethod
     def _size_code(a: Affine | Ceil) -> str:
