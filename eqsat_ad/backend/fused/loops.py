@@ -40,7 +40,7 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .brackets import bounds, solve_order
-from .interior import Index, bounds_of, exact_of, requirement
+from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
 from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
@@ -177,6 +177,11 @@ class LoopWriter:
     # interior's start LLVM does not see is not negative: a signed index takes Numba's
     # wraparound branch, which keeps the read from vectorizing)
     unsigned_interior: bool = False
+    # the interior's bounds, once known (a second writing of it, .nests): brackets that hold
+    # at every point of it are written as their true branch; before that, the conditions that
+    # might (whether a second writing would gain)
+    known: tuple[list, list] | None = None
+    conditions: list = field(default_factory=list)
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -245,15 +250,24 @@ class LoopWriter:
             codes.append(code)
             var = a.as_var()
             if var is not None and env[var].extent is not None and env[var].extent == d:
-                if self.unsigned_interior and env[var].code == self.interior:
+                # a loop variable over exactly this axis (or a tap inside it): not negative, so
+                # in the interior the read is unsigned (no wraparound select for Numba)
+                if (self.unsigned_interior and env[var].code == self.interior) or (
+                        self.interior is not None and env[var].exact is not None):
                     codes[-1] = f"np.uintp({code})"
-                continue  # a loop variable over exactly this axis
+                continue
             inside = self.interior is not None or self.row is not None
             b = bounds_of(a, env) if den == 1 and inside else None
             if b is not None and self.holds_inside(b[0], b[1], d):
                 # in range everywhere in the interior: unsigned, so Numba adds no wraparound
                 # branch for negative indices
                 codes[-1] = f"np.uintp({code})" if not code.isdigit() else code
+                if self.interior is not None and not self.shift and abs(
+                        b[0].coeff(self.interior)) > 1:
+                    # a strided read: LLVM vectorizes it with gathers, slower on the machines
+                    # measured (E9: 3x) than the scalar loop it keeps with the index clamped
+                    # to the axis (a no-op here: the index is in range)
+                    codes[-1] = f"min({codes[-1]}, np.uintp({dim_str(d)} - 1))"
                 continue
             nonneg = a.const >= 0 and all(c > 0 for _, c in a.index + a.sizes)
             atom = code if code.isidentifier() or code.isdigit() else f"({code})"
@@ -268,7 +282,11 @@ class LoopWriter:
         if isinstance(e, Access):
             return self.read(e, env)
         if isinstance(e, Bracket):
-            c = self.pred(e.pred, env)
+            p = e.pred if self.interior is None or self.views is not None else unproved(
+                e.pred, self.interior, env, self.known, self.conditions)
+            if p is None:  # true at every point of the interior: 1, never a strong zero
+                return "F(1)", None
+            c = self.pred(p, env)
             return f"(F(1) if {c} else F(0))", f"not ({c})"
         if isinstance(e, Neg):
             v, z = self.expr(e.arg, env)
@@ -287,6 +305,10 @@ class LoopWriter:
     def binary(self, e: Binary, env: Mapping[str, Index]) -> tuple[str, str | None]:
         a, az = self.expr(e.lhs, env)
         b, bz = self.expr(e.rhs, env)
+        if e.op == "*" and a == "F(1)" and az is None:  # 1 * b is b (inf, nan and -0 too)
+            return b, bz
+        if e.op == "*" and b == "F(1)" and bz is None:
+            return a, az
         if e.op in "+-":
             if az == "True" and e.op == "+":
                 return b, bz
@@ -362,8 +384,9 @@ class LoopWriter:
         codes, conds = self._in_range(e.indices, dims, env)
         if e.name in self.shift:
             codes[-1] = shifted(codes[-1], self.shift[e.name])
-        if e.name in self.fused:
+        if e.name in self.fused:  # signed codes: the producer's body computes with them
             exact = [exact_of(a, env) for a in e.indices]
+            codes = [signed(c) for c in codes]
             return self.inline(self.fused[e.name], codes, conds, env, exact), None
         if self.views is not None and not conds:  # in a tile: contiguous reads as views
             tiled = view(self, e, codes, env)

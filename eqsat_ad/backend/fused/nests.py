@@ -7,15 +7,17 @@ the checked arrays' rows counted against the guard's box, and a sliding window's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from ...ir.expr import accessed_names
+from ...ir.expr import Expr, accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
-from .interior import Index
+from .interior import Ceil, Index, holds_on, size_bound, support
 from .loops import LoopWriter
 from .scans import statement_scans
+from .steps import LAST, STEPS, Step, stepped, stepping
 from .tiles import TILE, TILE_MIN
 
 __all__ = ["NestWriter"]
@@ -41,6 +43,9 @@ class NestWriter:
     _sizes: tuple[str, ...]
     _checking: dict[str, int]
     _ranged: str | None
+    # a stepped group being written (.steps): c, and whether each multiple is followed by
+    # c - 1 points of 0.0
+    _step: tuple[int, bool] | None = None
 
     def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
         w = LoopWriter(self._shapes, fused, self._relations)
@@ -118,17 +123,30 @@ class NestWriter:
             w.lines += body.lines
             self._check_rows(ivs, w)
         w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
-                        f"    _rlo = max({', '.join(lows)})",
-                        f"    _rhi = max(_rlo, min({', '.join(highs)}))"]
+                        f"    _rlo = {_extreme('max', lows)}",
+                        f"    _rhi = max(_rlo, {_extreme('min', highs)})"]
         return self._finish_kernel(group, fused, w, edge_rows.reads)
 
     def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
-             top: list[str], hoisted: dict, row: str | None, whole: bool = False) -> _Row:
+             top: list[str], hoisted: dict, row: str | None, whole: bool = False,
+             span: tuple[str, str] | None = None, within: tuple[list, list] = ([], [])
+             ) -> _Row:
         """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
         interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
-        loop with every guard; ``row``: the next outer output variable, when these are its
-        interior rows (their guards along it dropped)."""
+        loop with every guard (over ``span``, when given); ``row``: the next outer output
+        variable, when these are its interior rows (their guards along it dropped). A group
+        that is 0 off the multiples of ``c`` steps over them (:mod:`.steps`); a statement
+        that is a bracket's strong zero outside a range of sizes runs that range (``within``:
+        its bounds), 0.0 stored outside it."""
+        step = None if self._ranged or self._step or whole else stepping(group,
+                                                                           self._relations)
+        if step is not None:
+            return self._stepped_row(group, fused, w, top, hoisted, row, step)
         ivs = group[0].indices
+        if not self._ranged and self._step is None and span is None and len(group) == 1:
+            found = support(group[0].body, ivs[-1].name)
+            if found is not None:
+                return self._supported_row(group[0], found, fused, w, top, hoisted, row, whole)
         last, tag = ivs[-1], "r" if row is not None else ""
         pre: list[str] = []
         out = LoopWriter(self._shapes, fused, self._relations, depth=w.depth)
@@ -141,19 +159,37 @@ class NestWriter:
             b.row, b.tag = row, tag
             return b
 
-        inside = body_writer(w.counter)
-        inside.interior = last.name
-        inside.tile_pre, inside.tile_depth = [], w.depth + 1
-        inside.tile_blocks = len(inside.blocks)
+        def interior_writer(known: tuple[list, list] | None) -> LoopWriter:
+            b = body_writer(w.counter)
+            b.interior, b.known = last.name, known
+            b.tile_pre, b.tile_depth = [], w.depth + 1
+            b.tile_blocks = len(b.blocks)
+            return b
+
+        inside = interior_writer(None)
         reads = [] if whole else self._bodies(group, fused, inside, {last.name, row})
+        # (the interior runs inside [0, extent); a window's kernel from _p0 >= 0 on)
+        ends = [] if self._ranged else [Affine.of_dim(last.extent)]
+        known = ([Affine.constant(0), *within[0], *inside.lows], [*ends, *within[1], *inside.highs])
+        if not whole and inside.lows and any(holds_on(c, *known) for c in inside.conditions):
+            # written again, its bounds known: the brackets they prove are their true branch
+            # (the hoisted sums are the first writing's; a tile's arrays are allocated once)
+            n_top, n_pre = len(top), len(pre)
+            first_lows, first_highs = inside.lows, inside.highs
+            inside = interior_writer(known)
+            self._bodies(group, fused, inside, {last.name, row})
+            top[n_top:] = [x for x in top[n_top:] if x not in top[:n_top]]
+            pre[n_pre:] = [x for x in pre[n_pre:] if x not in pre[:n_pre]]
+            inside.lows = [*first_lows, *inside.lows]  # (the same bounds: kept as proven)
+            inside.highs = [*first_highs, *inside.highs]
         edge = body_writer(inside.counter)
         edge_reads = self._bodies(group, fused, edge, {row})
         reads = edge_reads if whole else reads
         row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
         out.lines += pre  # the sums free of the innermost index, once per outer point
         # a kernel of a sliding window (.windows) runs the points [_p0, _p1) of its extent
-        first, end = ("_p0", "_p1") if self._ranged else ("0", dim_str(last.extent))
-        start = "_p0, " if self._ranged else ""
+        first, end = ("_p0", "_p1") if self._ranged else span or ("0", dim_str(last.extent))
+        start = f"{first}, " if first != "0" else ""
         if not inside.lows and not inside.tile_pre:  # nothing to gain: one loop, every guard
             out.emit(f"for {last.name} in range({start}{end}):")
             out.lines += edge.lines
@@ -179,15 +215,73 @@ class NestWriter:
         out.lines += edge.lines
         lows = dict.fromkeys([first, *(self._size_code(a) for a in inside.lows)])
         highs = dict.fromkeys([end, *(self._size_code(a) for a in inside.highs)])
-        head = [f"    {lo} = max({', '.join(lows)})",
-                f"    {hi} = max({lo}, min({', '.join(highs)}))"]
+        head = [f"    {lo} = {_extreme('max', lows)}",
+                f"    {hi} = max({lo}, {_extreme('min', highs)})"]
         if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
             head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
         return _Row(out.lines, head, reads, row_lows, row_highs)
 
+    def _supported_row(self, s: Statement, found: tuple[Expr, list, list],
+                       fused: dict[str, Statement],
+                       w: LoopWriter, top: list[str], hoisted: dict, row: str | None,
+                       whole: bool) -> _Row:
+        """The innermost loop of ``s``, a product with brackets that bound its variable by
+        sizes (:func:`~.interior.support`): 0.0 stored before and after the range where they
+        hold, ``s`` without them inside it (partitioned as any loop)."""
+        body, lows, highs = found
+        last = s.indices[-1]
+        extent = dim_str(last.extent)
+        tag = "r" if row is not None else ""
+        lo, hi = f"_s0{tag}", f"_s1{tag}"
+        inside = Statement(s.name, s.indices, body, s.loc)
+        ranged = self._row([inside], fused, w, top, hoisted, row, whole=whole, span=(lo, hi),
+                           within=(lows, highs))
+        low = _extreme("max", dict.fromkeys(["0", *map(self._size_code, lows)]))
+        high = _extreme("min", dict.fromkeys([extent, *map(self._size_code, highs)]))
+        head = [f"    {lo} = min({low}, {extent})", f"    {hi} = max({lo}, {high})"]
+        pad = " " * (4 * w.depth)
+        at = ", ".join(iv.name for iv in s.indices)
+        zero = [f"{pad}    _out[{at}] = F(0)"]
+        lines = [f"{pad}for {last.name} in range({lo}):  # where a bracket is false: 0", *zero,
+                 *ranged.lines,
+                 f"{pad}for {last.name} in range({hi}, {extent}):  # where a bracket is false: 0",
+                 *zero]
+        return _Row(lines, [*head, *ranged.head], ranged.reads, ranged.row_lows,
+                    ranged.row_highs)
+
+    def _stepped_row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
+                     top: list[str], hoisted: dict, row: str | None, step: Step) -> _Row:
+        """The innermost loop of a group that is +0.0 off the multiples of ``c``: ``k`` over
+        the whole steps (partitioned as any loop), each storing its multiple ``c·k`` and 0.0 at
+        the ``c - 1`` points after it; then the last multiple (every guard) and the points
+        after it (0.0). No point tests ``v % c``."""
+        last = group[0].indices[-1]
+        extent = dim_str(last.extent)
+        steps = stepped(group, step, STEPS)
+        self._step = (step.c, True)
+        try:
+            main = self._row(steps, fused, w, top, hoisted, row)
+            self._step = (step.c, False)  # the last multiple: not followed by c - 1 points
+            tail = self._row(steps, fused, w, top, hoisted, row, whole=True,
+                             span=(STEPS, LAST))
+        finally:
+            self._step = None
+        lines = [*main.lines, *tail.lines]
+        pad = " " * (4 * w.depth)
+        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
+        at = ", ".join([*(iv.name for iv in group[0].indices[:-1]), last.name])
+        lines.append(f"{pad}for {last.name} in range({step.c} * {STEPS} + 1, {extent}):  "
+                     f"# after the last multiple of {step.c}: 0")
+        lines += [f"{pad}    {out}[{at}] = F(0)" for out in outs]
+        head = [f"    {STEPS} = {extent} // {step.c}", f"    {LAST} = -(-{extent} // {step.c})",
+                *main.head, *tail.head]
+        reads = [*main.reads, *(r for r in tail.reads if r not in main.reads)]
+        return _Row(lines, head, reads, [*main.row_lows, *tail.row_lows],
+                    [*main.row_highs, *tail.row_highs])
+
     @staticmethod
-    def _size_code(a: Affine) -> str:
-        return LoopWriter({}, {}, frozenset()).affine(a, {})[0]
+    def _size_code(a: Affine | Ceil) -> str:
+        return size_bound(a, lambda n: LoopWriter({}, {}, frozenset()).affine(n, {})[0])
 
     def _bodies(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
                 partitioned: set[str | None]) -> list[str]:
@@ -200,6 +294,13 @@ class NestWriter:
             target = f"np.uintp({target} - _po)"
         elif self._ranged is not None:
             target = f"np.uintp({target})"
+        zeros: list[str] = []
+        if self._step is not None:  # the multiple c·k (k >= 0: unsigned), 0.0 after it
+            c, after = self._step
+            at = [iv.name for iv in first.indices]
+            target = ", ".join([*at[:-1], f"np.uintp({c} * {at[-1]})"])
+            zeros = [", ".join([*at[:-1], f"np.uintp({c} * {at[-1]} + {r})"])
+                     for r in range(1, c)] if after else []
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
@@ -208,6 +309,8 @@ class NestWriter:
                    for a, b in zip(s.indices, first.indices, strict=True)}
             v, _ = w.expr(s.body, env)
             w.emit(f"{out}[{target}] = {v}")
+            for z in zeros:
+                w.emit(f"{out}[{z}] = F(0)")
             reads += [r for r in self._reads(s, fused) if r not in reads]
         return reads
 
@@ -226,7 +329,7 @@ class NestWriter:
                        w: LoopWriter, reads: list[str]) -> tuple[str, list[str]]:
         outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
         checks, self._checking = self._checking, {}
-        lines = w.lines
+        lines = _live_flags(w.lines)
         if checks:  # the bounds as locals; whether an entry was not inside them is returned
             ks = sorted(checks.values())
             size = " * ".join(dim_str(d) for d in group[0].shape)
@@ -252,3 +355,50 @@ class NestWriter:
             elif n not in out:
                 out.append(n)
         return out
+
+
+_FLAG = re.compile(r"^\s*(none\w*) = ")
+
+
+def _live_flags(lines: list[str]) -> list[str]:
+    """``lines`` without the assignments to strong-zero flags (``none<k>``) that nothing reads
+    (a sum's flag whose value no product asks for; in an interior whose brackets are proven,
+    most): a block left empty gets ``pass``."""
+    while True:
+        assigned: dict[str, list[int]] = {}
+        for k, line in enumerate(lines):
+            m = _FLAG.match(line)
+            if m:
+                assigned.setdefault(m.group(1), []).append(k)
+        dead: set[int] = set()
+        for name, at in assigned.items():
+            word = re.compile(rf"\b{name}\b")
+            own = set(at)
+            if not any(word.search(line) for k, line in enumerate(lines) if k not in own):
+                dead |= own
+        if not dead:
+            return lines
+        kept: list[str] = []
+        for k, line in enumerate(lines):
+            if k in dead:
+                continue
+            kept.append(line)
+        lines = _fill_blocks(kept)
+
+
+def _fill_blocks(lines: list[str]) -> list[str]:
+    """``pass`` in every block (a line ending in ``:``) left without a statement."""
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        out.append(line)
+        if line.rstrip().endswith(":") and not line.lstrip().startswith("#"):
+            pad = len(line) - len(line.lstrip())
+            nxt = lines[k + 1] if k + 1 < len(lines) else ""
+            if len(nxt) - len(nxt.lstrip()) <= pad or not nxt.strip():
+                out.append(" " * (pad + 4) + "pass")
+    return out
+
+
+def _extreme(fn: str, codes: Mapping[str, None]) -> str:
+    """``max``/``min`` of the bounds ``codes`` (one bound: itself)."""
+    return f"{fn}({', '.join(codes)})" if len(codes) > 1 else next(iter(codes))

@@ -1,0 +1,272 @@
+"""The interior of a partitioned loop (:mod:`eqsat_ad.backend.fused.interior`) free of what it
+proves, and stepped loops for divisibility guards (:mod:`eqsat_ad.backend.fused.steps`).
+
+E8's interior keeps no select on a bracket that holds there, reads unsigned and computes no
+dead strong-zero flag; E9's kernels step over the even points instead of testing ``i % 2``
+at each. The values are the NumPy backend's, bit for bit (the same arithmetic), at the edges
+(N = 1, 2, 3, odd and even N) and where a bracket's false branch meets inf or nan."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.examples import E8, E9
+from eqsat_ad.ir.expr import Access, Binary, Cmp, Const, Neg, Rel
+from eqsat_ad.ir.index import Affine, size
+from eqsat_ad.ir.interpreter import evaluate
+
+pytest.importorskip("numba")
+
+from eqsat_ad.backend.fused.interior import (  # noqa: E402
+    Ceil,
+    Index,
+    holds_on,
+    least_of,
+    requirement,
+)
+from eqsat_ad.backend.fused.steps import zero_off  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+
+
+SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 65)
+N = size("N")
+
+
+def _same(got: object, want: object) -> None:
+    """Equal bit for bit up to the nan payload: values, nan positions and zeros' signs."""
+    got_t = got if isinstance(got, tuple) else (got,)
+    want_t = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got_t, want_t, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)  # nan where nan
+        np.testing.assert_array_equal(np.signbit(g[~np.isnan(g)]), np.signbit(w[~np.isnan(w)]))
+
+
+def _poisoned(n: int, count: int, seed: int, poison: float | None) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(n) for _ in range(count)]
+    if poison is not None:  # at both ends (the edges) and where a bracket is false
+        for a in arrays:
+            a[-1] = poison
+            a[n // 2] = -poison if poison == np.inf else poison
+    return arrays
+
+
+def _interior_body(source: str, kernel: str) -> list[str]:
+    """The lines of the interior loop of kernel ``_k_<kernel>``."""
+    lines = source.split(f"def _k_{kernel}(")[1].split("\n@nb.njit")[0].splitlines()
+    (at,) = [k for k, line in enumerate(lines) if "# the interior" in line]
+    pad = len(lines[at]) - len(lines[at].lstrip())
+    body = []
+    for line in lines[at + 1:]:
+        if len(line) - len(line.lstrip()) <= pad:
+            break
+        body.append(line)
+    return body
+
+
+# --- the worked examples ---------------------------------------------------------------------
+@pytest.mark.parametrize("example", [E8, E9], ids=lambda e: e.id)
+@pytest.mark.parametrize("poison", [None, np.inf, -np.inf, np.nan])
+def test_worked_examples_equal_the_numpy_backend(example, poison: float | None) -> None:
+    prog = ea.parse(example.source)
+    fused = ea.grad(prog, wrt=example.wrt, backend="numba")
+    plain = ea.grad(prog, wrt=example.wrt, backend="numpy")
+    for n in SIZES:
+        args = _poisoned(n, len(example.wrt), n, poison)
+        with np.errstate(all="ignore"):
+            _same(fused(*args), plain(*args))
+
+
+def test_e8_interior_has_no_select_on_the_brackets_it_implies() -> None:
+    g = ea.grad(ea.parse(E8.source), wrt=E8.wrt, backend="numba")
+    body = _interior_body(g.source, "x_bar")
+    text = "\n".join(body)
+    # the bracket [i + 1 < N] at i and at i - 1 holds on [1, N - 1): no select, no flag
+    assert "N + 1 < 0" not in text and " if " not in text and "none" not in text
+    # every read in the interior is unsigned (no wraparound select)
+    reads = [r for line in body for r in line.split("x[")[1:]]
+    assert len(reads) == 4 and all(r.startswith("np.uintp(") for r in reads)
+    assert "none" not in g.source  # no strong-zero flag is read in the whole kernel
+    # the edges keep every guard and bracket
+    assert g.source.count("N + 1 < 0") >= 4
+
+
+def test_e9_kernels_step_over_the_even_points() -> None:
+    g = ea.grad(ea.parse(E9.source), wrt=E9.wrt, backend="numba")
+    x_bar = g.source.split("def _k_x_bar(")[1].split("\n@nb.njit")[0]
+    loops = x_bar.split("_Kc = ")[1].split("\n", 1)[1]
+    assert "%" not in x_bar and "//" not in loops  # no modulo, no division per point
+    assert "_out[np.uintp(2 * i_k)] = w[np.uintp(i_k)]" in _interior_body(g.source, "x_bar")[0]
+    # w_bar: the guard 2i < N and the bracket [N > 2i] hold on [0, ceil(N / 2))
+    assert [line.strip() for line in _interior_body(g.source, "w_bar")] == [
+        "_out[i] = x[min(np.uintp(2 * i), np.uintp(N - 1))]"]  # (clamped: no gathers)
+    # and past ceil(N / 2), where the bracket is false, it stores 0.0 (no guarded reads)
+    w_bar = g.source.split("def _k_w_bar(")[1].split("\n@nb.njit")[0]
+    assert "for i in range(_s1, N):  # where a bracket is false: 0\n        _out[i] = F(0)" in w_bar
+
+
+# --- more programs: strides, relations, two dimensions ---------------------------------------
+PROGRAMS = {
+    "stride3": ("def f(x: [N], w: [N]):\n"
+                "    y[i: N] = (3 * i < N) * x[3 * i]\n"
+                "    return Sum[i: N](w[i] * y[i])\n", ("x", "w")),
+    "stride2_rows": ("def f(A: [N, M], w: [N, M]):\n"
+                     "    y[i: N, j: M] = (2 * j < M) * A[i, 2 * j]\n"
+                     "    return Sum[i: N, j: M](w[i, j] * y[i, j])\n", ("A", "w")),
+    "shifted_stride": ("def f(x: [N], w: [N]):\n"
+                       "    y[i: N] = (2 * i + 1 < N) * x[2 * i + 1] * exp(w[i])\n"
+                       "    return Sum[i: N](y[i] ** 2)\n", ("x", "w")),
+    "stencil": ("def f(x: [N]):\n"
+                "    d[i: N] = (i >= 2) * (i + 2 < N) * (x[i + 2] - 2 * x[i] + x[i - 2])\n"
+                "    return Sum[i: N](d[i] ** 2)\n", ("x",)),
+}
+
+
+def _arguments(prog: ea.Program, sizes: dict[str, int], seed: int,
+               poison: float | None) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in prog.params:
+        shape = tuple(d if isinstance(d, int) else sizes[d.name] for d in p.shape)
+        if p.kind == "relation":
+            out[p.name] = rng.random(shape) < 0.5
+            continue
+        v = rng.standard_normal(shape)
+        if poison is not None and v.size:
+            flat = v.reshape(-1)
+            flat[-1], flat[flat.size // 2] = poison, poison
+            flat[0] = -poison if poison == np.inf else poison
+        out[p.name] = v
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("poison", [None, np.inf, np.nan])
+def test_gradients_equal_the_numpy_backend(name: str, poison: float | None) -> None:
+    source, wrt = PROGRAMS[name]
+    prog = ea.parse(source)
+    fused = ea.grad(prog, wrt=wrt, backend="numba")
+    plain = ea.grad(prog, wrt=wrt, backend="numpy")
+    for n in (1, 2, 3, 4, 5, 6, 7, 10, 33):
+        args = _arguments(prog, {"N": n, "M": n + 2}, n, poison)
+        with np.errstate(all="ignore"):
+            _same(fused(**args), plain(**args))
+
+
+# Forward programs that read at i/2 themselves: stepped only where the odd points are +0.0.
+FORWARD = {
+    "read": ("def f(w: [N]):\n    y[i: N] = w[i/2]\n    return y\n", True),
+    "sum_of_reads": ("def f(w: [N], v: [N]):\n    y[i: N] = w[i/2] - 2 * v[i/2]\n    return y\n",
+                     True),
+    "relation": ("def f(x: [N], R: rel[N]):\n    y[i: N] = R[i/2] * x[i]\n    return y\n", True),
+    "times_data": ("def f(w: [N], x: [N]):\n    y[i: N] = w[i/2] * x[i]\n    return y\n", False),
+    "negated": ("def f(w: [N]):\n    y[i: N] = -w[i/2]\n    return y\n", False),
+    "plus_data": ("def f(w: [N], x: [N]):\n    y[i: N] = w[i/2] + x[i]\n    return y\n", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORWARD))
+@pytest.mark.parametrize("poison", [None, np.inf, np.nan])
+def test_fractional_reads_step_only_where_the_odd_points_are_plus_zero(
+        name: str, poison: float | None) -> None:
+    source, steps = FORWARD[name]
+    prog = ea.parse(source)
+    fused = ea.compile(prog, backend="numba", optimize=False)
+    assert fused.compiled.schedule.placement["y"] == "loop"
+    kernel = fused.source.split("def _k_y(")[1].split("\n@nb.njit")[0]
+    assert ("%" not in kernel) == steps, kernel
+    for n in (1, 2, 3, 4, 5, 8, 9):
+        args = _arguments(prog, {"N": n}, n, poison)
+        with np.errstate(all="ignore"):
+            want = evaluate(prog, **args)
+            _same(fused(**args), np.asarray(want))
+
+
+# Products with brackets that bound the point by sizes: 0.0 stored outside the range where
+# they hold (their strong zero: inf and nan of the other factors give 0 there), the rest inside.
+BRACKETED = {
+    "both_ends": "def f(x: [N]):\n    y[i: N] = (i >= 3) * (2 * i < N) * x[i]\n    return y\n",
+    "nested": "def f(x: [N]):\n    y[i: N] = x[i] * ((i + 2 < N) * (x[i] * x[i]))\n    return y\n",
+    "strided": "def f(x: [N]):\n    y[i: N] = (N - 3 * i > 1) * x[2 * i]\n    return y\n",
+    "rows": "def f(A: [N, M]):\n    y[i: N, j: M] = (j + 1 < M) * (A[i, j + 1] - A[i, j])\n"
+            "    return y\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BRACKETED))
+@pytest.mark.parametrize("poison", [None, np.inf, np.nan])
+def test_brackets_on_the_point_bound_its_loop(name: str, poison: float | None) -> None:
+    prog = ea.parse(BRACKETED[name])
+    fused = ea.compile(prog, backend="numba", optimize=False)
+    assert fused.compiled.schedule.placement["y"] == "loop"
+    kernel = fused.source.split("def _k_y(")[1].split("\n@nb.njit")[0]
+    assert "# where a bracket is false: 0" in kernel
+    for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 20):
+        args = _arguments(prog, {"N": n, "M": n % 4 + 1}, n, poison)
+        with np.errstate(all="ignore"):
+            want = evaluate(prog, **args)
+            _same(fused(**args), np.asarray(want))
+
+
+# --- the proofs ------------------------------------------------------------------------------
+def test_zero_off_keeps_the_strong_zero_apart_from_the_ordinary_one() -> None:
+    half = (Affine.var("i").scale(Fraction(1, 2)),)
+    w, x, r = Access("w", half), Access("x", (Affine.var("i"),)), Access("R", half)
+    assert zero_off(w, "i", ()) == (2, False)
+    assert zero_off(r, "i", ("R",)) == (2, True)
+    assert zero_off(Binary("*", r, x), "i", ("R",)) == (2, True)  # 0 whatever x is
+    assert zero_off(Binary("*", w, x), "i", ()) is None  # 0 * inf is nan
+    assert zero_off(Binary("*", Const(3.0), w), "i", ()) == (2, False)
+    assert zero_off(Binary("*", Const(-3.0), w), "i", ()) is None  # -0.0
+    assert zero_off(Neg(w), "i", ()) is None
+    third = Access("w", (Affine.var("i").scale(Fraction(1, 3)),))
+    assert zero_off(Binary("+", w, third), "i", ()) is None  # not the same multiples
+    # (i + j)/2 is integral at odd i for odd j: not zero off the even points
+    mixed = Access("w", ((Affine.var("i") + Affine.var("j")).scale(Fraction(1, 2)),))
+    assert zero_off(mixed, "i", ()) is None
+
+
+def test_a_strided_guard_holds_on_a_range_with_ceiling_ends() -> None:
+    # 0 <= 2i + 1 < N  <=>  0 <= i < ceil((N - 1) / 2)
+    two_i = Affine.var("i").scale(2) + 1
+    low, high = requirement("i", two_i, two_i, N)
+    assert low == Affine.constant(0) and high == Ceil(Affine.of_dim(N) - 1, 2)
+    for n in range(1, 12):
+        end = -(-(n - 1) // 2)
+        assert all(0 <= 2 * i + 1 < n for i in range(end)) and not 2 * end + 1 < n
+    # 0 <= N - 1 - 3i < N  <=>  0 <= i < floor((N - 1) / 3) + 1 = ceil(N / 3)
+    rev = Affine.of_dim(N) - 1 - Affine.var("i").scale(3)
+    low, high = requirement("i", rev, rev, N)
+    assert low == Affine.constant(0) and high == Ceil(Affine.of_dim(N), 3)
+
+
+def test_a_bracket_is_proven_only_by_the_bounds_that_imply_it() -> None:
+    env = {"i": Index("i", N, exact=Affine.var("i")),
+           "j": Index("j", exact=Affine.var("i") - 1)}
+    below = Cmp("<", Affine.var("j") + 1, Affine.of_dim(N))  # j + 1 < N, j = i - 1: i < N
+    least = least_of("i", below, env)
+    assert least is not None
+    assert holds_on(least, [Affine.constant(0)], [Affine.of_dim(N)])
+    assert holds_on(least, [Affine.constant(1)], [Affine.of_dim(N) - 1])
+    assert not holds_on(least, [Affine.constant(0)], [Affine.of_dim(N) + 1])
+    above = Cmp(">=", Affine.var("j"), Affine.constant(0))  # i >= 1
+    least = least_of("i", above, env)
+    assert least is not None
+    assert holds_on(least, [Affine.constant(1)], [Affine.of_dim(N)])
+    assert not holds_on(least, [Affine.constant(0)], [Affine.of_dim(N)])
+    # 2i < N on [0, ceil(N / 2)); not on [0, ceil((N + 1) / 2))
+    strided = least_of("i", Cmp("<", Affine.var("i").scale(2), Affine.of_dim(N)), env)
+    assert strided is not None
+    assert holds_on(strided, [Affine.constant(0)], [Ceil(Affine.of_dim(N), 2)])
+    assert not holds_on(strided, [Affine.constant(0)], [Ceil(Affine.of_dim(N) + 1, 2)])
+    assert least_of("i", Rel("R", (Affine.var("i"),)), env) is None  # type: ignore[arg-type]
