@@ -27,26 +27,22 @@ returns ``s = expm1(r)`` itself, so there is no cancellation near 0.
 anywhere (``u + 2`` is in (1, 2]) and no overflow. ``sigmoid`` as :func:`eqsat_ad.ir.functions`
 defines it, from ``e = exp(-|x|)``.
 
-The generated kernels import these (:data:`.loops.HELPERS`) and name :data:`DIGEST`, the hash of
-this file, in their source, so Numba's on-disk cache of a kernel (keyed by its module's source)
-is never one compiled against an older version of these functions.
+The generated kernels import these (:data:`.loops.HELPERS`, inlined into each loop:
+``inline="always"``; LLVM would not inline tanh's body by itself, and then not vectorize) and
+name the hash of this file in their source, so Numba's on-disk cache of a kernel (keyed by its
+module's source) is never one compiled against an older version of these functions.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from pathlib import Path
 
 import numba as nb
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["DIGEST", "vexp", "vexpm1", "vsigmoid", "vtanh"]
-
-DIGEST = hashlib.sha1(Path(__file__).read_bytes()).hexdigest()[:12]
-"""Hash of this file, named in every generated module that uses it."""
+__all__ = ["vexp", "vexpm1", "vsigmoid", "vtanh"]
 
 
 @intrinsic
@@ -200,9 +196,11 @@ def vexpm1(x):  # type: ignore[no-untyped-def]
 def _quotient(n, n_err, d, d_err):  # type: ignore[no-untyped-def]
     """``(n + n_err) / (d + d_err)`` rounded about once (``|n_err| <= ulp(n)``, likewise
     ``d_err``): the first quotient's remainder ``n - q·d`` is exact by an FMA, so the correction
-    leaves only the last rounding."""
-    q = n / d
-    return q + ((_fma(-q, d, n) + n_err) - q * d_err) / d
+    leaves only the last rounding. One division (a reciprocal: a vector division is the
+    slowest instruction here)."""
+    inv = 1.0 / d
+    q = n * inv
+    return q + ((_fma(-q, d, n) + n_err) - q * d_err) * inv
 
 
 @nb.njit(**_JIT)
