@@ -80,27 +80,12 @@ _VMATH = Path(__file__).with_name("vmath.py")
 HELPERS = f'''
 from {__package__}.vmath import vexp, vexpm1, vsigmoid, vtanh  # vmath {
     hashlib.sha1(_VMATH.read_bytes()).hexdigest()[:16]}
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _exp(x):
-    return F(vexp(np.float64(x)))
-
+''' + "".join(f'''
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _expm1(x):
-    return F(vexpm1(np.float64(x)))
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _tanh(x):
-    return F(vtanh(np.float64(x)))
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _sigmoid(x):
-    return F(vsigmoid(np.float64(x)))
-
+def _{fn}(x):
+    return F(v{fn}(np.float64(x)))
+''' for fn in ("exp", "expm1", "tanh", "sigmoid")) + '''
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _softplus(x):

@@ -11,21 +11,26 @@ whose low mantissa bits are ``k``; ``ln2_hi`` has 21 trailing zero bits so ``k·
 ``x - k·ln2_hi`` are exact; the rounding of ``r`` is kept as ``c``), ``|r| <= ln2/2``;
 ``exp(r + c) = 1 + r + (c·(1 + r) + r²·P(r))`` with ``P`` a degree-10 Chebyshev fit of
 ``(exp(r) - 1 - r) / r²`` (absolute error of ``r²·P`` below 2**-62, mpmath ``chebyfit``) and
-``1 + r`` split exactly (Fast2Sum) so that only the last addition rounds at full weight:
-about 0.52 ULP (tests/test_numba_vmath.py measures it against a long-double reference).
+``1 + r`` split exactly (Fast2Sum) so that only the last addition rounds at full weight.
 ``2**k`` is built from exponent bits by a bitcast, in two factors (``k = k1 + k2``) so that the
 subnormal range rounds once and ``k = 1024`` does not overflow the factor. The argument is
 clamped to [-746, 710] first (beyond, the result is 0 or inf by itself), so no integer
 conversion ever sees a nan or a huge value (``fptosi`` of those is poison in LLVM); nan is
 returned as ``x + x`` (its payload, quieted, as np.exp returns it).
 
-``expm1(x)``: the same reduction; ``2**k·(1 + s) - 1`` as ``(2**k - 1) + 2**k·s`` for
-``k <= 0`` (exact ``2**k - 1``) and ``2**k·((1 - 2**-k) + s)`` for ``k > 0``; ``k = 0``
-returns ``s = expm1(r)`` itself, so there is no cancellation near 0.
+``expm1(x)``: the same reduction; ``2**k·(1 + r + q) - 1`` as ``m + w·r + w·q`` (times
+``2**k`` for ``k > 0``) with ``m = 2**k - 1`` or ``1 - 2**-k`` exact and ``m + w·r`` split
+exactly (:func:`_expm1_split`); ``k = 0`` gives ``r + q``: no cancellation near 0.
 
-``tanh(x) = sign(x)·(-u / (u + 2))`` with ``u = expm1(-2|x|)`` in (-1, 0]: no cancellation
-anywhere (``u + 2`` is in (1, 2]) and no overflow. ``sigmoid`` as :func:`eqsat_ad.ir.functions`
-defines it, from ``e = exp(-|x|)``.
+``tanh(|x|) = u / (u + 2)`` with ``u = expm1(2|x|)`` (|x| clamped to 20, where tanh is 1),
+``u`` and ``u + 2`` each carried as a double and its rounding error into a quotient corrected
+by its FMA remainder, so it rounds about once; the sign by ``copysign``. ``sigmoid`` as
+:func:`eqsat_ad.ir.functions` defines it, from ``e = exp(-|x|)``, the same way.
+
+Largest errors measured (tests/test_numba_vmath.py, about 10**6 arguments, against a
+long-double reference, in ULPs of the correctly rounded result): exp 0.58 (0.75 in the
+subnormal range: two roundings), expm1 0.85, tanh 0.74, sigmoid 0.76; NumPy's own: exp 0.70,
+expm1 0.52, tanh 1.18, the NumPy backend's sigmoid about 1.5.
 
 The generated kernels import these (:data:`.loops.HELPERS`, inlined into each loop:
 ``inline="always"``; LLVM would not inline tanh's body by itself, and then not vectorize) and
@@ -148,7 +153,7 @@ def _exp_split(x):  # type: ignore[no-untyped-def]
 
 @nb.njit(**_JIT)
 def vexp(x):  # type: ignore[no-untyped-def]
-    """exp(x) for a float64 ``x`` (within about 0.6 ULP; specials as np.exp). ``2**k`` in two
+    """exp(x) for a float64 ``x`` (within 0.6 ULP; specials as np.exp). ``2**k`` in two
     factors: the product with the first is exact, the second rounds once (subnormal results,
     and ``k = 1024`` near the overflow)."""
     y, _, k = _exp_split(_clamp(x))
