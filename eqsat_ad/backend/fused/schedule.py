@@ -114,9 +114,10 @@ vectorizes. Each is the price at which a loop nest ``y[k] = f(x[k])`` (a read, t
 write) breaks even with NumPy's ``f(x)`` (priced one point) at their measured time ratio:
 ``LOOP_RATIO · ratio - 2``. Measured by ``taskset -c 1 python experiments/calibrate_fused.py``
 (N = 10**6, float64; the ratios and their spread are in
-experiments/results/calibration_fused.md): vmath's exp 1.28x np.exp, tanh 1.14x np.tanh, expm1
-1.35x np.expm1, sigmoid 2.34x np.exp (fastest calls, a loaded machine; libm's exp was 3.3x to
-5.6x), log 3.5x, sin 1.0x; ``softplus`` and ``logaddexp`` (libm: an exp and a log1p) 50."""
+experiments/results/calibration_fused.md; fastest calls, two runs): vmath's exp 1.28-1.31x
+np.exp, tanh 1.14-1.23x np.tanh, expm1 1.33-1.35x np.expm1, sigmoid 2.34x np.exp (libm's exp
+was 3.3x to 5.6x), log 3.5x, sin 1.0x; ``softplus`` and ``logaddexp`` (libm: an exp and a
+log1p) 50."""
 
 POW_PRICE = 47
 """Points per ``x ** k`` the loop writer emits as a ``pow`` call (every exponent but 1, 2,
