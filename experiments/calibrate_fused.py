@@ -5,13 +5,18 @@ and keeps it where it costs at most ``LOOP_RATIO`` times the NumPy plan's price 
 element of a pass). Two kinds of loop work run far slower than that count says, because NumPy
 vectorizes them and a scalar Numba loop does not:
 
-* a libm call (``exp``, ``log``, ``tanh``, ``sin``, ``x ** 1.5`` ...): NumPy's ufuncs use SIMD
-  (AVX-512) implementations, a Numba loop calls the scalar libm function once per element;
+* a libm call (``log``, ``sin``, ``x ** 1.5`` ...): NumPy's ufuncs use SIMD (AVX-512)
+  implementations, a Numba loop calls the scalar libm function once per element (``exp``,
+  ``expm1``, ``tanh`` and ``sigmoid`` are eqsat_ad/backend/fused/vmath.py's, which LLVM
+  vectorizes: measured too, against NumPy's ufunc (sigmoid: against np.exp, one pass, as the
+  plan prices a call), and the libm call each replaced);
 * a running sum ``acc += x[k]`` (a sum over a large range, innermost): a chain of dependent adds
   that LLVM does not reassociate, where NumPy's ``.sum`` is pairwise and vectorized.
 
-For each, this script times the Numba loop (compiled as the backend writes it: ``@nb.njit(
-error_model="numpy")``, one output per element) and NumPy's kernel over the same elements, and
+For each, this script times the Numba loop (compiled as the backend writes it: the function's
+spelling in ``LOOP_FUNCTIONS`` with the generated modules' helpers, in a module loaded as the
+backend loads one, ``@nb.njit(cache=True, error_model="numpy")``, one output per element) and
+NumPy's kernel over the same elements, and
 prints the loop's price that makes both sides break even at the measured time ratio: ``w`` with
 ``loop price = LOOP_RATIO × ratio`` (for ``y = f(x)``: a read, the call ``w`` and a write; for
 a row sum: a read and the add ``w`` per element). Each figure is the median of interleaved
@@ -43,18 +48,29 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from eqsat_ad.backend.fused.loading import load  # noqa: E402
+from eqsat_ad.backend.fused.loops import HELPERS, LOOP_FUNCTIONS  # noqa: E402
 from eqsat_ad.backend.fused.schedule import LOOP_RATIO  # noqa: E402
 
-FUNCTIONS = ("exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "pow", "sqrt")
+FUNCTIONS = ("exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "sigmoid", "pow", "sqrt",
+             "libm exp", "libm tanh", "libm expm1")
 
 
-def _loop(fn: str) -> Callable:
-    """``out[k] = fn(x[k])`` as the loop writer emits it."""
-    expr = {"pow": "x[k] ** 1.5", "sqrt": "np.sqrt(x[k])"}.get(fn, f"np.{fn}(x[k])")
-    src = (f"def f(out, x):\n    for k in range(x.shape[0]):\n        out[k] = {expr}\n")
-    scope: dict = {"np": np}
-    exec(src, scope)  # noqa: S102 - a fixed template: the loop the backend writes
-    return nb.njit(error_model="numpy")(scope["f"])
+def _loops() -> dict[str, Callable]:
+    """``out[k] = fn(x[k])`` for each function, as the loop writer emits it."""
+    src = ["import numba as nb", "import numpy as np", "", "F = np.float64", HELPERS]
+    for fn in FUNCTIONS:
+        if fn == "pow":
+            expr = "x[k] ** 1.5"
+        elif fn.startswith("libm "):  # the libm call the backend emitted before vmath.py
+            expr = f"np.{fn[5:]}(x[k])"
+        else:
+            expr = f"{LOOP_FUNCTIONS[fn]}(x[k])"
+        src += ['@nb.njit(cache=True, error_model="numpy")',
+                f"def f_{fn.replace(' ', '_')}(out, x):",
+                "    for k in range(x.shape[0]):", f"        out[k] = {expr}", ""]
+    mod = load("\n".join(src))
+    return {fn: getattr(mod, f"f_{fn.replace(' ', '_')}") for fn in FUNCTIONS}
 
 
 @nb.njit(error_model="numpy")
@@ -69,11 +85,16 @@ def _row_sums(out: np.ndarray, a: np.ndarray) -> None:
 def _ufunc(fn: str) -> Callable[[np.ndarray], np.ndarray]:
     if fn == "pow":
         return lambda x: x ** 1.5
-    return getattr(np, fn)
+    if fn == "sigmoid":
+        # NumPy's sigmoid (the NumPy backend's np.where of exps) is four passes the plan
+        # prices as one: the loop is timed against one SIMD pass, np.exp
+        return np.exp
+    return getattr(np, fn.removeprefix("libm "))
 
 
-def measure(n: int, rounds: int) -> dict[str, float]:
-    """Loop time / NumPy time per element for each function and for a row sum."""
+def measure(n: int, rounds: int) -> dict[str, tuple[float, float]]:
+    """Loop time / NumPy time per element for each function and for a row sum: the ratio of
+    the medians and the ratio of the fastest calls (steadier on a loaded machine)."""
     rng = np.random.default_rng(0)
     x = rng.uniform(0.5, 2.0, size=n)  # in every function's domain
     out = np.empty_like(x)
@@ -81,8 +102,9 @@ def measure(n: int, rounds: int) -> dict[str, float]:
     a = rng.normal(size=(side, side))
     sums = np.empty(side)
     calls: dict[str, Callable[[], object]] = {}
+    loops = _loops()
     for fn in FUNCTIONS:
-        loop, uf = _loop(fn), _ufunc(fn)
+        loop, uf = loops[fn], _ufunc(fn)
         loop(out, x)
         calls[f"loop {fn}"] = lambda loop=loop: loop(out, x)
         calls[f"numpy {fn}"] = lambda uf=uf: uf(x)
@@ -98,7 +120,9 @@ def measure(n: int, rounds: int) -> dict[str, float]:
             calls[k]()
             times[k].append(time.perf_counter() - t)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {kind: med[f"loop {kind}"] / med[f"numpy {kind}"] for kind in (*FUNCTIONS, "sum")}
+    low = {k: min(v) for k, v in times.items()}
+    return {kind: (med[f"loop {kind}"] / med[f"numpy {kind}"],
+                   low[f"loop {kind}"] / low[f"numpy {kind}"]) for kind in (*FUNCTIONS, "sum")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,16 +134,21 @@ def main(argv: list[str] | None = None) -> int:
     runs = [measure(a.n, a.rounds) for _ in range(a.repeats)]
     print(f"N = {a.n}, {a.rounds} interleaved rounds, {a.repeats} repeats; LOOP_RATIO = "
           f"{LOOP_RATIO}")
-    print("| loop work | Numba loop / NumPy (median, spread) | break-even price per element |")
-    print("|---|---|---|")
+    print("| loop work | Numba loop / NumPy (median, spread) | fastest calls (spread) | "
+          "break-even price per element |")
+    print("|---|---|---|---|")
     for kind in (*FUNCTIONS, "sum"):
-        r = sorted(run[kind] for run in runs)
+        r = sorted(run[kind][0] for run in runs)
+        fast = sorted(run[kind][1] for run in runs)
         mid = statistics.median(r)
         # y = f(x): a read, the call and a write; a row sum: a read and the add
         w = LOOP_RATIO * mid - (2 if kind != "sum" else 1)
         what = "x ** 1.5" if kind == "pow" else ("row sum acc += a[t, i]" if kind == "sum"
                                                  else f"{kind}(x)")
-        print(f"| {what} | {mid:.2f} ({r[0]:.2f}..{r[-1]:.2f}) | {w:.0f} |")
+        if kind in ("exp", "tanh", "expm1", "sigmoid"):
+            what += " (vmath)"
+        print(f"| {what} | {mid:.2f} ({r[0]:.2f}..{r[-1]:.2f}) | {statistics.median(fast):.2f} "
+              f"({fast[0]:.2f}..{fast[-1]:.2f}) | {w:.0f} |")
     return 0
 
 

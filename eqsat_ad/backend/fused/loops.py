@@ -15,11 +15,13 @@ written ``F(c)`` with ``F`` the module's float type, so float32 programs compute
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 
 from ...ir.expr import (
     Access,
@@ -55,10 +57,12 @@ class Unsupported(Exception):
     """A statement the loop writer does not lower (the NumPy backend runs it instead)."""
 
 
-# Built-in functions as scalar code (NumPy ufuncs keep float32 scalars float32 under Numba).
+# Built-in functions as scalar code (NumPy ufuncs keep float32 scalars float32 under Numba;
+# exp, expm1, tanh and sigmoid are :mod:`.vmath`'s, which LLVM vectorizes where libm's is a call
+# per element, computed in float64 and rounded to F).
 LOOP_FUNCTIONS: dict[str, str] = {
-    "exp": "np.exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "np.tanh",
-    "sqrt": "np.sqrt", "abs": "np.abs", "log1p": "np.log1p", "expm1": "np.expm1",
+    "exp": "_exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "_tanh",
+    "sqrt": "np.sqrt", "abs": "np.abs", "log1p": "np.log1p", "expm1": "_expm1",
     "max": "np.maximum", "min": "np.minimum", "sign": "np.sign", "logaddexp": "np.logaddexp",
     "stop_gradient": "", "sigmoid": "_sigmoid", "softplus": "_softplus", "step": "_step",
 }
@@ -70,14 +74,18 @@ _COMPARISONS: dict[str, Callable[[Sequence[str]], str]] = {
     "gt0": lambda a: f"{a[0]} > F(0)",
 }
 
-HELPERS = '''
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _sigmoid(x):
-    if x >= 0:
-        return F(1) / (F(1) + np.exp(-x))
-    e = np.exp(x)
-    return e / (F(1) + e)
+_VMATH = Path(__file__).with_name("vmath.py")
+# (the digest of vmath.py in the generated source: a kernel cached by Numba under its module's
+# source is never one compiled against an older vmath)
+HELPERS = f'''
+from {__package__}.vmath import vexp, vexpm1, vsigmoid, vtanh  # vmath {
+    hashlib.sha1(_VMATH.read_bytes()).hexdigest()[:16]}
+''' + "".join(f'''
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _{fn}(x):
+    return F(v{fn}(np.float64(x)))
+''' for fn in ("exp", "expm1", "tanh", "sigmoid")) + '''
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _softplus(x):

@@ -8,9 +8,10 @@ plan prices NumPy kernels in:
   (:func:`loop_price`): 1 for each index an equality bracket solves (one index per equality,
   :func:`~.brackets.solve_order`, as the loop writer runs it), the width of a band of constant
   width. Work a scalar loop does far slower than NumPy's vectorized kernels is priced at its
-  measured cost (``experiments/calibrate_fused.py``): a libm call (``exp``, ``tanh``, a
-  ``pow``: :data:`CALL_PRICE`, :data:`POW_PRICE`; NumPy's ufuncs are SIMD) and a sum whose adds
-  form a dependent chain (:data:`SERIAL_SUM`; NumPy's ``.sum`` is pairwise and vectorized).
+  measured cost (``experiments/calibrate_fused.py``): a function call (:data:`CALL_PRICE`,
+  :data:`POW_PRICE`: libm's ``log`` or ``pow``, :mod:`.vmath`'s vectorized ``exp`` or
+  ``tanh``; NumPy's ufuncs are SIMD) and a sum whose adds form a dependent chain
+  (:data:`SERIAL_SUM`; NumPy's ``.sum`` is pairwise and vectorized).
 * A statement stays a NumPy call when its loop nest is dearer than :data:`LOOP_RATIO` times
   the NumPy backend's kernels for it (the plan's ``statement_cost``: a scan, a contraction
   order or point writes that loops would not find), when the plan runs it as BLAS does (a
@@ -102,18 +103,21 @@ STRIDED = 8 * MEMORY
 fetched for the one element used (NumPy's ``.sum(axis=0)`` and BLAS walk rows instead)."""
 
 CALL_PRICE: Mapping[str, int] = {
-    "exp": 24, "log": 26, "tanh": 121, "sin": 6, "cos": 6, "log1p": 26, "expm1": 24,
-    "sigmoid": 24, "softplus": 50, "logaddexp": 50,
+    "exp": 8, "log": 26, "tanh": 7, "sin": 6, "cos": 6, "log1p": 26, "expm1": 9,
+    "sigmoid": 17, "softplus": 50, "logaddexp": 50,
 }
 """Points of loop work per call of a libm function (other functions: 1, a single
 instruction such as ``sqrt`` or ``abs``). NumPy's ufuncs run these with SIMD (AVX-512) code;
-a Numba loop calls the scalar libm function once per element. Each is the price at which a
-loop nest ``y[k] = f(x[k])`` (a read, the call, a write) breaks even with NumPy's ``f(x)``
-(priced one point) at their measured time ratio: ``LOOP_RATIO · ratio - 2``. Measured by
-``taskset -c 1 python experiments/calibrate_fused.py`` (N = 10**6, float64; the ratios and
-their spread are in experiments/results/calibration_fused.md): exp 3.3x, log 3.5x, tanh 15x,
-sin 1.0x; ``sigmoid`` is an exp and a division, ``softplus`` and ``logaddexp`` an exp and a
-log1p."""
+a Numba loop calls the scalar libm function once per element, but for ``exp``, ``expm1``,
+``tanh`` and ``sigmoid``, whose loop code is :mod:`.vmath`'s straight-line arithmetic that LLVM
+vectorizes. Each is the price at which a loop nest ``y[k] = f(x[k])`` (a read, the call, a
+write) breaks even with NumPy's ``f(x)`` (priced one point) at their measured time ratio:
+``LOOP_RATIO · ratio - 2``. Measured by ``taskset -c 1 python experiments/calibrate_fused.py``
+(N = 10**6, float64; the ratios and their spread are in
+experiments/results/calibration_fused.md; fastest calls, two runs): vmath's exp 1.28-1.31x
+np.exp, tanh 1.14-1.23x np.tanh, expm1 1.33-1.35x np.expm1, sigmoid 2.34x np.exp (libm's exp
+was 3.3x to 5.6x), log 3.5x, sin 1.0x; ``softplus`` and ``logaddexp`` (libm: an exp and a
+log1p) 50."""
 
 POW_PRICE = 47
 """Points per ``x ** k`` the loop writer emits as a ``pow`` call (every exponent but 1, 2,
@@ -417,6 +421,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
     placement: dict[str, str] = {}
     why: dict[str, str] = {}
     reused: list[str] = []
+    reusing: dict[str, Poly] = {}  # the statements that reuse a value, and their loop price
     unpaired: dict[str, tuple[str, str]] = {}  # a pair loop's placement and why without it
     for s in prog.statements:
         if not loopable.get(s.name, False):
@@ -441,7 +446,9 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         placement[s.name], why[s.name] = place, reason
         if reuse is not None:
             reused.append(reuse)
-    if reused:
+            reusing[s.name] = loop
+    if reused and not _loop_the_reusing(prog, plan, placement, why, reusing, alone, pairs,
+                                        sizes):
         note = "the NumPy program: reused values not recomputed: " + ", ".join(reused)
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
@@ -462,6 +469,29 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         why[name] += f"; a sliding window of {win.consumer} (read at [{at(str(win.low))}, " \
             f"{at(str(win.high))}])"
     return Schedule(placement, why, slid)
+
+
+def _loop_the_reusing(prog: Program, plan: Plan, placement: dict[str, str],
+                      why: dict[str, str], reusing: Mapping[str, Poly],
+                      alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
+                      sizes: Mapping[str, int] | None) -> bool:
+    """Place as loop nests the statements whose NumPy code would recompute a value the plan
+    shares (logsumexp's ``w_bar``, a log of the row sum ``x_bar``'s kernels compute), when the
+    fused program so placed is priced below the whole NumPy plan (:func:`_whole_numpy`): each
+    loop nest recomputes the value (priced so), against the plan's whole price rather than
+    its share of it, which leaves the shared value out. Whether it was done."""
+    trial = dict(placement)
+    for name, loop in reusing.items():
+        if not dominated(loop, plan.cost):
+            return False
+        trial[name] = "loop"
+    if _whole_numpy(prog, plan, trial, alone, pairs, sizes) is not None:
+        return False
+    for name, loop in reusing.items():
+        placement[name] = "loop"
+        why[name] = (f"loop nest, price {loop}: its NumPy code would recompute a value the "
+                     f"plan shares, and the fused program is cheaper than the plan's {plan.cost}")
+    return True
 
 
 def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],
