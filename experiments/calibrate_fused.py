@@ -48,8 +48,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from eqsat_ad.backend.fused.functions import HELPERS, LOOP_FUNCTIONS  # noqa: E402
 from eqsat_ad.backend.fused.loading import load  # noqa: E402
-from eqsat_ad.backend.fused.loops import HELPERS, LOOP_FUNCTIONS  # noqa: E402
 from eqsat_ad.backend.fused.schedule import LOOP_RATIO  # noqa: E402
 
 FUNCTIONS = ("exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "sigmoid", "pow", "sqrt",

@@ -200,8 +200,11 @@ class Emitter:
         self.emit(f"{name} = {code}", kernels)
         self.memo[code] = name
         inner = _checked_operand(code)
-        if inner is not None:  # a checked value is the value: np.exp(z) is not computed twice
+        if inner is not None:
+            # a checked value is the value (np.exp(z) is not computed twice), and checking it
+            # again is the value itself (a sum of it is the same sum, computed once)
             self.memo.setdefault(inner, name)
+            self.memo[f"_rt.checked({name})"] = name
         return name
 
     def dim_code(self, d: Dim) -> str:

@@ -15,13 +15,11 @@ written ``F(c)`` with ``F`` the module's float type, so float32 programs compute
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 
 from ...ir.expr import (
     Access,
@@ -42,12 +40,13 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .brackets import bounds, solve_order
+from .functions import LOOP_FUNCTIONS
 from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
 from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
 
-__all__ = ["HELPERS", "LOOP_FUNCTIONS", "UNROLL", "LoopWriter", "Unsupported"]
+__all__ = ["UNROLL", "LoopWriter", "Unsupported"]
 
 UNROLL = 9
 """A summed index confined to a window of at most this many points is unrolled into taps."""
@@ -57,15 +56,6 @@ class Unsupported(Exception):
     """A statement the loop writer does not lower (the NumPy backend runs it instead)."""
 
 
-# Built-in functions as scalar code (NumPy ufuncs keep float32 scalars float32 under Numba;
-# exp, expm1, tanh and sigmoid are :mod:`.vmath`'s, which LLVM vectorizes where libm's is a call
-# per element, computed in float64 and rounded to F).
-LOOP_FUNCTIONS: dict[str, str] = {
-    "exp": "_exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "_tanh",
-    "sqrt": "np.sqrt", "abs": "np.abs", "log1p": "np.log1p", "expm1": "_expm1",
-    "max": "np.maximum", "min": "np.minimum", "sign": "np.sign", "logaddexp": "np.logaddexp",
-    "stop_gradient": "", "sigmoid": "_sigmoid", "softplus": "_softplus", "step": "_step",
-}
 # Data comparisons: a condition on the arguments (1 where true, a strong zero elsewhere).
 _COMPARISONS: dict[str, Callable[[Sequence[str]], str]] = {
     "gt": lambda a: f"{a[0]} > {a[1]}", "ge": lambda a: f"{a[0]} >= {a[1]}",
@@ -73,35 +63,6 @@ _COMPARISONS: dict[str, Callable[[Sequence[str]], str]] = {
     "ngt": lambda a: f"not ({a[0]} > {a[1]})", "nge": lambda a: f"not ({a[0]} >= {a[1]})",
     "gt0": lambda a: f"{a[0]} > F(0)",
 }
-
-_VMATH = Path(__file__).with_name("vmath.py")
-# (the digest of vmath.py in the generated source: a kernel cached by Numba under its module's
-# source is never one compiled against an older vmath)
-HELPERS = f'''
-from {__package__}.vmath import vexp, vexpm1, vsigmoid, vtanh  # vmath {
-    hashlib.sha1(_VMATH.read_bytes()).hexdigest()[:16]}
-''' + "".join(f'''
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _{fn}(x):
-    return F(v{fn}(np.float64(x)))
-''' for fn in ("exp", "expm1", "tanh", "sigmoid")) + '''
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _softplus(x):
-    return np.logaddexp(F(0), x)
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _step(x):
-    if x > 0:
-        return F(1)
-    if x < 0:
-        return F(0)
-    if x == 0:
-        return F(0.5)
-    return x
-'''
 
 
 def _num(v: float) -> str:

@@ -29,8 +29,9 @@ from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from ..same_code import same_code
 from .checks import bounds, call_box
+from .functions import HELPERS
 from .loading import cache_dir, load, require_numba
-from .loops import HELPERS, LoopWriter, Unsupported
+from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
 from .outputs import caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes

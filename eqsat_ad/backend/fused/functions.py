@@ -1,0 +1,48 @@
+"""Built-in functions as scalar code in the generated loop nests, and the helpers every
+generated module carries (:data:`HELPERS`): :mod:`.vmath`'s vectorizable exp, expm1, tanh and
+sigmoid, softplus and the step function."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+__all__ = ["HELPERS", "LOOP_FUNCTIONS"]
+
+# Built-in functions as scalar code (NumPy ufuncs keep float32 scalars float32 under Numba;
+# exp, expm1, tanh and sigmoid are :mod:`.vmath`'s, which LLVM vectorizes where libm's is a call
+# per element, computed in float64 and rounded to F).
+LOOP_FUNCTIONS: dict[str, str] = {
+    "exp": "_exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "_tanh",
+    "sqrt": "np.sqrt", "abs": "np.abs", "log1p": "np.log1p", "expm1": "_expm1",
+    "max": "np.maximum", "min": "np.minimum", "sign": "np.sign", "logaddexp": "np.logaddexp",
+    "stop_gradient": "", "sigmoid": "_sigmoid", "softplus": "_softplus", "step": "_step",
+}
+_VMATH = Path(__file__).with_name("vmath.py")
+# (the digest of vmath.py in the generated source: a kernel cached by Numba under its module's
+# source is never one compiled against an older vmath)
+HELPERS = f'''
+from {__package__}.vmath import vexp, vexpm1, vsigmoid, vtanh  # vmath {
+    hashlib.sha1(_VMATH.read_bytes()).hexdigest()[:16]}
+''' + "".join(f'''
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _{fn}(x):
+    return F(v{fn}(np.float64(x)))
+''' for fn in ("exp", "expm1", "tanh", "sigmoid")) + '''
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _softplus(x):
+    return np.logaddexp(F(0), x)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _step(x):
+    if x > 0:
+        return F(1)
+    if x < 0:
+        return F(0)
+    if x == 0:
+        return F(0.5)
+    return x
+'''
