@@ -192,7 +192,7 @@ def test_a_100_step_loop_is_optimized_within_the_time_limit_and_stays_correct():
     assert res.report.stats.stop_reason == "time limit"
     # the limit is CPU time (the worker's and this process's), whatever the machine's load;
     # the same work takes more CPU time on a loaded machine (1.01-1.03 s idle, 1.51 s in one
-    # CI run beside two test processes), and the first candidate is priced whole after it
+    # CI run beside two test processes)
     assert res.report.stats.seconds <= 1.2 * 1.0 + 0.4
     check_program(res.program)
     inputs = {"x": np.random.default_rng(0).normal(size=5), "ybar": 1.3}
