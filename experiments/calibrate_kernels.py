@@ -84,6 +84,9 @@ def kernels(n: int, rng: np.random.Generator) -> dict[str, tuple[str, Callable[[
         "running sum reversed": ("running sum", lambda: rt.suffix_sum(x, 0)),
         "scan read at a bound": ("scan", lambda: rt._shifted(c, 1, n)),  # noqa: SLF001
         "window by scans (scan_shift)": ("composite", lambda: rt.scan_shift(x, 0, -SHIFT, 1)),
+        # the guard's pass over an argument (backend/guard.py: one BLAS dot, nothing written)
+        "guard check np.dot(x, x)": ("check", lambda: float(np.dot(x, x))),
+        "finite check (runtime)": ("check", lambda: rt.finite(x)),
     }
 
 

@@ -65,8 +65,9 @@ def f(A: [N, N], x: [N]):
     g = ea.grad(prog, wrt="x", sizes={"N": 300})
     report = g.report
     got = sweep_measure.report_prices(report)
-    # the prices of the plans the backend runs, at the report's sizes
-    naive = program_plan(g.naive, {"N": 300}).value({"N": 300})
+    # the prices of the plans the backend runs, at the report's sizes, and the call's finite
+    # scan of the arguments the code trusts (here x: N / 2)
+    naive = program_plan(g.naive, {"N": 300}).value({"N": 300}) + 150
     assert got["naive"] == float(report.naive.value) == float(naive)
     assert got["optimized"] == float(report.optimized.value)
     assert got["speedup"] == pytest.approx(report.speedup)

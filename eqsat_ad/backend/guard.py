@@ -32,7 +32,7 @@ from .structured import Outer, Sparse
 
 __all__ = [
     "PROVEN_BOTH", "PROVEN_NAIVE", "Fallback", "keep_structure", "proven_box", "proven_finite",
-    "trusted", "with_fallback",
+    "read_parameters", "trusted", "with_fallback",
 ]
 
 
@@ -96,7 +96,7 @@ def _own_copy(compiled: Any) -> Any:
     return own() if own is not None else copy.copy(compiled)
 
 
-def _read(prog: Program) -> frozenset[str]:
+def read_parameters(prog: Program) -> frozenset[str]:
     """The parameters a program reads (its statements and outputs)."""
     names: set[str] = set()
     for s in prog.statements:
@@ -171,7 +171,7 @@ def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
     are kept for widened ranges, so similar calls reuse them (a few per size binding)."""
     read = fallback.read
     if read is None:
-        read = fallback.read = _read(fallback.naive) | _read(prog)
+        read = fallback.read = read_parameters(fallback.naive) | read_parameters(prog)
     if fallback.exact:  # magnitude bounds proved too little before: straight to the ranges
         tries: tuple = (None,)
     else:

@@ -27,6 +27,7 @@ from ..plan.poly import ZERO, Poly, big_o, compare
 from ..plan.price import (
     Materialized,
     ProgramCost,
+    call_cost,
     eager_cost,
     member_count_names,
     normalize_sizes,
@@ -144,8 +145,12 @@ class ProgramSummary:
 
     @staticmethod
     def of(prog: Program, sizes: Mapping[str, int], tie_sizes: Mapping[str, int] | None,
-           structured: bool = False):
-        cost = program_cost(prog, tie_sizes, structured=structured)
+           structured: bool = False, guarded_by: Program | None = None):
+        """``guarded_by``: the unoptimized program whose run guards ``prog``'s code (priced
+        with the guard's pass over the arguments, :func:`~eqsat_ad.plan.price.call_cost`)."""
+        # what a call runs: the generated function and the passes over arguments before it
+        cost = call_cost(program_cost(prog, tie_sizes, structured=structured), prog,
+                         structured, guarded_by)
         rows = tuple(
             StatementRow(
                 d.name, d.kind, d.text, d.cost, Fraction(d.poly.evaluate(sizes)), big_o(d.poly)
@@ -345,15 +350,18 @@ class CostReport:
         # Contraction orders are chosen at the caller's sizes, as the compiled code does.
         tie = full if sizes is not None else None
         n_sum = ProgramSummary.of(naive, full, tie, structured)
+        same = _same_code(naive, optimized, tie, structured)
+        # optimized code that is not the naive program's own runs guarded by it (as compiled)
+        guard = None if same or optimized == naive else naive
         return cls(
             full,
             defaulted,
             n_sum,
-            ProgramSummary.of(optimized, full, tie, structured),
+            ProgramSummary.of(optimized, full, tie, structured, guard),
             stats if stats is not None else SaturationStats(),
             structured,
             eager_cost(naive, plan_cost=n_sum.cost),
-            same_code=_same_code(naive, optimized, tie, structured),
+            same_code=same,
         )
 
     # --- derived figures -----------------------------------------------------------------------

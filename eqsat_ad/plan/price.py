@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -25,11 +25,12 @@ from ..ir.errors import EqsatError
 from ..ir.expr import Binary, Expr, Neg
 from ..ir.printer import print_expr, print_fold, print_statement
 from ..ir.program import Fold, Param, Program
-from .kernels import Kernel, Plan
+from .kernels import Check, Kernel, Plan
 from .poly import ZERO, Poly, big_o, compare
 
 __all__ = [
-    "Materialized", "ProgramCost", "StatementCost", "eager_cost", "materialized_sizes",
+    "Materialized", "ProgramCost", "StatementCost", "call_cost", "eager_cost",
+    "materialized_sizes",
     "member_count_names", "normalize_sizes", "program_cost", "program_plan",
     "sparse_relations", "statement_terms_count",
 ]
@@ -216,6 +217,53 @@ def program_cost(
         else:
             details.append(StatementCost(name, texts[name], poly, mats))
     return ProgramCost(tuple(details), checked, plan)
+
+
+INPUTS = "<inputs>"
+"""The row of the passes over arguments that run before the generated function."""
+
+
+def _checks(prog: Program, names: Iterable[str], what: str) -> tuple[Check, ...]:
+    """A read-only pass over each tensor parameter of ``prog`` named in ``names``."""
+    wanted = set(names)
+    return tuple(Check(INPUTS, Poly.product_of_dims(p.shape), ZERO, f"{what} {p.name}")
+                 for p in prog.params if p.kind == "tensor" and p.name in wanted and p.shape)
+
+
+def _checks_row(name: str, checks: tuple[Check, ...], text: str) -> StatementCost:
+    poly = ZERO
+    for k in checks:
+        poly = poly + k.cost
+    return StatementCost(name, text, poly, (), "check")
+
+
+def call_cost(cost: ProgramCost, prog: Program, structured: bool = False,
+              guarded_by: Program | None = None) -> ProgramCost:
+    """``cost`` (:func:`program_cost` of ``prog``: its generated function) with the passes over
+    the arguments that a call runs before it, as the row ``<inputs>``: the caller's finite scan
+    of each parameter the fast code trusts (``finite-input``); or, for optimized code guarded by
+    the unoptimized program ``guarded_by`` (backend/guard.py), the guard's pass over every
+    tensor argument either program reads (one BLAS dot each: a bound on its values, which
+    proves both programs finite) instead."""
+    if prog.folds:  # (a rolled loop's body scans its own inputs: priced by the body's plan)
+        return cost
+    if guarded_by is not None:
+        from ..backend.guard import read_parameters
+
+        names = read_parameters(guarded_by) | read_parameters(prog)
+        checks = _checks(prog, names, "guard's pass over")
+        text = "guard: one pass over "
+    else:
+        decisions = _lowered(prog, cost.sizes, structured).decisions
+        names = frozenset(d.detail for d in decisions if d.kind == "finite-input")
+        checks = _checks(prog, names, "finite scan of")
+        text = "finite scan of "
+    if not checks:
+        return cost
+    row = _checks_row(INPUTS, checks, text + ", ".join(k.detail.rsplit(" ", 1)[-1]
+                                                     for k in checks))
+    return ProgramCost((row, *cost.details), cost.sizes,
+                       Plan((*checks, *cost.plan.kernels), cost.plan.lifetimes))
 
 
 def _fold_cost(f: Fold, sizes: Mapping[str, int] | None) -> StatementCost:
