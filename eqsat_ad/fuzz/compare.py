@@ -7,7 +7,7 @@ that scales with the largest finite magnitude, for cancellation in sums).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -16,21 +16,12 @@ __all__ = ["RTOL", "Mismatch", "mismatch", "short"]
 RTOL = 1e-6
 
 
-class Mismatch(tuple):
-    """``(kind, detail)``: kind is ``"value"`` or ``"nan-pattern"``."""
+class Mismatch(NamedTuple):
+    """A disagreement between two results."""
 
-    __slots__ = ()
-
-    def __new__(cls, kind: str, detail: str) -> Mismatch:
-        return super().__new__(cls, (kind, detail))
-
-    @property
-    def kind(self) -> str:
-        return self[0]
-
-    @property
-    def detail(self) -> str:
-        return self[1]
+    kind: str
+    """``"value"`` or ``"nan-pattern"``"""
+    detail: str
 
 
 def short(value: Any, limit: int = 300) -> str:
