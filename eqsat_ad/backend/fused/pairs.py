@@ -245,9 +245,12 @@ def pair_form(s: Statement, shapes: Mapping[str, tuple[Dim, ...]],
 
 
 def _final(form: PairForm) -> Expr:
-    """The body with each sum replaced by a read of its row ``_s<t>[i, rest…]``."""
-    at = (Affine.var(form.index.name), *(Affine.var(iv.name) for iv in form.rest))
-    table = {t.sum: Access(f"_s{k}", at) for k, t in enumerate(form.terms)}
+    """The body with each sum replaced by a read of its row: ``_s<t>[i, rest…]`` for a row
+    term, ``_s<t>[rest…, i]`` for a column term (stored along ``i``: :func:`row_shapes`)."""
+    i = Affine.var(form.index.name)
+    rest = tuple(Affine.var(iv.name) for iv in form.rest)
+    table = {t.sum: Access(f"_s{k}", (i, *rest) if t.row else (*rest, i))
+             for k, t in enumerate(form.terms)}
 
     def swap(e: Expr) -> Expr:
         hit = table.get(e) if isinstance(e, Sum) else None
@@ -286,24 +289,85 @@ def pair_price(form: PairForm, s: Statement) -> PairPrice:
     return PairPrice(price, reads)
 
 
+def _read_names(e: Expr, fused: Mapping[str, Statement], seen: set[str]) -> set[str]:
+    """The arrays ``e`` reads, through the fused producers it reads (their bodies)."""
+    out: set[str] = set()
+    for a in _accesses(e):
+        if a.name in fused:
+            if a.name not in seen:
+                seen.add(a.name)
+                out |= _read_names(fused[a.name].body, fused, seen)
+        else:
+            out.add(a.name)
+    return out
+
+
+def _rotations(form: PairForm, w: LoopWriter, reads: Sequence[str]) -> dict[str, str]:
+    """The arrays the pair terms read whose first axis is the pairs' and whose others are a
+    few constant entries (N-body's ``x: [N, 3]``), each with the name of its copy with the
+    first axis last: read along ``_q`` the copy is contiguous (the original, 3 entries apart,
+    kept the inner loop scalar)."""
+    names: set[str] = set()
+    for t in form.terms:
+        names |= _read_names(t.sum.body, w.fused, set())
+    out: dict[str, str] = {}
+    for name in sorted(names & set(reads)):
+        dims = w.shapes.get(name, ())
+        if (name in w.relations or len(dims) < 2 or dims[0] != form.index.extent
+                or not all(isinstance(d, int) for d in dims[1:])
+                or math.prod(int(d) for d in dims[1:]) > MAX_REST):
+            continue
+        out[name] = f"_rot_{name}"
+    return out
+
+
+def _rotate(w: LoopWriter, name: str, copy: str) -> None:
+    """Emit ``copy``: ``name`` with its first axis last (its entries, no arithmetic)."""
+    dims = w.shapes[name]
+    w.emit(f"{copy} = np.empty(({', '.join(map(dim_str, (*dims[1:], dims[0])))},), "
+           f"dtype={name}.dtype)")
+    loops = [w.fresh("_r") for _ in dims]
+    for v, d in zip(loops, dims, strict=True):
+        w.emit(f"for {v} in range({dim_str(d)}):")
+        w.open()
+    w.emit(f"{copy}[{', '.join(loops[1:] + loops[:1])}] = {name}[{', '.join(loops)}]")
+    for _ in dims:
+        w.close()
+
+
 def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str],
                 sizes: Sequence[str]) -> str:
     """The kernel ``_k_<s>``: the pair loop, then the pass over the outputs. ``w``: a writer
-    whose shapes include the rows ``_s<t>`` (:func:`row_shapes`)."""
+    whose shapes include the rows ``_s<t>`` (:func:`row_shapes`).
+
+    For each ``_p``, the inner loop over ``_q`` computes every pair value and term with no
+    dependence between iterations, so LLVM vectorizes it (packed square roots and divisions):
+    a column term adds into its row ``_s<t>[rest…, _q]`` (contiguous along ``_q``), a row
+    term's values go to a scratch row ``_pt[slot, _q]``. A second loop over ``_q`` then adds
+    each scratch row in order of ``_q`` (the interpreter's order, so the values are the
+    scalar loop's bit for bit), the slots' chains interleaved. Arrays read along ``_q`` with a
+    few constant entries per point are read from a rotated copy (:func:`_rotations`)."""
     n = dim_str(form.index.extent)
     rest_shape = [str(iv.extent) for iv in form.rest]
-    shape = ", ".join([n, *rest_shape])
     w.depth = 1
     for k, t in enumerate(form.terms):
-        fill = "np.empty" if t.row else "np.zeros"  # a column term adds into its rows
-        w.emit(f"_s{k} = {fill}(({shape},), dtype=F)  # sum {k}: a "
-               f"{'row' if t.row else 'column'} term")
+        if t.row:
+            w.emit(f"_s{k} = np.empty(({', '.join([n, *rest_shape])},), dtype=F)  # sum {k}: "
+                   "a row term")
+        else:  # a column term adds into its rows, stored along the output's first index
+            w.emit(f"_s{k} = np.zeros(({', '.join([*rest_shape, n])},), dtype=F)  # sum {k}: "
+                   "a column term")
     values = form.rest_values()
+    rows = [(k, v) for k, t in enumerate(form.terms) if t.row for v in values]
+    slots = {kv: x for x, kv in enumerate(rows)}  # each row term's scratch row
+    if slots:
+        w.emit(f"_pt = np.empty(({len(slots)}, {n}), dtype=F)  # one row's row terms")
+    rotated = _rotations(form, w, reads)
+    for name, copy in rotated.items():
+        _rotate(w, name, copy)
+    w.rotated = rotated
     w.emit(f"for {_P} in range({n}):")
     w.open()
-    accs = {(k, v): w.fresh(f"_a{k}_") for k, t in enumerate(form.terms) if t.row for v in values}
-    for acc in accs.values():
-        w.emit(f"{acc} = F(0)")
     w.emit(f"for {_Q} in range({n}):")
     w.open()
     i = form.index.name
@@ -316,9 +380,21 @@ def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str
             val, z = w.expr(t.sum.body, env)
             if z is not None:
                 raise Unsupported("a pair term that can be a strong zero")
-            at = ", ".join([_Q, *map(str, v)])
-            w.emit(f"{accs[k, v]} += {val}" if t.row else f"_s{k}[{at}] += {val}")
+            if t.row:
+                w.emit(f"_pt[{slots[k, v]}, {_Q}] = {val}")
+            else:
+                w.emit(f"_s{k}[{', '.join([*map(str, v), _Q])}] += {val}")
     w.close()
+    w.rotated = {}
+    accs = {kv: w.fresh(f"_a{kv[0]}_") for kv in slots}
+    if slots:
+        for acc in accs.values():
+            w.emit(f"{acc} = F(0)")
+        w.emit(f"for {_Q} in range({n}):  # the row sums, in order of {_Q}")
+        w.open()
+        for kv, acc in accs.items():
+            w.emit(f"{acc} += _pt[{slots[kv]}, {_Q}]")
+        w.close()
     for (k, v), acc in accs.items():
         w.emit(f"_s{k}[{', '.join([_P, *map(str, v)])}] = {acc}")
     w.close()
@@ -337,6 +413,8 @@ def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str
 
 
 def row_shapes(form: PairForm) -> dict[str, tuple[Dim, ...]]:
-    """The shapes of the rows ``_s<t>`` the kernel accumulates the sums in."""
-    shape = (form.index.extent, *(iv.extent for iv in form.rest))
-    return {f"_s{k}": shape for k in range(len(form.terms))}
+    """The shapes of the rows ``_s<t>`` the kernel accumulates the sums in: a row term's
+    ``(i, rest…)``, a column term's ``(rest…, i)`` (added to along ``i`` in the inner loop)."""
+    rest = tuple(iv.extent for iv in form.rest)
+    return {f"_s{k}": (form.index.extent, *rest) if t.row else (*rest, form.index.extent)
+            for k, t in enumerate(form.terms)}
