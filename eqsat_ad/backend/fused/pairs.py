@@ -6,19 +6,27 @@ first sum and down a column in its second. As a loop nest over ``(i, k)`` with t
 the second sum walks ``e`` across rows and every pair value is computed six times (two sums,
 three ``k``). A pair loop walks the pairs once, row by row (``_p`` outer, ``_q`` inner), and
 adds each sum's term to the output it belongs to: a sum whose pair value is read ``[i, j]``
-(a *row* term: output ``i = _p``, ``j = _q``) accumulates in a register along ``_q``; one read
-``[j, i]`` (a *column* term: output ``i = _q``, ``j = _p``) adds into a row ``_s[_q, :]``, in
-order of ``_p``. The output's other indices (``k``: a few constant values) are unrolled, so a
-fused producer's value at ``[_p, _q]`` is computed once per pair and shared by every term and
-``k`` (:meth:`~.loops.LoopWriter.inline`'s memo). A last pass over the outputs evaluates the
-body with each sum read from its row.
+(a *row* term: output ``i = _p``, ``j = _q``) is summed along ``_q``; one read ``[j, i]`` (a
+*column* term: output ``i = _q``, ``j = _p``) adds into a row ``_s[:, _q]``, in order of
+``_p``. The output's other indices (``k``: a few constant values) are unrolled, so a fused
+producer's value at ``[_p, _q]`` is computed once per pair and shared by every term and ``k``
+(:meth:`~.loops.LoopWriter.inline`'s memo). A last pass over the outputs evaluates the body
+with each sum read from its row.
 
-Each output still adds its terms in the interpreter's order (``j = 0, 1, …``): a row term along
-``_q``, a column term as ``_p`` grows, so the values are those of the loop nest, and no array
-of pairs is stored. A sum whose body adds row and column terms (``Σ_j (a[i, j] + b[j, i])``, as
-the NumPy front end writes N-body's adjoint) is split into a row sum and a column sum: each
-adds its terms in that order, the two totals are added once more (a rounding apart from the
-interpreter's, as the NumPy backend's sums are; the nan pattern is the same). A bracket that
+The inner loop over ``_q`` carries no dependence from one ``_q`` to the next, so LLVM
+vectorizes it (N-body: packed square roots and divisions): a row term's values go to a
+scratch row ``_pt[slot, _q]``, added up by a second loop over ``_q`` after it (a sum
+accumulated in the inner loop itself would be a dependent chain of adds, which LLVM does not
+reassociate: the loop would stay scalar); column rows are stored along ``_q``, and an array
+read along ``_q`` with a few entries per point (``x: [N, 3]``) is read from a copy stored
+with its first axis last (:func:`_rotations`). Each output still adds its terms in the
+interpreter's order (``j = 0, 1, …``): a row term in order of ``_q``, a column term as ``_p``
+grows, so the values are those of the loop nest (and of the scalar pair loop, bit for bit),
+and no array of pairs is stored. A sum whose body adds row and column terms
+(``Σ_j (a[i, j] + b[j, i])``, as the NumPy front end writes N-body's adjoint) is split into
+a row sum and a column sum: each adds its terms in that order, the two totals are added once
+more (a rounding apart from the interpreter's, as the NumPy backend's sums are; the nan
+pattern is the same). A bracket that
 holds over the whole ranges (``k >= 0`` for ``k: N``) reads 1. The form applies
 (:func:`pair_form`) to a statement whose generator is ``i`` (first) and a few constant indices
 (a size symbol there is fixed to its value at the call: :mod:`.specialize`), whose body's sums
@@ -68,8 +76,8 @@ MAX_REST = 8
 
 CHEAP_CALLS = frozenset({"sqrt", "abs", "max", "min", "stop_gradient"})
 """Functions a pair term may call: single instructions. A term runs once per pair, sum and
-value of the other indices, as scalar code (one sum's running add is a dependent chain, so
-the loop is not vectorized): a libm call there (``exp``, ``tanh``: 10-20 ns each) costs
+value of the other indices: a libm call there (``exp``, ``tanh``: 10-20 ns each; measured
+when the pair loop was all scalar, before its inner loop vectorized: not measured since) costs
 10-20x NumPy's vectorized ufunc over the same pairs (measured: ``Σ_j tanh(A[j, i])·x[j, k]``,
 N = 1500, 11x slower). A fused producer's calls run once per pair, as NumPy would."""
 
