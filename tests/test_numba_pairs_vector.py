@@ -144,19 +144,27 @@ def test_nan_and_inf_anywhere_follow_the_interpreter(n: int, dtype: type) -> Non
         _agree(got, ref, 1e-9 if dtype == np.float64 else 2e-3)
 
 
+TWO_COORDINATES = ("def f(x: [N, 2], A: [N, N]):\n    e[i: N, j: N] = abs(A[i, j]) * 0.5 + 1\n"
+                   "    y[i: N, k: 2] = (Sum[j: N](e[j, i] * x[j, k]) * x[i, k]\n"
+                   "                     + Sum[j: N](sqrt(e[i, j] ** 2 + 1) * x[j, k]))\n"
+                   "    return y\n")
+NO_COORDINATE = ("def f(x: [N], A: [N, N]):\n    e[i: N, j: N] = abs(A[i, j]) * 0.5 + 1\n"
+                 "    y[i: N] = Sum[j: N](e[j, i] * x[j]) - Sum[j: N](sqrt(e[i, j]) * x[j])\n"
+                 "    return y\n")
+
+
+@pytest.mark.parametrize("src", [TWO_COORDINATES, NO_COORDINATE])
 @pytest.mark.parametrize("n", [1, 2, 9, 33])
-def test_row_and_column_terms_of_several_coordinates(n: int) -> None:
-    # two coordinates, a fused pair value read both ways, a body outside the sums: the
-    # scratch rows and the rotated copy of x serve every k; bit for bit the sequential order
-    src = ("def f(x: [N, 2], A: [N, N]):\n    e[i: N, j: N] = abs(A[i, j]) * 0.5 + 1\n"
-           "    y[i: N, k: 2] = (Sum[j: N](e[j, i] * x[j, k]) * x[i, k]\n"
-           "                     + Sum[j: N](sqrt(e[i, j] ** 2 + 1) * x[j, k]))\n"
-           "    return y\n")
+def test_row_and_column_terms_with_and_without_other_indices(n: int, src: str) -> None:
+    # a fused pair value read both ways, a body outside the sums; two coordinates (the scratch
+    # rows and the rotated copy of x serve every k) or none (rows of one entry per point):
+    # bit for bit the sequential order
     f = ea.compile(ea.parse(src), backend="numba", optimize=False)
     assert f.compiled.schedule.placement == {"e": "fused", "y": "pairs"}
     rng = np.random.default_rng(n)
     for dtype in (np.float64, np.float32):
-        args = {"x": rng.standard_normal((n, 2)).astype(dtype),
+        x_shape = (n, 2) if src == TWO_COORDINATES else (n,)
+        args = {"x": rng.standard_normal(x_shape).astype(dtype),
                 "A": rng.standard_normal((n, n)).astype(dtype)}
         if n > 2:
             args["A"][n - 1, 1] = np.nan
