@@ -81,7 +81,10 @@ def test_a_column_and_a_row_term_add_in_the_interpreters_order() -> None:
     # ([j, i] of the column term and [i, j] of the row term are the same pair).
     f = ea.compile(ea.parse(ROWS_AND_COLUMNS), backend="numba", optimize=False)
     assert f.compiled.schedule.placement == {"e": "fused", "y": "pairs"}
-    assert "_s0[_q, " in f.source and "_a1_" in f.source
+    # the column sum adds into its rows along _q; the row term's values go to a scratch row,
+    # summed in order of _q after the pair loop (pairs.py: the inner loop vectorizes)
+    assert "_s0[0, _q] +=" in f.source and "_pt[0, _q] =" in f.source
+    assert "_a1_" in f.source and "_rot_x[0, _q]" in f.source
     assert f.source.count("np.abs(A[") == 1
     for seed in range(3):
         args = _inputs(f.program, 11, np.float64, seed)

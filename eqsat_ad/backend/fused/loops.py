@@ -151,6 +151,8 @@ class LoopWriter:
     # might (whether a second writing would gain)
     known: tuple[list, list] | None = None
     conditions: list = field(default_factory=list)
+    # arrays read from a copy with their first axis last (a pair loop's, .pairs): by name
+    rotated: dict = field(default_factory=dict)
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -361,7 +363,10 @@ class LoopWriter:
             tiled = view(self, e, codes, env)
             if tiled is not None:
                 return tiled, None
-        read = f"{e.name}[{', '.join(codes)}]"
+        name = self.rotated.get(e.name, e.name)
+        if name != e.name:  # the same entry: the copy's axes are the array's, rotated
+            codes = codes[1:] + codes[:1]
+        read = f"{name}[{', '.join(codes)}]"
         return (f"({read} if {' and '.join(conds)} else F(0))" if conds else read), None
 
     def inline(self, s: Statement, codes: Sequence[str], conds: Sequence[str],

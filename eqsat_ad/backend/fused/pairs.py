@@ -6,19 +6,27 @@ first sum and down a column in its second. As a loop nest over ``(i, k)`` with t
 the second sum walks ``e`` across rows and every pair value is computed six times (two sums,
 three ``k``). A pair loop walks the pairs once, row by row (``_p`` outer, ``_q`` inner), and
 adds each sum's term to the output it belongs to: a sum whose pair value is read ``[i, j]``
-(a *row* term: output ``i = _p``, ``j = _q``) accumulates in a register along ``_q``; one read
-``[j, i]`` (a *column* term: output ``i = _q``, ``j = _p``) adds into a row ``_s[_q, :]``, in
-order of ``_p``. The output's other indices (``k``: a few constant values) are unrolled, so a
-fused producer's value at ``[_p, _q]`` is computed once per pair and shared by every term and
-``k`` (:meth:`~.loops.LoopWriter.inline`'s memo). A last pass over the outputs evaluates the
-body with each sum read from its row.
+(a *row* term: output ``i = _p``, ``j = _q``) is summed along ``_q``; one read ``[j, i]`` (a
+*column* term: output ``i = _q``, ``j = _p``) adds into a row ``_s[:, _q]``, in order of
+``_p``. The output's other indices (``k``: a few constant values) are unrolled, so a fused
+producer's value at ``[_p, _q]`` is computed once per pair and shared by every term and ``k``
+(:meth:`~.loops.LoopWriter.inline`'s memo). A last pass over the outputs evaluates the body
+with each sum read from its row.
 
-Each output still adds its terms in the interpreter's order (``j = 0, 1, …``): a row term along
-``_q``, a column term as ``_p`` grows, so the values are those of the loop nest, and no array
-of pairs is stored. A sum whose body adds row and column terms (``Σ_j (a[i, j] + b[j, i])``, as
-the NumPy front end writes N-body's adjoint) is split into a row sum and a column sum: each
-adds its terms in that order, the two totals are added once more (a rounding apart from the
-interpreter's, as the NumPy backend's sums are; the nan pattern is the same). A bracket that
+The inner loop over ``_q`` carries no dependence from one ``_q`` to the next, so LLVM
+vectorizes it (N-body: packed square roots and divisions): a row term's values go to a
+scratch row ``_pt[slot, _q]``, added up by a second loop over ``_q`` after it (a sum
+accumulated in the inner loop itself would be a dependent chain of adds, which LLVM does not
+reassociate: the loop would stay scalar); column rows are stored along ``_q``, and an array
+read along ``_q`` with a few entries per point (``x: [N, 3]``) is read from a copy stored
+with its first axis last (:func:`_rotations`). Each output still adds its terms in the
+interpreter's order (``j = 0, 1, …``): a row term in order of ``_q``, a column term as ``_p``
+grows, so the values are those of the loop nest (and of the scalar pair loop, bit for bit),
+and no array of pairs is stored. A sum whose body adds row and column terms
+(``Σ_j (a[i, j] + b[j, i])``, as the NumPy front end writes N-body's adjoint) is split into
+a row sum and a column sum: each adds its terms in that order, the two totals are added once
+more (a rounding apart from the interpreter's, as the NumPy backend's sums are; the nan
+pattern is the same). A bracket that
 holds over the whole ranges (``k >= 0`` for ``k: N``) reads 1. The form applies
 (:func:`pair_form`) to a statement whose generator is ``i`` (first) and a few constant indices
 (a size symbol there is fixed to its value at the call: :mod:`.specialize`), whose body's sums
@@ -68,8 +76,8 @@ MAX_REST = 8
 
 CHEAP_CALLS = frozenset({"sqrt", "abs", "max", "min", "stop_gradient"})
 """Functions a pair term may call: single instructions. A term runs once per pair, sum and
-value of the other indices, as scalar code (one sum's running add is a dependent chain, so
-the loop is not vectorized): a libm call there (``exp``, ``tanh``: 10-20 ns each) costs
+value of the other indices: a libm call there (``exp``, ``tanh``: 10-20 ns each; measured
+when the pair loop was all scalar, before its inner loop vectorized: not measured since) costs
 10-20x NumPy's vectorized ufunc over the same pairs (measured: ``Σ_j tanh(A[j, i])·x[j, k]``,
 N = 1500, 11x slower). A fused producer's calls run once per pair, as NumPy would."""
 
@@ -245,9 +253,12 @@ def pair_form(s: Statement, shapes: Mapping[str, tuple[Dim, ...]],
 
 
 def _final(form: PairForm) -> Expr:
-    """The body with each sum replaced by a read of its row ``_s<t>[i, rest…]``."""
-    at = (Affine.var(form.index.name), *(Affine.var(iv.name) for iv in form.rest))
-    table = {t.sum: Access(f"_s{k}", at) for k, t in enumerate(form.terms)}
+    """The body with each sum replaced by a read of its row: ``_s<t>[i, rest…]`` for a row
+    term, ``_s<t>[rest…, i]`` for a column term (stored along ``i``: :func:`row_shapes`)."""
+    i = Affine.var(form.index.name)
+    rest = tuple(Affine.var(iv.name) for iv in form.rest)
+    table = {t.sum: Access(f"_s{k}", (i, *rest) if t.row else (*rest, i))
+             for k, t in enumerate(form.terms)}
 
     def swap(e: Expr) -> Expr:
         hit = table.get(e) if isinstance(e, Sum) else None
@@ -286,24 +297,86 @@ def pair_price(form: PairForm, s: Statement) -> PairPrice:
     return PairPrice(price, reads)
 
 
+def _read_names(e: Expr, fused: Mapping[str, Statement], seen: set[str]) -> set[str]:
+    """The arrays ``e`` reads, through the fused producers it reads (their bodies)."""
+    out: set[str] = set()
+    for a in _accesses(e):
+        if a.name in fused:
+            if a.name not in seen:
+                seen.add(a.name)
+                out |= _read_names(fused[a.name].body, fused, seen)
+        else:
+            out.add(a.name)
+    return out
+
+
+def _rotations(form: PairForm, w: LoopWriter, reads: Sequence[str]) -> dict[str, str]:
+    """The arrays the pair terms read whose first axis is the pairs' and whose others are a
+    few constant entries (N-body's ``x: [N, 3]``), each with the name of its copy with the
+    first axis last: read along ``_q`` the copy is contiguous (N-body read from ``x`` itself,
+    entries 3 apart, ran its vectorized inner loop 3-4x slower than from the copy, no faster
+    than the scalar loop)."""
+    names: set[str] = set()
+    for t in form.terms:
+        names |= _read_names(t.sum.body, w.fused, set())
+    out: dict[str, str] = {}
+    for name in sorted(names & set(reads)):
+        dims = w.shapes.get(name, ())
+        if (name in w.relations or len(dims) < 2 or dims[0] != form.index.extent
+                or not all(isinstance(d, int) for d in dims[1:])
+                or math.prod(int(d) for d in dims[1:]) > MAX_REST):
+            continue
+        out[name] = f"_rot_{name}"
+    return out
+
+
+def _rotate(w: LoopWriter, name: str, copy: str) -> None:
+    """Emit ``copy``: ``name`` with its first axis last (its entries, no arithmetic)."""
+    dims = w.shapes[name]
+    w.emit(f"{copy} = np.empty(({', '.join(map(dim_str, (*dims[1:], dims[0])))},), "
+           f"dtype={name}.dtype)")
+    loops = [w.fresh("_r") for _ in dims]
+    for v, d in zip(loops, dims, strict=True):
+        w.emit(f"for {v} in range({dim_str(d)}):")
+        w.open()
+    w.emit(f"{copy}[{', '.join(loops[1:] + loops[:1])}] = {name}[{', '.join(loops)}]")
+    for _ in dims:
+        w.close()
+
+
 def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str],
                 sizes: Sequence[str]) -> str:
     """The kernel ``_k_<s>``: the pair loop, then the pass over the outputs. ``w``: a writer
-    whose shapes include the rows ``_s<t>`` (:func:`row_shapes`)."""
+    whose shapes include the rows ``_s<t>`` (:func:`row_shapes`).
+
+    For each ``_p``, the inner loop over ``_q`` computes every pair value and term with no
+    dependence between iterations, so LLVM vectorizes it (packed square roots and divisions):
+    a column term adds into its row ``_s<t>[rest…, _q]`` (contiguous along ``_q``), a row
+    term's values go to a scratch row ``_pt[slot, _q]``. A second loop over ``_q`` then adds
+    each scratch row in order of ``_q`` (the interpreter's order, so the values are the
+    scalar loop's bit for bit), the slots' chains interleaved. Arrays read along ``_q`` with a
+    few constant entries per point are read from a rotated copy (:func:`_rotations`)."""
     n = dim_str(form.index.extent)
     rest_shape = [str(iv.extent) for iv in form.rest]
-    shape = ", ".join([n, *rest_shape])
     w.depth = 1
     for k, t in enumerate(form.terms):
-        fill = "np.empty" if t.row else "np.zeros"  # a column term adds into its rows
-        w.emit(f"_s{k} = {fill}(({shape},), dtype=F)  # sum {k}: a "
-               f"{'row' if t.row else 'column'} term")
+        if t.row:
+            w.emit(f"_s{k} = np.empty(({', '.join([n, *rest_shape])},), dtype=F)  # sum {k}: "
+                   "a row term")
+        else:  # a column term adds into its rows, stored along the output's first index
+            w.emit(f"_s{k} = np.zeros(({', '.join([*rest_shape, n])},), dtype=F)  # sum {k}: "
+                   "a column term")
     values = form.rest_values()
+    rows = [(k, v) for k, t in enumerate(form.terms) if t.row for v in values]
+    slots = {kv: x for x, kv in enumerate(rows)}  # each row term's scratch row
+    if slots:
+        w.emit(f"_pt = np.empty(({len(slots)}, {n}), dtype=F)  # one row's row terms")
+    rotated = _rotations(form, w, reads)
+    for name, copy in rotated.items():
+        _rotate(w, name, copy)
+    w.rotated = rotated
     w.emit(f"for {_P} in range({n}):")
     w.open()
-    accs = {(k, v): w.fresh(f"_a{k}_") for k, t in enumerate(form.terms) if t.row for v in values}
-    for acc in accs.values():
-        w.emit(f"{acc} = F(0)")
     w.emit(f"for {_Q} in range({n}):")
     w.open()
     i = form.index.name
@@ -316,9 +389,21 @@ def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str
             val, z = w.expr(t.sum.body, env)
             if z is not None:
                 raise Unsupported("a pair term that can be a strong zero")
-            at = ", ".join([_Q, *map(str, v)])
-            w.emit(f"{accs[k, v]} += {val}" if t.row else f"_s{k}[{at}] += {val}")
+            if t.row:
+                w.emit(f"_pt[{slots[k, v]}, {_Q}] = {val}")
+            else:
+                w.emit(f"_s{k}[{', '.join([*map(str, v), _Q])}] += {val}")
     w.close()
+    w.rotated = {}
+    accs = {kv: w.fresh(f"_a{kv[0]}_") for kv in slots}
+    if slots:
+        for acc in accs.values():
+            w.emit(f"{acc} = F(0)")
+        w.emit(f"for {_Q} in range({n}):  # the row sums, in order of {_Q}")
+        w.open()
+        for kv, acc in accs.items():
+            w.emit(f"{acc} += _pt[{slots[kv]}, {_Q}]")
+        w.close()
     for (k, v), acc in accs.items():
         w.emit(f"_s{k}[{', '.join([_P, *map(str, v)])}] = {acc}")
     w.close()
@@ -337,6 +422,8 @@ def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str
 
 
 def row_shapes(form: PairForm) -> dict[str, tuple[Dim, ...]]:
-    """The shapes of the rows ``_s<t>`` the kernel accumulates the sums in."""
-    shape = (form.index.extent, *(iv.extent for iv in form.rest))
-    return {f"_s{k}": shape for k in range(len(form.terms))}
+    """The shapes of the rows ``_s<t>`` the kernel accumulates the sums in: a row term's
+    ``(i, rest…)``, a column term's ``(rest…, i)`` (added to along ``i`` in the inner loop)."""
+    rest = tuple(iv.extent for iv in form.rest)
+    return {f"_s{k}": (form.index.extent, *rest) if t.row else (*rest, form.index.extent)
+            for k, t in enumerate(form.terms)}
