@@ -199,3 +199,30 @@ def test_out_and_a_new_binding_after_remembered_calls() -> None:
                                    atol=1e-12)
     _same(g(x, w), want)
 
+
+
+def test_a_scalar_argument_and_a_numpy_statement_on_the_remembered_binding(monkeypatch) -> None:
+    """A 0-d argument (reshaped by the module) and a statement NumPy runs between the loop
+    nests (``b_bar = w * s``): the remembered binding gives the interpreter's values, inf and
+    nan from the NumPy statement included."""
+    src = """
+def blur(x: [H, W], w: [H, W], s: []):
+    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) * s
+    return Sum[i: H, j: W](w[i, j] * b[i, j])
+"""
+    prog = ea.parse(src)
+    g = ea.grad(prog, "x", backend="numba")
+    assert "numpy" in g.compiled.schedule.placement.values()
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
+    for _ in range(2):
+        g(x, w, np.array(0.25))
+    calls = _binds(g, monkeypatch)
+    for s in (0.5, -3.0, np.inf, np.nan):
+        got = g(x, w, np.array(s))
+        want = _interpreter(prog, "x", x=x, w=w, s=np.array(s))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got[~finite], want[~finite])
+    assert calls["n"] == 0
