@@ -95,7 +95,9 @@ class NumbaProgram(NestWriter):
     runs; ``.compile_seconds``: per float type, the time to load (and, on a cold cache, to
     compile) the module at its first call. ``.numpy``: the NumPy backend's compiled program;
     when the schedule runs no statement as loops (``.numpy_only``) it is the same code, and
-    :attr:`runner` is it: calls go to it directly, with no wrapper in between.
+    :attr:`runner` is it: calls go to it directly, with no wrapper in between. A call
+    repeating an earlier call's argument shapes and float types (no ``out=``) reuses what that
+    call's binding found (:meth:`_repeat`).
     """
 
     def __init__(self, prog: Program) -> None:
