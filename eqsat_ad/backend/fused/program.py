@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,6 +43,38 @@ from .windows import Window, driver
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
 
+class _Repeat(NamedTuple):
+    """What the binding of a call found, for later calls with arguments of the same shapes
+    and float types (:meth:`NumbaProgram._repeat`)."""
+
+    sizes: dict[str, int]
+    size_values: tuple[int, ...]  # in the order the module's ``run`` takes them
+    dt: np.dtype
+    exact: bool  # the unoptimized program's values on every input: no guard
+    numpy: bool  # NumPy statements run between the loop nests
+
+
+def _signature(names: tuple[str, ...], args: tuple, kwargs: Mapping[str, Any]
+               ) -> tuple | None:
+    """The shapes and dtypes of a call's arguments, all NumPy arrays given either all by
+    position or all by name (in parameter order); None otherwise."""
+    if kwargs:
+        if args or len(kwargs) != len(names):
+            return None
+        try:
+            args = tuple(kwargs[n] for n in names)
+        except KeyError:
+            return None
+    elif len(args) != len(names):
+        return None
+    key = []
+    for a in args:
+        if type(a) is not np.ndarray:
+            return None
+        key += (a.shape, a.dtype, a.strides)
+    return tuple(key)
+
+
 def _with_outputs(prog: Program) -> Program:
     """Outputs that are expressions (not whole arrays) become scalar statements ``_out<k>``."""
     stmts = list(prog.statements)
@@ -63,7 +95,9 @@ class NumbaProgram(NestWriter):
     runs; ``.compile_seconds``: per float type, the time to load (and, on a cold cache, to
     compile) the module at its first call. ``.numpy``: the NumPy backend's compiled program;
     when the schedule runs no statement as loops (``.numpy_only``) it is the same code, and
-    :attr:`runner` is it: calls go to it directly, with no wrapper in between.
+    :attr:`runner` is it: calls go to it directly, with no wrapper in between. A call
+    repeating an earlier call's argument shapes and float types (no ``out=``) reuses what that
+    call's binding found (:meth:`_repeat`).
     """
 
     def __init__(self, prog: Program) -> None:
@@ -104,6 +138,11 @@ class NumbaProgram(NestWriter):
         self._lock = threading.Lock()
         self._exact_by: dict[tuple, bool] = {}  # (fallback, sizes) -> see _exact
         self._local = threading.local()
+        self._names = self.program.param_names
+        # (fallback, the arguments' shapes and dtypes) -> what its binding found: _repeat
+        self._repeats: dict[tuple, _Repeat] = {}
+        self._bounds_by: dict[tuple[int, str], tuple[Any, np.ndarray]] = {}
+        self._no_buffers = (None,) * len(prog.outputs)
 
     # --- generation ----------------------------------------------------------------------------
     def _loopable(self, s: Statement) -> bool:
@@ -372,6 +411,10 @@ class NumbaProgram(NestWriter):
         """Run the program. ``out``: an array (a tuple of arrays or None, one per output, for a
         program returning a tuple) of the result's shape and float type to write into; it
         is returned. (A parameter named ``out`` is an input, as written.)"""
+        if out is None:  # a signature called before (:meth:`_repeat`)
+            hit = self._repeats.get((self.fallback, _signature(self._names, args, kwargs)))
+            if hit is not None:
+                return self._repeat(hit, args, kwargs)
         if "out" in self.program.param_names and out is not None:
             kwargs["out"], out = out, None
         if out is None and self.numpy_only and not self._small:  # nothing runs as loops
@@ -402,6 +445,8 @@ class NumbaProgram(NestWriter):
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 target.compile_seconds[dt.char] = time.perf_counter() - start
                 self.compile_seconds.setdefault(dt.char, target.compile_seconds[dt.char])
+            elif out is None and target is self:
+                self._remember(args, kwargs, arrays, sizes, dt, exact)
             # finite-only rewrites may have met inf/nan: the loops found every checked
             # argument inside a box proven finite for both programs, or the guard's scans
             # decide (as they would have: the proofs are monotone in the box)
@@ -417,6 +462,54 @@ class NumbaProgram(NestWriter):
                     values[k] = b
             result = tuple(values) if several else values[0]
         return _finish(result, self.program)
+
+    def _remember(self, args: tuple, kwargs: dict[str, Any], arrays: list[Any],
+                  sizes: Mapping[str, int], dt: np.dtype, exact: bool) -> None:
+        """Keep what this call's binding decided for later calls with arguments of the same
+        shapes and float types (:meth:`_repeat`), where the binding passed every argument on
+        as it was (tensors of the float type ``dt``: nothing converted)."""
+        sig = _signature(self._names, args, kwargs)
+        if sig is None or len(self._repeats) >= 64:
+            return
+        given = args or tuple(kwargs[n] for n in self._names)
+        if any(a is not b or a.dtype != dt for a, b in zip(arrays, given, strict=True)) or \
+                any(p.kind != "tensor" for p in self.program.params):
+            return
+        self._repeats[self.fallback, sig] = _Repeat(
+            dict(sizes), tuple(sizes[n] for n in self._sizes), dt, exact,
+            bool(self._numpy_parts))
+
+    def _repeat(self, r: _Repeat, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """A call whose arguments have the shapes and float types of one before (no output
+        arrays given): the binding, the sizes and whether a guard is needed as that call
+        found them; the box and the guard's decision as in :meth:`__call__`."""
+        arrays = args or tuple(kwargs[n] for n in self._names)
+        mod = self._modules[r.dt.char]
+        box = None if r.exact else call_box(self.fallback, self.program, self.checked,
+                                            arrays, r.sizes, r.dt)
+        args_run = (*arrays, *r.size_values, self._no_buffers, self._scratch(r.dt),
+                    self._bounds(box, r.dt))
+        if r.numpy:  # NumPy statements between the loop nests: their inf/nan quietly
+            with np.errstate(all="ignore"):
+                result, bad = mod.run(*args_run)
+        else:  # (Numba's loops never consult NumPy's error state)
+            result, bad = mod.run(*args_run)
+        if self.fallback is not None and not r.exact and (box is None or bad) and not trusted(
+                self.fallback, self.program, arrays, r.sizes, result):
+            result = self.fallback(*args, **kwargs)
+        return _finish(result, self.program)
+
+    def _bounds(self, box: Mapping[str, tuple[float, float]] | None, dt: np.dtype
+                ) -> np.ndarray:
+        """:func:`.checks.bounds` of ``box``, kept per box (a proven box is never changed)."""
+        key = (id(box), dt.char)
+        hit = self._bounds_by.get(key)
+        if hit is None or hit[0] is not box:
+            hit = (box, bounds(box, self.checked, dt))
+            if len(self._bounds_by) >= 32:
+                self._bounds_by.clear()
+            self._bounds_by[key] = hit
+        return hit[1]
 
     def _specialized(self, sizes: Mapping[str, int]) -> NumbaProgram:
         """The program compiled with the sizes a pair loop would unroll (``_small``) fixed to
