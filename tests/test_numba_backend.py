@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba_inputs import random_arguments
 from strategies import programs, random_inputs, sizes_strategy
 
 import eqsat_ad as ea
@@ -52,15 +53,7 @@ def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
 
 
 def _inputs(prog: ea.Program, sizes: dict[str, int], dtype: type, seed: int = 0) -> dict:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for p in prog.params:
-        shape = tuple(d if isinstance(d, int) else sizes[d.name] for d in p.shape)
-        if p.kind == "relation":
-            out[p.name] = rng.random(shape) < 0.5
-        else:
-            out[p.name] = rng.standard_normal(shape).astype(dtype)
-    return out
+    return random_arguments(prog, sizes, seed, dtype)
 
 
 def _agree(got: object, want: object, rtol: float) -> None:

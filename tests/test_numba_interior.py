@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from numba_inputs import random_arguments
 
 import eqsat_ad as ea
 from eqsat_ad.examples import E8, E9
@@ -132,24 +133,6 @@ PROGRAMS = {
 }
 
 
-def _arguments(prog: ea.Program, sizes: dict[str, int], seed: int,
-               poison: float | None) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for p in prog.params:
-        shape = tuple(d if isinstance(d, int) else sizes[d.name] for d in p.shape)
-        if p.kind == "relation":
-            out[p.name] = rng.random(shape) < 0.5
-            continue
-        v = rng.standard_normal(shape)
-        if poison is not None and v.size:
-            flat = v.reshape(-1)
-            flat[-1], flat[flat.size // 2] = poison, poison
-            flat[0] = -poison if poison == np.inf else poison
-        out[p.name] = v
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 @pytest.mark.parametrize("poison", [None, np.inf, np.nan])
 def test_gradients_equal_the_numpy_backend(name: str, poison: float | None) -> None:
@@ -158,7 +141,7 @@ def test_gradients_equal_the_numpy_backend(name: str, poison: float | None) -> N
     fused = ea.grad(prog, wrt=wrt, backend="numba")
     plain = ea.grad(prog, wrt=wrt, backend="numpy")
     for n in (1, 2, 3, 4, 5, 6, 7, 10, 33):
-        args = _arguments(prog, {"N": n, "M": n + 2}, n, poison)
+        args = random_arguments(prog, {"N": n, "M": n + 2}, n, poison=poison)
         with np.errstate(all="ignore"):
             _same(fused(**args), plain(**args))
 
@@ -186,7 +169,7 @@ def test_fractional_reads_step_only_where_the_odd_points_are_plus_zero(
     kernel = fused.source.split("def _k_y(")[1].split("\n@nb.njit")[0]
     assert ("%" not in kernel) == steps, kernel
     for n in (1, 2, 3, 4, 5, 8, 9):
-        args = _arguments(prog, {"N": n}, n, poison)
+        args = random_arguments(prog, {"N": n}, n, poison=poison)
         with np.errstate(all="ignore"):
             want = evaluate(prog, **args)
             _same(fused(**args), np.asarray(want))
@@ -212,7 +195,7 @@ def test_brackets_on_the_point_bound_its_loop(name: str, poison: float | None) -
     kernel = fused.source.split("def _k_y(")[1].split("\n@nb.njit")[0]
     assert "# where a bracket is false: 0" in kernel
     for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 20):
-        args = _arguments(prog, {"N": n, "M": n % 4 + 1}, n, poison)
+        args = random_arguments(prog, {"N": n, "M": n % 4 + 1}, n, poison=poison)
         with np.errstate(all="ignore"):
             want = evaluate(prog, **args)
             _same(fused(**args), np.asarray(want))

@@ -17,6 +17,7 @@ be inf or nan is nan, and a negation is -0.0: neither is rewritten.
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import NamedTuple
 
 from ...ir.expr import (
     Access,
@@ -90,21 +91,11 @@ def zero_off(e: Expr, v: str, relations: Collection[str]) -> tuple[int, bool] | 
     return None
 
 
-class Step(tuple):
-    """``(c, k)``: a group's innermost loop runs ``k`` over the multiples ``v = c·k``."""
+class Step(NamedTuple):
+    """A group's innermost loop runs ``k`` over the multiples ``v = c·k``."""
 
-    __slots__ = ()
-
-    def __new__(cls, c: int, k: str) -> Step:
-        return super().__new__(cls, (c, k))
-
-    @property
-    def c(self) -> int:
-        return self[0]
-
-    @property
-    def k(self) -> str:
-        return self[1]
+    c: int
+    k: str
 
 
 STEPS = "_Ks"
