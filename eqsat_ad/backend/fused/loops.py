@@ -42,6 +42,7 @@ from ...ir.program import Statement
 from .brackets import bounds, solve_order
 from .functions import LOOP_FUNCTIONS
 from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
+from .reuse import buffer_name, canonical, read_back
 from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
@@ -151,6 +152,8 @@ class LoopWriter:
     # might (whether a second writing would gain)
     known: tuple[list, list] | None = None
     conditions: list = field(default_factory=list)
+    # terms of hoisted row sums read back from their row buffer at the points (.reuse)
+    terms: dict = field(default_factory=dict)
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -246,6 +249,8 @@ class LoopWriter:
     # --- expressions ---------------------------------------------------------------------------
     def expr(self, e: Expr, env: Mapping[str, Index]) -> tuple[str, str | None]:
         """Code of ``e``'s value and of its strong-zero flag (lines it needs are emitted)."""
+        if self.terms and (kept := read_back(self, e, env)) is not None:
+            return kept
         if isinstance(e, Const):
             return (_num(0.0), "True") if e.value == 0 else (_num(e.value), None)
         if isinstance(e, Access):
@@ -440,7 +445,7 @@ class LoopWriter:
         if not closed and (self.hoist_var is None or self.sum_depth != 0 or not all(
                 n in env and env[n].code in self.outer_vars for n in free)):
             return None
-        key = (e, tuple(env[n].code for n in free))
+        key = self.hoist_key(e, env)
         hit = self.hoisted.get(key)
         if hit is None:
             self.hoisted[key] = None  # taken: a sum hoisted from inside this one is named apart
@@ -448,11 +453,23 @@ class LoopWriter:
                              prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag)
             sub.depth = 1 if closed else self.pre_depth
             at = {n: env[n] for n in free}
-            hit = row_sum(sub, e, at)
+            kept = next((r for r in self.terms.values() if canonical(r.sum) == key[0]), None)
+            buf = None if kept is None else buffer_name(kept)  # its terms read back (.reuse)
+            if buf is not None and self.hoisted.setdefault(("buffer", buf), key[1]) != key[1]:
+                buf = None  # (the buffer is this sum's at other free-index codes)
+            hit = row_sum(sub, e, at, buf)
+            if hit is not None and buf is not None:
+                self.hoisted[("terms", *key)] = buf
             hit = hit if hit is not None else sub._sum(e, at)
             (self.top if closed and self.top is not None else self.pre).extend(sub.lines)
             self.hoisted[key] = hit
         return hit
+
+    @staticmethod
+    def hoist_key(e: Sum, env: Mapping[str, Index]) -> tuple:
+        """A hoisted sum's key: its alpha-normal form (two statements' ``Σ_k f(i, k)`` and
+        ``Σ_j f(i, j)`` are one sum) and the codes of its free indices."""
+        return canonical(e), tuple(env[n].code for n in sorted(free_indices(e)))
 
     def running_sum(self, e: Sum, form: ScanForm, env: Mapping[str, Index]
                     ) -> tuple[str, str | None]:

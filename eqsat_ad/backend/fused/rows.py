@@ -97,10 +97,12 @@ def _pairwise(a, lo, n, stack, vals):
 """The helper the generated module defines (after ``F``, its float type)."""
 
 
-def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None] | None:
+def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index], buf: str | None = None
+            ) -> tuple[str, str | None] | None:
     """``e``'s terms written to a row buffer and added by ``_pairwise``: its value (never
     -0.0, as an accumulator started at +0.0) and strong-zero flag; None where the module
-    docstring's conditions do not hold (then the chain of adds)."""
+    docstring's conditions do not hold (then the chain of adds). ``buf``: a buffer of this
+    sum's own, whose terms the points of the row read back (:mod:`.reuse`)."""
     if (len(e.indices) != 1 or w.sum_depth != 0 or w.tile_var is not None
             or w.views is not None or w.top is None or not free_indices(e)
             or w.scans.get(e) is not None):
@@ -115,7 +117,7 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str |
         return None
     # one buffer per extent, shared by the kernel's row sums: each is filled and added up
     # before the next one starts (none is inside another: sum_depth)
-    buf = f"_row_{extent}"
+    buf = buf or f"_row_{extent}"
     for line in (f"    {buf} = np.empty({extent}, dtype=F)",
                  "    _pw_stack = np.empty(3 * 128, dtype=np.intp)",  # (depth <= 63: n < 2**70)
                  "    _pw_vals = np.empty(64, dtype=F)"):

@@ -79,6 +79,7 @@ from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
+from .reuse import priced_body, row_sibling, sibling_body
 from .scans import ScanForm, statement_scans
 from .windows import Window, at, returned_and_readers, windows
 
@@ -334,9 +335,12 @@ def hoisted_sums(s: Statement) -> list[Sum]:
     return found
 
 
-def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Poly:
+def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None,
+               relations: frozenset[str] = frozenset()) -> Poly:
     """A statement's loop nest: its output points times (body work + one write), a hoisted
-    sum (:func:`hoisted_sums`) priced once per point of the outer loops."""
+    sum (:func:`hoisted_sums`) priced once per point of the outer loops, a row sum's term
+    read back from its buffer (:mod:`.reuse`) a read."""
+    s = Statement(s.name, s.indices, priced_body(s, relations), s.loc)
     scans = statement_scans(s.body, s.indices[-1].name) if s.indices else {}
     hoisted = hoisted_sums(s)
     # (a constant innermost extent under TILE_MIN runs point by point, never tiled)
@@ -411,13 +415,18 @@ def _zeros_and_points(s: Statement, plan: Plan) -> bool:
 def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
              sizes: Mapping[str, int] | None = None,
              alone: Mapping[str, Poly] | None = None,
-             pairs: Mapping[str, PairPrice] | None = None) -> Schedule:
+             pairs: Mapping[str, PairPrice] | None = None,
+             relations: frozenset[str] = frozenset()) -> Schedule:
     """Place each statement of ``prog`` (``plan``: the NumPy backend's plan of ``prog``;
     ``loopable``: whether the loop writer lowers each statement; ``alone``: the price of
     each statement's NumPy code run on its own, as the fused program would call it;
     ``pairs``: the statements the pair loop writer lowers (:mod:`.pairs`), their price and
-    reads: placed ``"pairs"`` where that is cheaper than their loop nest)."""
+    reads: placed ``"pairs"`` where that is cheaper than their loop nest; ``relations``: the
+    boolean parameters). A statement over the rows of the loop nest just before it that
+    shares its row sum runs in that kernel once per row (:mod:`.reuse`), priced so, against
+    its NumPy code alone (which would compute the sum again)."""
     pairs = pairs or {}
+    prices: dict[str, Poly] = {}  # each loop nest's price (a row sibling's: in its kernel)
     placement: dict[str, str] = {}
     why: dict[str, str] = {}
     reused: list[str] = []
@@ -435,8 +444,20 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             continue
         numpy = plan.statement_cost(s.name)
         own = alone.get(s.name, numpy) if alone else numpy
-        loop = loop_price(s)
+        loop = loop_price(s, relations=relations)
+        k = prog.statements.index(s)
+        prev = prog.statements[k - 1] if k else None
+        sibling = prev is not None and placement[prev.name] == "loop" and row_sibling(
+            prev, s, relations)
+        if sibling:
+            assert prev is not None
+            loop = Poly.product_of_dims(s.shape) * (work(sibling_body(prev, s)) + ONE)
+            numpy = own
+        prices[s.name] = loop
         place, reason, reuse = _place(s, loop, numpy, own, sizes, "loop")
+        if sibling and place == "loop":
+            assert prev is not None
+            reason = f"once per row in {prev.name}'s kernel, reading its row sum: price {loop}"
         pair = pairs.get(s.name)
         if pair is not None and reuse is None and compare(pair.price, loop, sizes) < 0:
             p_place, p_reason, _ = _place(s, pair.price, numpy, own, sizes, "pairs")
@@ -448,7 +469,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             reused.append(reuse)
             reusing[s.name] = loop
     if reused and not _loop_the_reusing(prog, plan, placement, why, reusing, alone, pairs,
-                                        sizes):
+                                        sizes, prices):
         note = "the NumPy program: reused values not recomputed: " + ", ".join(reused)
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
@@ -457,7 +478,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         if name not in fed:  # (measured: without a fused producer NumPy's passes and BLAS win)
             placement[name] = place
             why[name] = reason + "; a pair loop only pays with a producer fused into it"
-    note = _whole_numpy(prog, plan, placement, alone, pairs, sizes)
+    note = _whole_numpy(prog, plan, placement, alone, pairs, sizes, prices)
     if note is not None:
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
@@ -474,7 +495,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
 def _loop_the_reusing(prog: Program, plan: Plan, placement: dict[str, str],
                       why: dict[str, str], reusing: Mapping[str, Poly],
                       alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
-                      sizes: Mapping[str, int] | None) -> bool:
+                      sizes: Mapping[str, int] | None, prices: Mapping[str, Poly]) -> bool:
     """Place as loop nests the statements whose NumPy code would recompute a value the plan
     shares (logsumexp's ``w_bar``, a log of the row sum ``x_bar``'s kernels compute), when the
     fused program so placed is priced below the whole NumPy plan (:func:`_whole_numpy`): each
@@ -485,7 +506,7 @@ def _loop_the_reusing(prog: Program, plan: Plan, placement: dict[str, str],
         if not dominated(loop, plan.cost):
             return False
         trial[name] = "loop"
-    if _whole_numpy(prog, plan, trial, alone, pairs, sizes) is not None:
+    if _whole_numpy(prog, plan, trial, alone, pairs, sizes, prices) is not None:
         return False
     for name, loop in reusing.items():
         placement[name] = "loop"
@@ -496,7 +517,7 @@ def _loop_the_reusing(prog: Program, plan: Plan, placement: dict[str, str],
 
 def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],
                  alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
-                 sizes: Mapping[str, int] | None) -> str | None:
+                 sizes: Mapping[str, int] | None, prices: Mapping[str, Poly]) -> str | None:
     """Why the whole NumPy program runs instead of the fused one, or None. The fused program
     runs each NumPy-placed statement's code on its own (a value the NumPy program shares
     between statements, ``E * E_bar`` for two products, computed by each that reads it): its
@@ -511,7 +532,7 @@ def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],
         elif place == "pairs":
             loops = loops + pairs[s.name].price
         else:  # a loop nest, or a fused producer (evaluated where read: at least once)
-            loops = loops + loop_price(s)
+            loops = loops + prices.get(s.name, loop_price(s))
     # (the split also pays what no kernel prices: a call per NumPy part, a fresh array per
     # loop nest's output; a saving below WHOLE_MARGIN of the NumPy price does not cover it)
     if not loops.is_zero() and compare(
