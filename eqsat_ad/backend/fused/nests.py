@@ -14,6 +14,7 @@ from typing import NamedTuple
 from ...ir.expr import Expr, accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
+from .checks import counted_in_loop
 from .interior import Ceil, Index, holds_on, size_bound, support
 from .loops import LoopWriter
 from .reuse import Reused, reused_terms
@@ -116,7 +117,7 @@ class NestWriter:
         if inner_rows is None:
             edge_rows = self._row(group, fused, w, top, hoisted, None)
             w.lines += edge_rows.lines
-            self._check_rows(ivs, w)
+            self._check_rows(ivs, w, len(w.lines) - len(edge_rows.lines))
             w.lines[0:0] = [*top, *edge_rows.head]
             return self._finish_kernel(group, fused, w, edge_rows.reads)
         top += inner_top
@@ -144,7 +145,7 @@ class NestWriter:
                 ("_rhi, ", extent, "the other edge rows", edge_rows)):
             w.lines.append(f"{at}for {row} in range({lo}{hi}):  # {what}")
             w.lines += body.lines
-            self._check_rows(ivs, w)
+            self._check_rows(ivs, w, len(w.lines) - len(body.lines))
         w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
                         f"    _rlo = {_extreme('max', lows)}",
                         f"    _rhi = max(_rlo, {_extreme('min', highs)})"]
@@ -349,13 +350,18 @@ class NestWriter:
             reads += [r for r in self._reads(s, fused) if r not in reads]
         return reads
 
-    def _check_rows(self, ivs: tuple, w: LoopWriter) -> None:
-        """After the innermost loop: the checked arrays' row just read (in cache), its entries
-        inside their bounds counted in a loop of its own (vectorized; inside the loops above,
-        the read would become a gather); a nan compares false, so it is not counted."""
+    def _check_rows(self, ivs: tuple, w: LoopWriter, start: int) -> None:
+        """The checked arrays' entries of the row written from ``w.lines[start]`` on counted
+        inside their bounds: in a loop over the whole row that reads them
+        (:func:`~.checks.counted_in_loop`), else after the innermost loop, the row just read
+        (in cache), in a loop of its own (vectorized; inside a partitioned point loop the
+        read would become a gather); a nan compares false, so it is not counted."""
         last = ivs[-1]
+        outer = ", ".join(iv.name for iv in ivs[:-1])
         at = ", ".join([*(iv.name for iv in ivs[:-1]), "_c"])
         for name, k in self._checking.items():
+            if counted_in_loop(w.lines, start, name, k, outer, dim_str(last.extent)):
+                continue
             w.emit(f"for _c in range({dim_str(last.extent)}):  # {name} inside its bounds?")
             w.emit(f"    _v = {name}[{at}]")
             w.emit(f"    _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})")
