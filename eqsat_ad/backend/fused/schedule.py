@@ -29,8 +29,10 @@ plan prices NumPy kernels in:
   along the output's innermost index (:func:`tiled`) walks rows too, and is priced so.
 * Reused values are not recomputed: a statement left to NumPy whose code run on its own (as
   the fused program calls it) costs more than :data:`REUSE` times its share of the plan reads
-  a value other statements' kernels computed (logsumexp's row sum); alone, or as a loop nest,
-  it would compute it again, so the whole NumPy program runs.
+  a value other statements' kernels computed; alone, or as a loop nest, it would compute it
+  again, so the whole NumPy program runs. Not so a statement over the rows of the loop nest
+  just before it that shares its row sum (logsumexp's ``w_bar``): it runs in that kernel once
+  per row (:mod:`.reuse`), priced so; a row sum's term read back at the points is a read.
 * A pair loop (:mod:`.pairs`: sums over pairs ``(i, j)``, each pair visited once, every term
   added to its output) is priced as its pairs times the terms' work; it replaces the loop
   nest where that is cheaper (placement ``"pairs"``), under the same tests against the plan,
