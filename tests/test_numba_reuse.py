@@ -232,3 +232,27 @@ def test_the_count_goes_into_the_loop_reading_the_row() -> None:
     # a loop over part of the row (an edge) or not reading the array: counted apart
     assert not counted_in_loop(lines, 1, "Y", 0, "i", "M")
     assert not counted_in_loop(lines, 1, "w", 2, "i", "M")
+
+
+CLOSED = """\
+def f(z: [B, N], w: [B, N]):
+    e[i: B, j: N] = exp(z[i, j])
+    p[i: B, j: N] = e[i, j] * w[i, j] / Sum[k: N](e[i, k])
+    return Sum[i: B, j: N](p[i, j])
+"""
+
+
+def test_a_sum_over_no_free_index_is_priced_with_its_body() -> None:
+    # The scalar's loop nest would recompute the row sum at every (i, j): B·N² where NumPy
+    # sums each row once. Priced as a read (2 in all), it ran as that loop nest.
+    from eqsat_ad.backend.fused.schedule import loop_price
+    from eqsat_ad.plan.poly import Poly
+
+    f = ea.compile(ea.parse(CLOSED), backend="numba")
+    scalar = next(s for s in f.compiled._prog.statements if not s.indices)
+    price = loop_price(scalar)
+    assert price.degree() == 3 and Poly.const(2) != price
+    assert f.compiled.schedule.placement[scalar.name] == "numpy"
+    rng = np.random.default_rng(2)
+    z, w = rng.standard_normal((4, 50)), rng.standard_normal((4, 50))
+    np.testing.assert_allclose(f(z=z, w=w), evaluate(f.program, z=z, w=w), rtol=1e-12)

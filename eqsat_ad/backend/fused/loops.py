@@ -42,7 +42,7 @@ from ...ir.program import Statement
 from .brackets import bounds, solve_order
 from .functions import LOOP_FUNCTIONS
 from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
-from .reuse import buffer_name, canonical, read_back
+from .reuse import buffer_name, canonical, hoist_key, read_back
 from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
@@ -445,7 +445,7 @@ class LoopWriter:
         if not closed and (self.hoist_var is None or self.sum_depth != 0 or not all(
                 n in env and env[n].code in self.outer_vars for n in free)):
             return None
-        key = self.hoist_key(e, env)
+        key = hoist_key(e, env)
         hit = self.hoisted.get(key)
         if hit is None:
             self.hoisted[key] = None  # taken: a sum hoisted from inside this one is named apart
@@ -464,12 +464,6 @@ class LoopWriter:
             (self.top if closed and self.top is not None else self.pre).extend(sub.lines)
             self.hoisted[key] = hit
         return hit
-
-    @staticmethod
-    def hoist_key(e: Sum, env: Mapping[str, Index]) -> tuple:
-        """A hoisted sum's key: its alpha-normal form (two statements' ``Σ_k f(i, k)`` and
-        ``Σ_j f(i, j)`` are one sum) and the codes of its free indices."""
-        return canonical(e), tuple(env[n].code for n in sorted(free_indices(e)))
 
     def running_sum(self, e: Sum, form: ScanForm, env: Mapping[str, Index]
                     ) -> tuple[str, str | None]:

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from .interior import Index
     from .loops import LoopWriter
 
-__all__ = ["Reused", "buffer_name", "canonical", "priced_body", "read_back", "reused_terms",
-           "row_sibling", "shared_sums", "sibling_body", "top_sums"]
+__all__ = ["Reused", "buffer_name", "canonical", "hoist_key", "priced_body", "read_back",
+           "reused_terms", "row_sibling", "shared_sums", "sibling_body", "top_sums"]
 
 # data comparisons: a strong zero where false (as .loops._COMPARISONS)
 _COMPARISONS = frozenset({"gt", "ge", "eq", "ne", "ngt", "nge", "gt0"})
@@ -76,6 +76,13 @@ def canonical(e: Sum) -> Sum:
     names = {iv.name: f"_s{k}" for k, iv in enumerate(e.indices)}
     body = substitute(e.body, {old: Affine.var(new) for old, new in names.items()})
     return Sum(tuple(IndexVar(names[iv.name], iv.extent) for iv in e.indices), body)
+
+
+def hoist_key(e: Sum, env: Mapping[str, Index]) -> tuple:
+    """A hoisted sum's key (the loop writer's ``hoisted``): its alpha-normal form (two
+    statements' ``Σ_k f(i, k)`` and ``Σ_j f(i, j)`` are one sum) and the codes of its free
+    indices."""
+    return canonical(e), tuple(env[n].code for n in sorted(free_indices(e)))
 
 
 def top_sums(e: Expr) -> list[Sum]:
@@ -169,7 +176,7 @@ def read_back(w: LoopWriter, e: Expr, env: Mapping[str, Index]) -> tuple[str, No
     if at is None or at.code != w.hoist_var:
         return None
     w.hoist(r.sum, env)
-    buf = w.hoisted.get(("terms", *w.hoist_key(r.sum, env)))
+    buf = w.hoisted.get(("terms", *hoist_key(r.sum, env)))
     if buf is None:  # (added as a chain: no buffer of its terms)
         return None
     return f"{buf}[np.uintp({at.code})]", None

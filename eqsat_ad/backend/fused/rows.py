@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ...ir.expr import Sum, free_indices
 from ...ir.index import Affine, dim_str
 from .interior import Index
-from .schedule import array_reads, strided
+from .walks import array_reads, strided
 
 if TYPE_CHECKING:
     from .loops import LoopWriter

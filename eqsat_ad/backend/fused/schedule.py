@@ -83,6 +83,8 @@ from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
 from .reuse import priced_body, row_sibling, sibling_body
 from .scans import ScanForm, statement_scans
+from .walks import array_reads, closed_sums, strided, top_sums
+from .walks import children as _children
 from .windows import Window, at, returned_and_readers, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
@@ -181,14 +183,6 @@ def dominated(a: Poly, b: Poly) -> bool:
     return all(any(under(m, n) for n in b.terms) for m in a.terms)
 
 
-def strided(a: Access | Rel, inner: str) -> bool:
-    """``a`` walks its array across rows along the loop variable ``inner``: ``inner`` is in
-    an index before the last and not in the last (a column of a row-major array)."""
-    if len(a.indices) < 2 or inner in a.indices[-1].free_indices():
-        return False
-    return any(inner in ix.free_indices() for ix in a.indices[:-1])
-
-
 def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
          scans: Mapping[Sum, ScanForm] | None = None, hoisted: list[Sum] | None = None,
          inner: str | None = None, tile: str | None = None) -> Poly:
@@ -272,12 +266,6 @@ def _op_price(e: Expr) -> Poly:
     return ONE
 
 
-def _top_sums(e: Expr) -> list[Sum]:
-    if isinstance(e, Sum):
-        return [e]
-    return [s for c in _children(e) for s in _top_sums(c)]
-
-
 def serial_sums(s: Statement) -> list[Sum]:
     """The sums of ``s``'s body (outside other sums) its loop nest accumulates per point as
     chains of dependent adds (:data:`SERIAL_SUM`): those free of the innermost output index
@@ -287,23 +275,13 @@ def serial_sums(s: Statement) -> list[Sum]:
         return []
     v = s.indices[-1].name
     out: list[Sum] = []
-    for e in _top_sums(s.body):
+    for e in top_sums(s.body):
         if (e in out or not free_indices(e)  # (over no free index: once per call, at the top)
                 or sum_points(e.indices, e.body).is_constant()):
             continue
         if v not in free_indices(e) or any(strided(a, v) for a in array_reads(e.body)):
             out.append(e)
     return out
-
-
-def array_reads(e: Expr) -> list[Access | Rel]:
-    """The arrays ``e`` reads: accesses and the relations of its brackets."""
-    if isinstance(e, Access):
-        return [e]
-    if isinstance(e, Bracket):
-        preds = e.pred.preds if isinstance(e.pred, And) else (e.pred,)
-        return [p for p in preds if isinstance(p, Rel)]
-    return [a for c in _children(e) for a in array_reads(c)]
 
 
 def _chain_price(e: Sum, fused_work: Mapping[str, Poly] | None) -> Poly:
@@ -357,6 +335,10 @@ def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None,
     for e in serial_sums(s):  # once per outer point when hoisted, else once per point
         times = outer if e in hoisted else Poly.product_of_dims(s.shape)
         price = price + times * _chain_price(e, fused_work)
+    for e in closed_sums(s.body):  # over no free index: once per call, at the kernel top
+        along = solve_order(e.indices, e.body)[-1].name
+        price = price + sum_points(e.indices, e.body) * (work(e.body, fused_work, inner=along)
+                                                         + ONE)
     return price
 
 
@@ -376,20 +358,6 @@ def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly
     for c in _children(e):
         out += _sites(c, name, mult, seen)
     return out
-
-
-def _children(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, Binary):
-        return (e.lhs, e.rhs)
-    if isinstance(e, Neg):
-        return (e.arg,)
-    if isinstance(e, Pow):
-        return (e.base,)
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Sum):
-        return (e.body,)
-    return ()
 
 
 def _blas_contraction(s: Statement, plan: Plan) -> bool:
