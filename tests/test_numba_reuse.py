@@ -73,7 +73,9 @@ def test_logsumexp_computes_each_exp_once_in_one_kernel() -> None:
     kernel = _kernel(g.source, "_k_x_bar")
     assert kernel.startswith("def _k_x_bar(_out0, _out1, ")  # w_bar in x_bar's kernel
     assert kernel.count("_exp(") == 1 and kernel.count("_pairwise(") == 1
-    assert "np.log(" in kernel and "_terms_N_0[np.uintp(j)]" in kernel
+    # the exps stored in x_bar's row as they are computed, scaled there in cache
+    assert "np.log(" in kernel and "_out0[i, np.uintp(j)]" in kernel
+    assert "_terms_" not in kernel and "_pairwise(_out0[i], 0, N," in kernel
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -130,7 +132,7 @@ def test_softmax_xent_reads_its_exps_back(dtype: type, sizes: tuple[int, int]) -
     placement = g.compiled.schedule.placement
     assert set(placement.values()) == {"loop"}, g.compiled.schedule.why
     kernel = _kernel(g.source, "_k_" + next(iter(placement)))
-    assert kernel.count("_exp(") == 1 and "_terms_" in kernel
+    assert kernel.count("_exp(") == 1 and "_out[i, np.uintp(j)]" in kernel
     e = np.exp(z.astype(np.float64))
     want = e / e.sum(axis=1, keepdims=True) - y
     np.testing.assert_allclose(got, want, rtol=1e-12 if dtype == np.float64 else 2e-5,
@@ -177,6 +179,37 @@ def test_a_row_statement_shares_its_siblings_sum(dtype: type) -> None:
             want = evaluate(f.program, x=x.astype(np.float64), w=w.astype(np.float64))
         _agree(got, want, 1e-12 if dtype == np.float64 else 2e-5)
         assert np.isnan(got[1][0]) and np.isnan(got[0][0]).all()
+
+
+BOUNDED = {  # y's body, and whether its loop stores 0.0 outside the range first (.interior)
+    "(j >= 1) * (exp(x[i, j]) * (w[i] / Sum[k: N](exp(x[i, k]))))": True,
+    "(j >= 1) * (j < N - 1) * (exp(x[i, j]) * w[i] / Sum[k: N](exp(x[i, k])))": False,
+}
+
+
+@pytest.mark.parametrize("body", list(BOUNDED))
+@pytest.mark.parametrize("n", [1, 2, 3, 40])
+def test_a_row_with_zeros_outside_a_range_keeps_its_terms_apart(body: str, n: int) -> None:
+    # Where 0.0 is stored before the range's loop (brackets bounding j by sizes at the top of
+    # the body), the output's row cannot hold the row sum's terms: a buffer of its own does.
+    # Brackets evaluated at each point (a select) read the term and then store: the row does.
+    f = ea.compile(ea.parse(f"def f(x: [B, N], w: [B]):\n    y[i: B, j: N] = {body}\n"
+                            "    return y\n"), backend="numba")
+    assert f.compiled.schedule.placement == {"y": "loop"}, f.compiled.schedule.why
+    kernel = _kernel(f.source, "_k_y")
+    if BOUNDED[body]:
+        assert "_terms_N_0[np.uintp(j)]" in kernel and "_pairwise(_out[" not in kernel
+        assert "where a bracket is false" in kernel
+    else:
+        assert "_out[i, np.uintp(j)]" in kernel and "_terms_" not in kernel
+    rng = np.random.default_rng(n)
+    x, w = rng.standard_normal((3, n)), rng.standard_normal(3)
+    x[1, 0] = np.inf  # outside the range: a strong zero at the point, inf in the sum
+    with np.errstate(all="ignore"):
+        got = f(x=x, w=w)
+        want = evaluate(f.program, x=x, w=w)
+    _agree(got, want, 1e-12)
+    assert (got[:, 0] == 0).all() and not np.signbit(got[:, 0]).any()
 
 
 BRACKETED = """\

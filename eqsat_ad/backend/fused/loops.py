@@ -42,7 +42,7 @@ from ...ir.program import Statement
 from .brackets import bounds, solve_order
 from .functions import LOOP_FUNCTIONS
 from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
-from .reuse import buffer_name, canonical, hoist_key, read_back
+from .reuse import hoist_key, read_back, term_buffer
 from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
@@ -152,8 +152,10 @@ class LoopWriter:
     # might (whether a second writing would gain)
     known: tuple[list, list] | None = None
     conditions: list = field(default_factory=list)
-    # terms of hoisted row sums read back from their row buffer at the points (.reuse)
+    # terms of hoisted row sums read back from their row buffer at the points (.reuse), and
+    # the output's row (``_out[i]``) when the first such sum may use it as its buffer
     terms: dict = field(default_factory=dict)
+    out_row: str | None = None
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -453,10 +455,7 @@ class LoopWriter:
                              prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag)
             sub.depth = 1 if closed else self.pre_depth
             at = {n: env[n] for n in free}
-            kept = next((r for r in self.terms.values() if canonical(r.sum) == key[0]), None)
-            buf = None if kept is None else buffer_name(kept)  # its terms read back (.reuse)
-            if buf is not None and self.hoisted.setdefault(("buffer", buf), key[1]) != key[1]:
-                buf = None  # (the buffer is this sum's at other free-index codes)
+            buf = term_buffer(self, key)  # its terms read back at the points (.reuse)
             hit = row_sum(sub, e, at, buf)
             if hit is not None and buf is not None:
                 self.hoisted[("terms", *key)] = buf

@@ -53,6 +53,7 @@ class NestWriter:
     # points read back from their buffers
     _rows: tuple[tuple[Statement, str], ...] = ()
     _terms: dict[str, dict[Expr, Reused]] = {}  # noqa: RUF012 (replaced, never mutated)
+    _out_rows = False
 
     def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
         w = LoopWriter(self._shapes, fused, self._relations)
@@ -76,10 +77,16 @@ class NestWriter:
         kept: list = []  # (numbers the buffers of the kernel's reused sums)
         self._terms = {} if self._ranged is not None else {
             t.name: reused_terms(t, self._relations, kept) for t in points}
+        # the output's row may hold a reused sum's terms (.reuse.term_buffer): one statement
+        # over the points, every point of the row written once after the row's sums (not
+        # where brackets store 0.0 outside a range before them, _supported_row)
+        last = points[0].indices[-1].name if points[0].indices else ""
+        self._out_rows = (len(points) == 1 and bool(self._terms.get(points[0].name))
+                          and support(points[0].body, last) is None)
         try:
             code, reads = self._nest(points, fused, checks)
         finally:
-            self._rows, self._terms = (), {}
+            self._rows, self._terms, self._out_rows = (), {}, False
         return code, reads
 
     def _nest(self, group: list[Statement], fused: dict[str, Statement],
@@ -342,8 +349,10 @@ class NestWriter:
                    for a, b in zip(s.indices, first.indices, strict=True)}
             # (a stepped statement's innermost index counts multiples, not the buffer's points)
             w.terms = self._terms.get(s.name, {}) if self._step is None else {}
+            outer = ", ".join(iv.name for iv in first.indices[:-1])
+            w.out_row = f"{out}[{outer}]" if self._out_rows and w.terms and outer else None
             v, _ = w.expr(s.body, env)
-            w.terms = {}
+            w.terms, w.out_row = {}, None
             w.emit(f"{out}[{target}] = {v}")
             for z in zeros:
                 w.emit(f"{out}[{z}] = F(0)")

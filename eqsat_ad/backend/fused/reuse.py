@@ -53,8 +53,9 @@ if TYPE_CHECKING:
     from .interior import Index
     from .loops import LoopWriter
 
-__all__ = ["Reused", "buffer_name", "canonical", "hoist_key", "priced_body", "read_back",
-           "reused_terms", "row_sibling", "shared_sums", "sibling_body", "top_sums"]
+__all__ = ["Reused", "buffer_name", "canonical", "element", "hoist_key", "priced_body",
+           "read_back", "reused_terms", "row_sibling", "shared_sums", "sibling_body",
+           "term_buffer", "top_sums"]
 
 # data comparisons: a strong zero where false (as .loops._COMPARISONS)
 _COMPARISONS = frozenset({"gt", "ge", "eq", "ne", "ngt", "nge", "gt0"})
@@ -157,6 +158,26 @@ def buffer_name(r: Reused) -> str:
     return f"_terms_{dim_str(r.sum.indices[0].extent)}_{r.number}"
 
 
+def element(buf: str, index: str) -> str:
+    """Code of entry ``index`` of the row buffer ``buf``: a buffer of its own (``_terms_N_0``)
+    or the output's row (``_out[i]``: entry ``_out[i, j]``)."""
+    return f"{buf[:-1]}, {index}]" if buf.endswith("]") else f"{buf}[{index}]"
+
+
+def term_buffer(w: LoopWriter, key: tuple) -> str | None:
+    """The row buffer of the hoisted sum ``key`` (:func:`hoist_key`) whose terms the points
+    read back: the output's row for the statement's first reused sum where the kernel
+    allows it (``w.out_row``: the point at ``j`` reads entry ``j`` and then writes it, so the
+    exps are stored while they are computed and the scaling runs in cache; 3.1 against 4.1 ms
+    for logsumexp's kernel at 1024 x 2048), else one of its own; None where no point reads
+    them back, or the buffer already holds the same sum at other free-index codes."""
+    kept = next((r for r in w.terms.values() if canonical(r.sum) == key[0]), None)
+    if kept is None:
+        return None
+    buf = w.out_row if kept.number == 0 and w.out_row else buffer_name(kept)
+    return buf if w.hoisted.setdefault(("buffer", buf), key[1]) == key[1] else None
+
+
 def _term(terms: Mapping[Expr, Reused], e: Expr) -> Reused | None:
     """``terms``' entry for ``e`` (compared, not hashed: hashing each node of a deep body as
     the writer walks it would cost its size each time; a comparison stops at the first
@@ -179,7 +200,7 @@ def read_back(w: LoopWriter, e: Expr, env: Mapping[str, Index]) -> tuple[str, No
     buf = w.hoisted.get(("terms", *hoist_key(r.sum, env)))
     if buf is None:  # (added as a chain: no buffer of its terms)
         return None
-    return f"{buf}[np.uintp({at.code})]", None
+    return element(buf, f"np.uintp({at.code})"), None
 
 
 def priced_body(s: Statement, relations: frozenset[str]) -> Expr:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from ...ir.expr import Sum, free_indices
 from ...ir.index import Affine, dim_str
 from .interior import Index
+from .reuse import element
 from .walks import array_reads, strided
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index], buf: str | None = N
     """``e``'s terms written to a row buffer and added by ``_pairwise``: its value (never
     -0.0, as an accumulator started at +0.0) and strong-zero flag; None where the module
     docstring's conditions do not hold (then the chain of adds). ``buf``: a buffer of this
-    sum's own, whose terms the points of the row read back (:mod:`.reuse`)."""
+    sum's own or the output's row (``_out[i]``), whose terms the points of the row read back
+    (:mod:`.reuse`)."""
     if (len(e.indices) != 1 or w.sum_depth != 0 or w.tile_var is not None
             or w.views is not None or w.top is None or not free_indices(e)
             or w.scans.get(e) is not None):
@@ -117,9 +119,10 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index], buf: str | None = N
         return None
     # one buffer per extent, shared by the kernel's row sums: each is filled and added up
     # before the next one starts (none is inside another: sum_depth)
+    # (a sum whose terms are read back has a buffer of its own or the output's row, .reuse)
     buf = buf or f"_row_{extent}"
-    for line in (f"    {buf} = np.empty({extent}, dtype=F)",
-                 "    _pw_stack = np.empty(3 * 128, dtype=np.intp)",  # (depth <= 63: n < 2**70)
+    own = () if buf.endswith("]") else (f"    {buf} = np.empty({extent}, dtype=F)",)
+    for line in (*own, "    _pw_stack = np.empty(3 * 128, dtype=np.intp)",  # (n < 2**70)
                  "    _pw_vals = np.empty(64, dtype=F)"):
         if line not in w.top:
             w.top.append(line)
@@ -132,7 +135,7 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index], buf: str | None = N
     span = (Affine.constant(0), Affine.of_dim(iv.extent) - 1)
     v, z = w.expr(body, {**env, iv.name: Index(var, iv.extent, span=span)})
     w.sum_depth -= 1
-    w.emit(f"{buf}[{var}] = {v}")
+    w.emit(f"{element(buf, var)} = {v}")
     if z is not None and z != "True":
         w.emit(f"{flag} = {flag} & ({z})")
     w.close()
