@@ -8,7 +8,9 @@ whole row (:mod:`.rows`), writes its terms to a row buffer and adds them in NumP
 order; without this module the point loop computed ``exp(x[i, j])`` a second time (two exps
 per point where NumPy's program computes one, its ``exp(x)`` array read by both). Here the
 buffer is kept (one per such sum, :func:`buffer_name`) and the point reads ``_terms[j]``: the
-same code computed the same value there, so the result is bit for bit the recomputed one.
+same code computed the same value there, so the result is bit for bit the recomputed one. In
+a kernel of one statement over the points, the first such sum's buffer is the output's row
+itself (:func:`term_buffer`): each point reads its entry, then overwrites it.
 
 A term is read back (:func:`reused_terms`) when it is the sum's body with the summed index
 renamed to the statement's innermost output index, occurs in the statement's body outside
