@@ -354,9 +354,9 @@ def test_a_split_dearer_than_the_numpy_program_runs_it_whole(
 def test_a_reused_sum_is_not_recomputed() -> None:
     # logsumexp's gradient: x_bar[i, j] = exp(x[i, j]) · w[i] / Σ_k exp(x[i, k]) and w_bar[i] =
     # log(Σ_j exp(x[i, j])). The NumPy plan sums once and w_bar's share is a log (B); run on
-    # its own w_bar's NumPy code (or a loop nest) sums again, O(B N). Either the NumPy program
-    # runs (it computes the sum once), or both are loop nests, each summing, when that is
-    # priced below the whole plan (with an exp cheaper than vmath's, never with libm's).
+    # its own w_bar's NumPy code (or a loop nest of its own) sums again, O(B N). Both run in
+    # one kernel (.reuse): per row the exps go to a buffer once, are added in NumPy's order,
+    # read back at the points of x_bar, and w_bar is the log of the same sum.
     g = ea.grad(ea.parse(LOGSUMEXP), ("x", "w"), backend="numba")
     nb_prog = g.compiled
     prog = nb_prog._prog
@@ -365,35 +365,26 @@ def test_a_reused_sum_is_not_recomputed() -> None:
     share, alone = plan.statement_cost("w_bar"), nb_prog._alone_price(w_bar)
     assert share.degree() == 1 and alone.degree() == 2
     assert compare(alone, share * REUSE) > 0
-    # The NumPy plan takes one exp pass and shares its row sum: priced (and measured: 7.2 ms
-    # against 11.5 ms for the two loop nests at B = 1024, N = 2048, one core) below loop nests
-    # that each compute exp; were exp's loop price half vmath's, both would be loop nests.
-    assert nb_prog.schedule.placement == {"x_bar": "numpy", "w_bar": "numpy"}
-    assert "reused values not recomputed: w_bar" in nb_prog.schedule.why["w_bar"]
+    assert nb_prog.schedule.placement == {"x_bar": "loop", "w_bar": "loop"}
+    assert "once per row in x_bar's kernel" in nb_prog.schedule.why["w_bar"]
+    # x_bar's exp priced once per point (20 B N), not twice (28 B N: the sum's and the point's)
+    assert str(loop_price(prog.statements[0], relations=frozenset())) == "20*B*N"
+    kernel = nb_prog.source[nb_prog.source.index("def _k_x_bar(_out0, _out1,"):]
+    kernel = kernel[:kernel.index("\ndef run(")]
+    assert kernel.count("_exp(") == 1 and "np.log(" in kernel and "_pairwise(" in kernel
+    assert "_k_w_bar" not in nb_prog.source
     loopable = {s.name: True for s in prog.statements}
     alone_all = {s.name: nb_prog._alone_price(s) for s in prog.statements}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(fused_schedule.CALL_PRICE, "exp", fused_schedule.CALL_PRICE["exp"] // 2)
-        cheap = schedule(prog, plan, loopable, alone=alone_all)
-    assert cheap.placement == {"x_bar": "loop", "w_bar": "loop"}
-    assert "would recompute a value the plan shares" in cheap.why["w_bar"]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(fused_schedule.CALL_PRICE, "exp", 24)  # libm's scalar exp
-        libm = schedule(prog, plan, loopable, alone=alone_all)
-    assert set(libm.placement.values()) == {"numpy"}
-    assert "reused values not recomputed: w_bar" in libm.why["x_bar"]
-    # Without the price of w_bar's code alone the schedule would loop x_bar and leave w_bar to
-    # recompute the sum (an earlier schedule, 1.6x slower than NumPy), were x_bar's two exps
-    # per point priced as one operation each; at libm's price its loop nest is dearer than
-    # NumPy's vectorized exp passes anyway.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(fused_schedule.CALL_PRICE, "exp", 24)
-        blind = schedule(prog, plan, loopable)
-        assert blind.placement == {"x_bar": "numpy", "w_bar": "numpy"}
-        assert "> 8x the NumPy plan" in blind.why["x_bar"]
-        mp.setitem(fused_schedule.CALL_PRICE, "exp", 1)
-        mp.setitem(fused_schedule.CALL_PRICE, "log", 1)
-        assert schedule(prog, plan, loopable).placement == {"x_bar": "loop", "w_bar": "numpy"}
+        # an exp 4x vmath's: the NumPy program (one vectorized exp pass) is cheaper
+        mp.setitem(fused_schedule.CALL_PRICE, "exp", 4 * fused_schedule.CALL_PRICE["exp"])
+        dear = schedule(prog, plan, loopable, alone=alone_all)
+    assert set(dear.placement.values()) == {"numpy"}
+    assert "reused values not recomputed: w_bar" in dear.why["x_bar"]
+    # Without the price of w_bar's code alone the schedule cannot see that NumPy would sum
+    # again: w_bar (a log per row) stays NumPy
+    blind = schedule(prog, plan, loopable)
+    assert blind.placement == {"x_bar": "loop", "w_bar": "numpy"}
     inputs = _inputs(prog, {"B": 3, "N": 4}, np.float64)
     _agree(g(**inputs), evaluate(g.program, **inputs), 1e-12)
     # the loop nests' values: the NumPy backend's within rounding (vmath's exp: < 1 ULP)

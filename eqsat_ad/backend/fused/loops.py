@@ -42,6 +42,7 @@ from ...ir.program import Statement
 from .brackets import bounds, solve_order
 from .functions import LOOP_FUNCTIONS
 from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
+from .reuse import hoist_key, read_back, term_buffer
 from .rows import row_sum
 from .scans import ScanForm
 from .tiles import interchange, jammed, tile_leaf, view
@@ -153,6 +154,10 @@ class LoopWriter:
     conditions: list = field(default_factory=list)
     # arrays read from a copy with their first axis last (a pair loop's, .pairs): by name
     rotated: dict = field(default_factory=dict)
+    # terms of hoisted row sums read back from their row buffer at the points (.reuse), and
+    # the output's row (``_out[i]``) when the first such sum may use it as its buffer
+    terms: dict = field(default_factory=dict)
+    out_row: str | None = None
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -248,6 +253,8 @@ class LoopWriter:
     # --- expressions ---------------------------------------------------------------------------
     def expr(self, e: Expr, env: Mapping[str, Index]) -> tuple[str, str | None]:
         """Code of ``e``'s value and of its strong-zero flag (lines it needs are emitted)."""
+        if self.terms and (kept := read_back(self, e, env)) is not None:
+            return kept
         if isinstance(e, Const):
             return (_num(0.0), "True") if e.value == 0 else (_num(e.value), None)
         if isinstance(e, Access):
@@ -445,7 +452,7 @@ class LoopWriter:
         if not closed and (self.hoist_var is None or self.sum_depth != 0 or not all(
                 n in env and env[n].code in self.outer_vars for n in free)):
             return None
-        key = (e, tuple(env[n].code for n in free))
+        key = hoist_key(e, env)
         hit = self.hoisted.get(key)
         if hit is None:
             self.hoisted[key] = None  # taken: a sum hoisted from inside this one is named apart
@@ -453,7 +460,10 @@ class LoopWriter:
                              prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag)
             sub.depth = 1 if closed else self.pre_depth
             at = {n: env[n] for n in free}
-            hit = row_sum(sub, e, at)
+            buf = term_buffer(self, key)  # its terms read back at the points (.reuse)
+            hit = row_sum(sub, e, at, buf)
+            if hit is not None and buf is not None:
+                self.hoisted[("terms", *key)] = buf
             hit = hit if hit is not None else sub._sum(e, at)
             (self.top if closed and self.top is not None else self.pre).extend(sub.lines)
             self.hoisted[key] = hit

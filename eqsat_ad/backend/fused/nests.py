@@ -14,8 +14,10 @@ from typing import NamedTuple
 from ...ir.expr import Expr, accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
+from .checks import counted_in_loop
 from .interior import Ceil, Index, holds_on, size_bound, support
 from .loops import LoopWriter
+from .reuse import Reused, reused_terms
 from .scans import statement_scans
 from .steps import LAST, STEPS, Step, stepped, stepping
 from .tiles import TILE, TILE_MIN
@@ -46,6 +48,12 @@ class NestWriter:
     # a stepped group being written (.steps): c, and whether each multiple is followed by
     # c - 1 points of 0.0
     _step: tuple[int, bool] | None = None
+    # the kernel being written: statements over its rows alone, each with its output
+    # (.reuse: written once per row after the hoisted sums), and the row sums' terms its
+    # points read back from their buffers
+    _rows: tuple[tuple[Statement, str], ...] = ()
+    _terms: dict[str, dict[Expr, Reused]] = {}  # noqa: RUF012 (replaced, never mutated)
+    _out_rows = False
 
     def _writer(self, fused: dict[str, Statement]) -> LoopWriter:
         w = LoopWriter(self._shapes, fused, self._relations)
@@ -60,7 +68,30 @@ class NestWriter:
         their fused producers' values), and the arrays it reads. The innermost output loop is
         partitioned (:mod:`.interior`) when its interior drops a guard. ``checks``: arrays of
         the points' shape, each with its position in ``_box``, whose entries the kernel checks
-        against those bounds (:meth:`_checks`); it then returns whether one lies outside."""
+        against those bounds (:meth:`_checks`); it then returns whether one lies outside.
+        Statements over the rows alone follow those over the points (:mod:`.reuse`)."""
+        points = [t for t in group if len(t.indices) == len(group[0].indices)]
+        rows = group[len(points):]
+        assert all(len(t.indices) == len(group[0].indices) - 1 for t in rows)
+        self._rows = tuple((t, f"_out{len(points) + k}") for k, t in enumerate(rows))
+        kept: list = []  # (numbers the buffers of the kernel's reused sums)
+        self._terms = {} if self._ranged is not None else {
+            t.name: reused_terms(t, self._relations, kept) for t in points}
+        # the output's row may hold a reused sum's terms (.reuse.term_buffer): one statement
+        # over the points, every point of the row written once after the row's sums (not
+        # where brackets store 0.0 outside a range before them, _supported_row)
+        last = points[0].indices[-1].name if points[0].indices else ""
+        self._out_rows = (len(points) == 1 and bool(self._terms.get(points[0].name))
+                          and support(points[0].body, last) is None)
+        try:
+            code, reads = self._nest(points, fused, checks)
+        finally:
+            self._rows, self._terms, self._out_rows = (), {}, False
+        return code, reads
+
+    def _nest(self, group: list[Statement], fused: dict[str, Statement],
+              checks: Mapping[str, int] | None = None) -> tuple[str, list[str]]:
+        """:meth:`_kernel`'s nest of the statements over the points ``group``."""
         first = group[0]
         ivs = first.indices
         scans = statement_scans(first.body, ivs[-1].name) if ivs and len(group) == 1 else {}
@@ -93,7 +124,7 @@ class NestWriter:
         if inner_rows is None:
             edge_rows = self._row(group, fused, w, top, hoisted, None)
             w.lines += edge_rows.lines
-            self._check_rows(ivs, w)
+            self._check_rows(ivs, w, len(w.lines) - len(edge_rows.lines))
             w.lines[0:0] = [*top, *edge_rows.head]
             return self._finish_kernel(group, fused, w, edge_rows.reads)
         top += inner_top
@@ -121,7 +152,7 @@ class NestWriter:
                 ("_rhi, ", extent, "the other edge rows", edge_rows)):
             w.lines.append(f"{at}for {row} in range({lo}{hi}):  # {what}")
             w.lines += body.lines
-            self._check_rows(ivs, w)
+            self._check_rows(ivs, w, len(w.lines) - len(body.lines))
         w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
                         f"    _rlo = {_extreme('max', lows)}",
                         f"    _rhi = max(_rlo, {_extreme('min', highs)})"]
@@ -186,6 +217,15 @@ class NestWriter:
         edge_reads = self._bodies(group, fused, edge, {row})
         reads = edge_reads if whole else reads
         row_lows, row_highs = inside.row_lows + edge.row_lows, inside.row_highs + edge.row_highs
+        for t, name in self._rows:  # once per row, after the row's hoisted sums
+            rw = body_writer(edge.counter)
+            rw.depth = w.depth
+            outer = ivs[:-1]
+            env = {a.name: Index(b.name, b.extent) for a, b in zip(t.indices, outer, strict=True)}
+            v, _ = rw.expr(t.body, env)
+            rw.emit(f"{name}[{', '.join(b.name for b in outer)}] = {v}")
+            pre += rw.lines
+            edge.counter = rw.counter
         out.lines += pre  # the sums free of the innermost index, once per outer point
         # a kernel of a sliding window (.windows) runs the points [_p0, _p1) of its extent
         first, end = ("_p0", "_p1") if self._ranged else span or ("0", dim_str(last.extent))
@@ -268,7 +308,7 @@ class NestWriter:
             self._step = None
         lines = [*main.lines, *tail.lines]
         pad = " " * (4 * w.depth)
-        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
+        outs = self._outs(group)
         at = ", ".join([*(iv.name for iv in group[0].indices[:-1]), last.name])
         lines.append(f"{pad}for {last.name} in range({step.c} * {STEPS} + 1, {extent}):  "
                      f"# after the last multiple of {step.c}: 0")
@@ -301,33 +341,51 @@ class NestWriter:
             target = ", ".join([*at[:-1], f"np.uintp({c} * {at[-1]})"])
             zeros = [", ".join([*at[:-1], f"np.uintp({c} * {at[-1]} + {r})"])
                      for r in range(1, c)] if after else []
-        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
+        outs = self._outs(group)
         reads: list[str] = []
         for s, out in zip(group, outs, strict=True):
             env = {a.name: Index(b.name, b.extent,
                                  exact=Affine.var(b.name) if b.name in partitioned else None)
                    for a, b in zip(s.indices, first.indices, strict=True)}
+            # (a stepped statement's innermost index counts multiples, not the buffer's points)
+            w.terms = self._terms.get(s.name, {}) if self._step is None else {}
+            outer = ", ".join(iv.name for iv in first.indices[:-1])
+            w.out_row = f"{out}[{outer}]" if self._out_rows and w.terms and outer else None
             v, _ = w.expr(s.body, env)
+            w.terms, w.out_row = {}, None
             w.emit(f"{out}[{target}] = {v}")
             for z in zeros:
                 w.emit(f"{out}[{z}] = F(0)")
             reads += [r for r in self._reads(s, fused) if r not in reads]
         return reads
 
-    def _check_rows(self, ivs: tuple, w: LoopWriter) -> None:
-        """After the innermost loop: the checked arrays' row just read (in cache), its entries
-        inside their bounds counted in a loop of its own (vectorized; inside the loops above,
-        the read would become a gather); a nan compares false, so it is not counted."""
+    def _check_rows(self, ivs: tuple, w: LoopWriter, start: int) -> None:
+        """The checked arrays' entries of the row written from ``w.lines[start]`` on counted
+        inside their bounds: in a loop over the whole row that reads them
+        (:func:`~.checks.counted_in_loop`), else after the innermost loop, the row just read
+        (in cache), in a loop of its own (vectorized; inside a partitioned point loop the
+        read would become a gather); a nan compares false, so it is not counted."""
         last = ivs[-1]
+        outer = ", ".join(iv.name for iv in ivs[:-1])
         at = ", ".join([*(iv.name for iv in ivs[:-1]), "_c"])
         for name, k in self._checking.items():
+            if counted_in_loop(w.lines, start, name, k, outer, dim_str(last.extent)):
+                continue
             w.emit(f"for _c in range({dim_str(last.extent)}):  # {name} inside its bounds?")
             w.emit(f"    _v = {name}[{at}]")
             w.emit(f"    _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})")
 
+    def _outs(self, group: list[Statement]) -> list[str]:
+        """The kernel's outputs of the statements over its points ``group`` (then its rows')."""
+        if len(group) == 1 and not self._rows:
+            return ["_out"]
+        return [f"_out{k}" for k in range(len(group))]
+
     def _finish_kernel(self, group: list[Statement], fused: dict[str, Statement],
                        w: LoopWriter, reads: list[str]) -> tuple[str, list[str]]:
-        outs = ["_out"] if len(group) == 1 else [f"_out{k}" for k in range(len(group))]
+        outs = [*self._outs(group), *(name for _, name in self._rows)]
+        for t, _ in self._rows:
+            reads = reads + [r for r in self._reads(t, fused) if r not in reads]
         checks, self._checking = self._checking, {}
         lines = _live_flags(w.lines)
         if checks:  # the bounds as locals; whether an entry was not inside them is returned

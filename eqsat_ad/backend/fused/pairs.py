@@ -66,7 +66,8 @@ from ...ir.program import Statement
 from ...plan.poly import ONE, ZERO, Poly
 from .interior import Index
 from .loops import LoopWriter, Unsupported
-from .schedule import PairPrice, strided, work
+from .schedule import PairPrice, work
+from .walks import strided
 
 __all__ = ["CHEAP_CALLS", "MAX_REST", "PairForm", "PairTerm", "pair_form", "pair_kernel",
            "pair_price", "row_shapes"]

@@ -35,6 +35,7 @@ from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
 from .outputs import caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
+from .reuse import row_sibling
 from .rows import PAIRWISE
 from .scans import statement_scans
 from .schedule import Schedule, schedule
@@ -122,7 +123,7 @@ class NumbaProgram(NestWriter):
                        if (f := self._pair_form(s)) is not None}
         priced = {n: pair_price(f, self._stmt(n)) for n, f in self._pairs.items()}
         self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone,
-                                           pairs=priced)
+                                           pairs=priced, relations=self._relations)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         # the tensor parameters whose entries a loop nest checks against a proven box, in the
         # order of their bounds in _box (see _checks)
@@ -182,9 +183,13 @@ class NumbaProgram(NestWriter):
             if place[s.name] in ("fused", "window"):  # (a window: run by its consumer's)
                 continue
             last = groups[-1] if groups else None
+            if last is not None and self._row_of(last, s, fused, slid):
+                # over the rows of last's points, sharing a row sum: once per row in its kernel
+                last.append(s)
+                continue
             if (last is not None and place[s.name] == "loop" and place[last[0].name] == "loop"
                     and s.name not in slid and last[0].name not in slid
-                    and s.indices and s.shape == last[0].shape
+                    and s.indices and all(t.shape == s.shape for t in last)
                     and not statement_scans(s.body, s.indices[-1].name)
                     and not statement_scans(last[0].body, last[0].indices[-1].name)):
                 mine = set(self._reads(s, fused))
@@ -194,6 +199,21 @@ class NumbaProgram(NestWriter):
                     continue
             groups.append([s])
         return groups
+
+    def _row_of(self, group: list[Statement], s: Statement, fused: dict[str, Statement],
+                slid: set[str]) -> bool:
+        """``s`` runs in ``group``'s kernel once per row (:mod:`.reuse`): a loop statement over
+        the outer points of the group's one statement (a loop nest over rows and points, with
+        no running sum, not stepped, not a window's), sharing a row sum with it, neither
+        reading the other (through fused producers too)."""
+        place = self.schedule.placement
+        first = group[0]
+        if (len(group) != 1 or place[s.name] != "loop" or place[first.name] != "loop"
+                or s.name in slid or first.name in slid
+                or not row_sibling(first, s, self._relations)):
+            return False
+        return (first.name not in self._reads(s, fused)
+                and s.name not in self._reads(first, fused))
 
     def _window_kernels(self, win: Window, fused: dict[str, Statement]) -> tuple[str, list[str]]:
         """The producer's and the consumer's kernels over a range of points and the driver

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 from ...ir.expr import Sum, free_indices
 from ...ir.index import Affine, dim_str
 from .interior import Index
-from .schedule import array_reads, strided
+from .reuse import element
+from .walks import array_reads, strided
 
 if TYPE_CHECKING:
     from .loops import LoopWriter
@@ -97,10 +98,13 @@ def _pairwise(a, lo, n, stack, vals):
 """The helper the generated module defines (after ``F``, its float type)."""
 
 
-def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None] | None:
+def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index], buf: str | None = None
+            ) -> tuple[str, str | None] | None:
     """``e``'s terms written to a row buffer and added by ``_pairwise``: its value (never
     -0.0, as an accumulator started at +0.0) and strong-zero flag; None where the module
-    docstring's conditions do not hold (then the chain of adds)."""
+    docstring's conditions do not hold (then the chain of adds). ``buf``: a buffer of this
+    sum's own or the output's row (``_out[i]``), whose terms the points of the row read back
+    (:mod:`.reuse`)."""
     if (len(e.indices) != 1 or w.sum_depth != 0 or w.tile_var is not None
             or w.views is not None or w.top is None or not free_indices(e)
             or w.scans.get(e) is not None):
@@ -115,9 +119,10 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str |
         return None
     # one buffer per extent, shared by the kernel's row sums: each is filled and added up
     # before the next one starts (none is inside another: sum_depth)
-    buf = f"_row_{extent}"
-    for line in (f"    {buf} = np.empty({extent}, dtype=F)",
-                 "    _pw_stack = np.empty(3 * 128, dtype=np.intp)",  # (depth <= 63: n < 2**70)
+    # (a sum whose terms are read back has a buffer of its own or the output's row, .reuse)
+    buf = buf or f"_row_{extent}"
+    own = () if buf.endswith("]") else (f"    {buf} = np.empty({extent}, dtype=F)",)
+    for line in (*own, "    _pw_stack = np.empty(3 * 128, dtype=np.intp)",  # (n < 2**70)
                  "    _pw_vals = np.empty(64, dtype=F)"):
         if line not in w.top:
             w.top.append(line)
@@ -130,7 +135,7 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str |
     span = (Affine.constant(0), Affine.of_dim(iv.extent) - 1)
     v, z = w.expr(body, {**env, iv.name: Index(var, iv.extent, span=span)})
     w.sum_depth -= 1
-    w.emit(f"{buf}[{var}] = {v}")
+    w.emit(f"{element(buf, var)} = {v}")
     if z is not None and z != "True":
         w.emit(f"{flag} = {flag} & ({z})")
     w.close()

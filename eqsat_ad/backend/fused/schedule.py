@@ -29,8 +29,10 @@ plan prices NumPy kernels in:
   along the output's innermost index (:func:`tiled`) walks rows too, and is priced so.
 * Reused values are not recomputed: a statement left to NumPy whose code run on its own (as
   the fused program calls it) costs more than :data:`REUSE` times its share of the plan reads
-  a value other statements' kernels computed (logsumexp's row sum); alone, or as a loop nest,
-  it would compute it again, so the whole NumPy program runs.
+  a value other statements' kernels computed; alone, or as a loop nest, it would compute it
+  again, so the whole NumPy program runs. Not so a statement over the rows of the loop nest
+  just before it that shares its row sum (logsumexp's ``w_bar``): it runs in that kernel once
+  per row (:mod:`.reuse`), priced so; a row sum's term read back at the points is a read.
 * A pair loop (:mod:`.pairs`: sums over pairs ``(i, j)``, each pair visited once, every term
   added to its output) is priced as its pairs times the terms' work; it replaces the loop
   nest where that is cheaper (placement ``"pairs"``), under the same tests against the plan,
@@ -79,7 +81,10 @@ from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
 from .brackets import solve_order, sum_points
+from .reuse import priced_body, row_sibling, sibling_body
 from .scans import ScanForm, statement_scans
+from .walks import array_reads, closed_sums, strided, top_sums
+from .walks import children as _children
 from .windows import Window, at, returned_and_readers, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
@@ -178,14 +183,6 @@ def dominated(a: Poly, b: Poly) -> bool:
     return all(any(under(m, n) for n in b.terms) for m in a.terms)
 
 
-def strided(a: Access | Rel, inner: str) -> bool:
-    """``a`` walks its array across rows along the loop variable ``inner``: ``inner`` is in
-    an index before the last and not in the last (a column of a row-major array)."""
-    if len(a.indices) < 2 or inner in a.indices[-1].free_indices():
-        return False
-    return any(inner in ix.free_indices() for ix in a.indices[:-1])
-
-
 def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
          scans: Mapping[Sum, ScanForm] | None = None, hoisted: list[Sum] | None = None,
          inner: str | None = None, tile: str | None = None) -> Poly:
@@ -269,12 +266,6 @@ def _op_price(e: Expr) -> Poly:
     return ONE
 
 
-def _top_sums(e: Expr) -> list[Sum]:
-    if isinstance(e, Sum):
-        return [e]
-    return [s for c in _children(e) for s in _top_sums(c)]
-
-
 def serial_sums(s: Statement) -> list[Sum]:
     """The sums of ``s``'s body (outside other sums) its loop nest accumulates per point as
     chains of dependent adds (:data:`SERIAL_SUM`): those free of the innermost output index
@@ -284,23 +275,13 @@ def serial_sums(s: Statement) -> list[Sum]:
         return []
     v = s.indices[-1].name
     out: list[Sum] = []
-    for e in _top_sums(s.body):
+    for e in top_sums(s.body):
         if (e in out or not free_indices(e)  # (over no free index: once per call, at the top)
                 or sum_points(e.indices, e.body).is_constant()):
             continue
         if v not in free_indices(e) or any(strided(a, v) for a in array_reads(e.body)):
             out.append(e)
     return out
-
-
-def array_reads(e: Expr) -> list[Access | Rel]:
-    """The arrays ``e`` reads: accesses and the relations of its brackets."""
-    if isinstance(e, Access):
-        return [e]
-    if isinstance(e, Bracket):
-        preds = e.pred.preds if isinstance(e.pred, And) else (e.pred,)
-        return [p for p in preds if isinstance(p, Rel)]
-    return [a for c in _children(e) for a in array_reads(c)]
 
 
 def _chain_price(e: Sum, fused_work: Mapping[str, Poly] | None) -> Poly:
@@ -334,9 +315,12 @@ def hoisted_sums(s: Statement) -> list[Sum]:
     return found
 
 
-def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Poly:
+def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None,
+               relations: frozenset[str] = frozenset()) -> Poly:
     """A statement's loop nest: its output points times (body work + one write), a hoisted
-    sum (:func:`hoisted_sums`) priced once per point of the outer loops."""
+    sum (:func:`hoisted_sums`) priced once per point of the outer loops, a row sum's term
+    read back from its buffer (:mod:`.reuse`) a read."""
+    s = Statement(s.name, s.indices, priced_body(s, relations), s.loc)
     scans = statement_scans(s.body, s.indices[-1].name) if s.indices else {}
     hoisted = hoisted_sums(s)
     # (a constant innermost extent under TILE_MIN runs point by point, never tiled)
@@ -351,6 +335,10 @@ def loop_price(s: Statement, fused_work: Mapping[str, Poly] | None = None) -> Po
     for e in serial_sums(s):  # once per outer point when hoisted, else once per point
         times = outer if e in hoisted else Poly.product_of_dims(s.shape)
         price = price + times * _chain_price(e, fused_work)
+    for e in closed_sums(s.body):  # over no free index: once per call, at the kernel top
+        along = solve_order(e.indices, e.body)[-1].name
+        price = price + sum_points(e.indices, e.body) * (work(e.body, fused_work, inner=along)
+                                                         + ONE)
     return price
 
 
@@ -370,20 +358,6 @@ def _sites(e: Expr, name: str, mult: Poly, seen: set | None = None) -> list[Poly
     for c in _children(e):
         out += _sites(c, name, mult, seen)
     return out
-
-
-def _children(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, Binary):
-        return (e.lhs, e.rhs)
-    if isinstance(e, Neg):
-        return (e.arg,)
-    if isinstance(e, Pow):
-        return (e.base,)
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Sum):
-        return (e.body,)
-    return ()
 
 
 def _blas_contraction(s: Statement, plan: Plan) -> bool:
@@ -411,13 +385,18 @@ def _zeros_and_points(s: Statement, plan: Plan) -> bool:
 def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
              sizes: Mapping[str, int] | None = None,
              alone: Mapping[str, Poly] | None = None,
-             pairs: Mapping[str, PairPrice] | None = None) -> Schedule:
+             pairs: Mapping[str, PairPrice] | None = None,
+             relations: frozenset[str] = frozenset()) -> Schedule:
     """Place each statement of ``prog`` (``plan``: the NumPy backend's plan of ``prog``;
     ``loopable``: whether the loop writer lowers each statement; ``alone``: the price of
     each statement's NumPy code run on its own, as the fused program would call it;
     ``pairs``: the statements the pair loop writer lowers (:mod:`.pairs`), their price and
-    reads: placed ``"pairs"`` where that is cheaper than their loop nest)."""
+    reads: placed ``"pairs"`` where that is cheaper than their loop nest; ``relations``: the
+    boolean parameters). A statement over the rows of the loop nest just before it that
+    shares its row sum runs in that kernel once per row (:mod:`.reuse`), priced so, against
+    its NumPy code alone (which would compute the sum again)."""
     pairs = pairs or {}
+    prices: dict[str, Poly] = {}  # each loop nest's price (a row sibling's: in its kernel)
     placement: dict[str, str] = {}
     why: dict[str, str] = {}
     reused: list[str] = []
@@ -435,8 +414,20 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             continue
         numpy = plan.statement_cost(s.name)
         own = alone.get(s.name, numpy) if alone else numpy
-        loop = loop_price(s)
+        loop = loop_price(s, relations=relations)
+        k = prog.statements.index(s)
+        prev = prog.statements[k - 1] if k else None
+        sibling = prev is not None and placement[prev.name] == "loop" and row_sibling(
+            prev, s, relations)
+        if sibling:
+            assert prev is not None
+            loop = Poly.product_of_dims(s.shape) * (work(sibling_body(prev, s)) + ONE)
+            numpy = own
+        prices[s.name] = loop
         place, reason, reuse = _place(s, loop, numpy, own, sizes, "loop")
+        if sibling and place == "loop":
+            assert prev is not None
+            reason = f"once per row in {prev.name}'s kernel, reading its row sum: price {loop}"
         pair = pairs.get(s.name)
         if pair is not None and reuse is None and compare(pair.price, loop, sizes) < 0:
             p_place, p_reason, _ = _place(s, pair.price, numpy, own, sizes, "pairs")
@@ -448,7 +439,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
             reused.append(reuse)
             reusing[s.name] = loop
     if reused and not _loop_the_reusing(prog, plan, placement, why, reusing, alone, pairs,
-                                        sizes):
+                                        sizes, prices):
         note = "the NumPy program: reused values not recomputed: " + ", ".join(reused)
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
@@ -457,7 +448,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         if name not in fed:  # (measured: without a fused producer NumPy's passes and BLAS win)
             placement[name] = place
             why[name] = reason + "; a pair loop only pays with a producer fused into it"
-    note = _whole_numpy(prog, plan, placement, alone, pairs, sizes)
+    note = _whole_numpy(prog, plan, placement, alone, pairs, sizes, prices)
     if note is not None:
         return Schedule({s.name: "numpy" for s in prog.statements},
                         {s.name: note for s in prog.statements})
@@ -474,7 +465,7 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
 def _loop_the_reusing(prog: Program, plan: Plan, placement: dict[str, str],
                       why: dict[str, str], reusing: Mapping[str, Poly],
                       alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
-                      sizes: Mapping[str, int] | None) -> bool:
+                      sizes: Mapping[str, int] | None, prices: Mapping[str, Poly]) -> bool:
     """Place as loop nests the statements whose NumPy code would recompute a value the plan
     shares (logsumexp's ``w_bar``, a log of the row sum ``x_bar``'s kernels compute), when the
     fused program so placed is priced below the whole NumPy plan (:func:`_whole_numpy`): each
@@ -485,7 +476,7 @@ def _loop_the_reusing(prog: Program, plan: Plan, placement: dict[str, str],
         if not dominated(loop, plan.cost):
             return False
         trial[name] = "loop"
-    if _whole_numpy(prog, plan, trial, alone, pairs, sizes) is not None:
+    if _whole_numpy(prog, plan, trial, alone, pairs, sizes, prices) is not None:
         return False
     for name, loop in reusing.items():
         placement[name] = "loop"
@@ -496,7 +487,7 @@ def _loop_the_reusing(prog: Program, plan: Plan, placement: dict[str, str],
 
 def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],
                  alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
-                 sizes: Mapping[str, int] | None) -> str | None:
+                 sizes: Mapping[str, int] | None, prices: Mapping[str, Poly]) -> str | None:
     """Why the whole NumPy program runs instead of the fused one, or None. The fused program
     runs each NumPy-placed statement's code on its own (a value the NumPy program shares
     between statements, ``E * E_bar`` for two products, computed by each that reads it): its
@@ -511,7 +502,7 @@ def _whole_numpy(prog: Program, plan: Plan, placement: Mapping[str, str],
         elif place == "pairs":
             loops = loops + pairs[s.name].price
         else:  # a loop nest, or a fused producer (evaluated where read: at least once)
-            loops = loops + loop_price(s)
+            loops = loops + prices.get(s.name, loop_price(s))
     # (the split also pays what no kernel prices: a call per NumPy part, a fresh array per
     # loop nest's output; a saving below WHOLE_MARGIN of the NumPy price does not cover it)
     if not loops.is_zero() and compare(

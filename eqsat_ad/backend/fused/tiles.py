@@ -38,7 +38,7 @@ from ...ir.index import Affine, dim_str
 from .brackets import solve_order
 from .interior import Index
 from .schedule import TILE_MIN as SCHEDULE_TILE_MIN
-from .schedule import strided
+from .walks import strided
 
 if TYPE_CHECKING:
     from .loops import LoopWriter
