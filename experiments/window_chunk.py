@@ -27,9 +27,10 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fused_programs import PROGRAMS  # noqa: E402
+
 import eqsat_ad as ea  # noqa: E402
 import eqsat_ad.backend.fused.windows as fused_windows  # noqa: E402
-from fused_programs import PROGRAMS  # noqa: E402
 
 
 def build(chunk: int) -> Callable[..., np.ndarray]:
