@@ -37,13 +37,14 @@ __all__ = ["CHUNK", "Window", "at", "driver", "windows"]
 
 CHUNK = 65536
 """Consumer points per chunk (fewer when the extent is smaller). Measured on conv1d's gradient
-(float64, N = 10⁶, K = 16, one pinned core, experiments/window_chunk.py): 2048 points per chunk
-(the buffer in L1/L2) ran at 4.8 ms median / 4.56 ms fastest, 65536 (the chunk's x, y and
-buffer, 512 KiB each, in L2/L3) at 4.3 / 3.85 ms, larger chunks no faster. In cache (N = 32768)
-the chunking costs ~10% at 2048 points; out of cache each switch from the producer's nest
-(streaming x and y from memory) to the consumer's (compute only, reading the buffer) stalls
-the stream again, so fewer, longer chunks win. The check counts stay a chunk behind the reads
-(in L2/L3): moving them next to the producer's nest measured the same."""
+(N = 10⁶, K = 16, one pinned core, loaded machine, experiments/window_chunk.py): fastest run
+4.56-4.74 ms at 2048 points per chunk (the buffer in L1/L2), 3.85-4.02 ms at 65536 (the chunk's
+x, y and buffer, 512 KiB each, in L2/L3); float32 2.0-2.1 against 1.8-1.95 ms; medians (5.5-5.7
+ms, the machine's contention) equal within the noise; larger chunks no faster. In cache (N =
+32768) the chunking costs ~10% at 2048 points; out of cache each switch from the producer's
+nest (streaming x and y from memory) to the consumer's (compute only, reading the buffer)
+stalls the stream again, so fewer, longer chunks win. The check counts stay a chunk behind
+the reads (in L2/L3): moving them next to the producer's nest measured the same."""
 
 
 class Window(NamedTuple):
