@@ -51,7 +51,7 @@ plan prices NumPy kernels in:
   of producers fuses through.
 * Sliding windows: a loop statement over one index that stays stored, read by one other loop
   nest over the same points in a window of constant width around each point (conv1d's
-  ``c_bar[i - j]``, ``j < K``), is computed a chunk at a time into a small buffer just ahead
+  ``c_bar[i - j]``, ``j < K``), is computed a chunk at a time into a buffer just ahead
   of its consumer (placement ``"window"``, :mod:`.windows`): the same work, never stored in
   full.
 """
