@@ -301,7 +301,10 @@ class CostReport:
 
     ``eager``: what a tape-based system pays for the naive program (one dense array per term of
     a statement, see :func:`eqsat_ad.plan.price.eager_cost`); ``naive`` / ``optimized``: the
-    prices of the plans the backend runs for the two programs.
+    prices of the plans the backend runs for the two programs, each with the passes over the
+    arguments its call runs first (the row ``<inputs>``: the naive program's finite scan of the
+    parameters its fast code trusts; the guard's pass over the arguments of optimized code that
+    differs from the naive program's, :func:`eqsat_ad.plan.price.call_cost`).
     """
 
     sizes: dict[str, int]
