@@ -550,7 +550,11 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
         evaluations[s.name] = space
         users = readers[s.name]
         if (placement[s.name] != "loop" or s.name in returned or not users or not s.indices
-                or any(placement[u.name] == "numpy" for u in users)):
+                or any(placement[u.name] == "numpy" for u in users)
+                # a running sum carried along its points: alone O(1) a point, while each
+                # evaluation where it is read would be the whole sum (a prefix sum fused
+                # into its reader runs in O(N²))
+                or statement_scans(s.body, s.indices[-1].name)):
             continue
         reads = ZERO
         for u in users:
