@@ -89,7 +89,7 @@ def test_the_forward_is_priced_below_the_optimal_path_and_runs_unguarded(name, m
         raise AssertionError("the guard scanned an argument")
 
     monkeypatch.setattr(guard, "_magnitudes", no_scan)
-    monkeypatch.setattr(guard, "_ranges", no_scan)
+    monkeypatch.setattr(guard, "_refined", no_scan)
     prog, sizes = _chain_program(name)
     f = ea.compile(prog, sizes=sizes)
     assert f.report.optimized.value <= _optimal_price(CHAINS[name])

@@ -186,7 +186,7 @@ def test_code_the_rewrites_left_unchanged_runs_unguarded(monkeypatch) -> None:
         raise AssertionError("the guard scanned an argument")
 
     monkeypatch.setattr(guard, "_magnitudes", no_scan)
-    monkeypatch.setattr(guard, "_ranges", no_scan)
+    monkeypatch.setattr(guard, "_refined", no_scan)
     prog = ea.parse("def quad(A: [N, N], x: [N]):\n"
                     "    return Sum[i: N, j: N](x[i] * A[i, j] * x[j])\n")
     g = ea.grad(prog, wrt="x")
@@ -209,8 +209,8 @@ def test_only_the_arguments_the_programs_read_are_scanned(monkeypatch) -> None:
     scanned: list[tuple[str, ...]] = []
     real = guard._magnitudes
 
-    def spy(p, arrays, read):
-        out = real(p, arrays, read)
+    def spy(p, arrays, read, exact=frozenset()):
+        out = real(p, arrays, read, exact)
         if out is not None:  # w's inf, scanned, would give it an infinite bound
             assert out["w"] == (0.0, 0.0), out
             scanned.append(tuple(sorted(n for n, b in out.items() if b != (0.0, 0.0))))
@@ -266,4 +266,37 @@ def test_a_sparse_relation_argument_keeps_the_fast_path_on_exact_ranges() -> Non
     want = evaluate(ea.vjp(prog, wrt="x"), M=np.eye(4, k=1), x=x, ybar=1.0)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     fallback = getattr(g.compiled, "fallback", None)
-    assert fallback is not None and fallback.exact and fallback.calls == 0
+    assert fallback is not None and fallback.exact == {"x"} and fallback.calls == 0
+
+
+def test_only_an_argument_whose_bound_falls_short_gets_its_exact_range(monkeypatch) -> None:
+    """Softmax cross-entropy: the magnitude bound of ``z`` (the root of its sum of squares) is
+    too wide to prove ``exp(z)`` finite, ``Y``'s is enough: the guard scans ``z``'s least and
+    greatest entries and keeps one pass over ``Y`` (three passes a call, not four)."""
+    from eqsat_ad.backend import guard
+
+    def xent(z, Y):
+        return np.sum(np.log(np.sum(np.exp(z), axis=1))) - np.sum(Y * z)
+
+    rng = np.random.default_rng(3)
+    z = 3 * rng.standard_normal((256, 64))
+    Y = np.zeros((256, 64))
+    Y[np.arange(256), rng.integers(0, 64, size=256)] = 1.0
+    g = ea.grad(xent, wrt="z")
+    want = ea.grad(xent, wrt="z", optimize=False)(z, Y)
+    np.testing.assert_allclose(g(z, Y), want, rtol=1e-12)
+    fallback = g.compiled.fallback
+    assert fallback is not None and fallback.calls == 0
+    assert fallback.exact == {"z"}
+    exact: list[frozenset[str]] = []
+    real = guard._magnitudes
+
+    def spy(p, arrays, read, exact_names=frozenset()):
+        exact.append(frozenset(exact_names))
+        return real(p, arrays, read, exact_names)
+
+    monkeypatch.setattr(guard, "_magnitudes", spy)
+    monkeypatch.setattr(guard, "_refined", lambda *a: pytest.fail("a second proof was needed"))
+    for _ in range(2):
+        np.testing.assert_allclose(g(z, Y), want, rtol=1e-12)
+    assert exact == [frozenset({"z"})] * 2 and fallback.calls == 0

@@ -76,9 +76,9 @@ def test_code_with_loops_compares_exactly_up_to_local_names() -> None:
 
 
 def _count_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every pass the guard makes over the arguments (magnitudes: one per call, ranges: two)."""
+    """Every scan the guard makes of the arguments (its magnitudes, exact ranges)."""
     seen: list[str] = []
-    for name in ("_magnitudes", "_ranges"):
+    for name in ("_magnitudes", "_refined"):
         real = getattr(guard, name)
 
         def spy(*a, _real=real, _name=name):

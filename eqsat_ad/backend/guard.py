@@ -48,8 +48,9 @@ class Fallback:
         """how many calls fell back (for tests and reports)"""
         self.proofs: dict[tuple, list[tuple[dict[str, tuple[float, float]], int]]] = {}
         """per size binding: argument ranges proven, with the level proven (proven_finite)"""
-        self.exact = False
-        """whether magnitude bounds fell short once (later calls scan exact ranges only)"""
+        self.exact: frozenset[str] = frozenset()
+        """the arguments whose magnitude bound once proved too little: later calls scan their
+        exact ranges straight away (the others keep the one-pass magnitude bound)"""
         self.read: frozenset[str] | None = None
         """the parameters the optimized or the unoptimized program reads (on first call)"""
         self.same_code = True
@@ -106,11 +107,11 @@ def read_parameters(prog: Program) -> frozenset[str]:
     return frozenset(names)
 
 
-def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str]
-                ) -> dict[str, tuple[float, float]] | None:
+def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str],
+                exact: frozenset[str] = frozenset()) -> dict[str, tuple[float, float]] | None:
     """For each tensor argument the programs read, ``(-m, m)`` with ``m`` the root of its sum
-    of squares (one BLAS pass; inf/nan gives a non-finite ``m``); None if one is not an
-    array."""
+    of squares (one BLAS pass; inf/nan gives a non-finite ``m``), or for those in ``exact``
+    its smallest and largest entry (two scans); None if one is not an array."""
     out: dict[str, tuple[float, float]] = {}
     for a, p in zip(arrays, prog.params, strict=True):
         if p.kind != "tensor":
@@ -120,25 +121,20 @@ def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str]
             continue
         if not isinstance(a, np.ndarray):
             return None
+        if p.name in exact:
+            out[p.name] = (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
+            continue
         flat = a.reshape(-1)
         m = math.sqrt(float(np.dot(flat, flat))) if a.size else 0.0
         out[p.name] = (-m, m)
     return out
 
 
-def _ranges(prog: Program, arrays: Sequence[Any], read: frozenset[str]
-            ) -> dict[str, tuple[float, float]] | None:
-    """Each read tensor argument's smallest and largest entry (two scans each; (0, 0) for one
-    never read); None if one is not an array."""
-    out: dict[str, tuple[float, float]] = {}
-    for a, p in zip(arrays, prog.params, strict=True):
-        if p.kind != "tensor":
-            continue
-        if p.name in read and not isinstance(a, np.ndarray):
-            return None
-        out[p.name] = (float(a.min()), float(a.max())) if p.name in read and a.size \
-            else (0.0, 0.0)
-    return out
+def _refined(prog: Program, arrays: Sequence[Any], box: dict[str, tuple[float, float]],
+             name: str) -> dict[str, tuple[float, float]]:
+    """``box`` with argument ``name``'s exact range in place of its magnitude bound."""
+    a = arrays[[p.name for p in prog.params].index(name)]
+    return {**box, name: (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)}
 
 
 def _widened(lo: float, hi: float) -> tuple[float, float]:
@@ -166,46 +162,53 @@ def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
     (:func:`~eqsat_ad.ir.bounds.program_is_finite`) prove it for the unoptimized program
     ``fallback.naive`` and the optimized ``prog`` alike, :data:`PROVEN_NAIVE` for the
     unoptimized one only, 0 when not (an inf or nan argument, or bounds too wide). Only the
-    arguments the programs read are scanned: first one pass each for a magnitude bound, then,
-    if that proves too little, their exact ranges (and after one such call, only those). Proofs
-    are kept for widened ranges, so similar calls reuse them (a few per size binding)."""
+    arguments the programs read are scanned: one pass each for a magnitude bound; where that
+    proves too little, the exact ranges of the widest arguments one at a time until it
+    suffices (and after one such call, those arguments' ranges straight away:
+    ``fallback.exact``). Proofs are kept for widened ranges, so similar calls reuse them (a
+    few per size binding)."""
     read = fallback.read
     if read is None:
         read = fallback.read = read_parameters(fallback.naive) | read_parameters(prog)
-    if fallback.exact:  # magnitude bounds proved too little before: straight to the ranges
-        tries: tuple = (None,)
-    else:
-        mags = _magnitudes(prog, arrays, read)
-        if mags is None or not all(math.isfinite(hi) for _, hi in mags.values()):
-            return 0
-        tries = (mags, None)
-    key = tuple(sorted(sizes.items()))
-    proofs = fallback.proofs.setdefault(key, [])
+    box = _magnitudes(prog, arrays, read, fallback.exact)
+    if box is None or not all(math.isfinite(lo) and math.isfinite(hi)
+                              for lo, hi in box.values()):
+        return 0
+    proofs = fallback.proofs.setdefault(tuple(sorted(sizes.items())), [])
+    best = _prove(fallback, prog, box, sizes, proofs)
+    # still short: the widest bounds made exact, one argument at a time
+    widest = sorted((n for n in box if n in read and n not in fallback.exact),
+                    key=lambda n: -max(-box[n][0], box[n][1]))
+    for name in widest:
+        if best == PROVEN_BOTH:
+            break
+        box = _refined(prog, arrays, box, name)
+        fallback.exact = fallback.exact | {name}
+        best = max(best, _prove(fallback, prog, box, sizes, proofs))
+    return best
+
+
+def _prove(fallback: Fallback, prog: Program, ranges: dict[str, tuple[float, float]],
+           sizes: Mapping[str, int], proofs: list) -> int:
+    """The level proven for arguments inside ``ranges``: by a kept proof whose box holds them,
+    else by proving a widened box (or ``ranges`` itself) and keeping it."""
     best = 0
-    for ranges in tries:
-        if ranges is None:
-            ranges = _ranges(prog, arrays, read)
-            if ranges is None or not all(math.isfinite(lo) and math.isfinite(hi)
-                                         for lo, hi in ranges.values()):
-                return 0
-            if not fallback.exact and best < PROVEN_BOTH:
-                fallback.exact = True  # (the one-pass bounds did not suffice: skip them next)
-        for box, level in proofs:
-            if level > best and all(box[n][0] <= lo and hi <= box[n][1]
-                                    for n, (lo, hi) in ranges.items()):
-                best = level
+    for box, level in proofs:
+        if level > best and all(box[n][0] <= lo and hi <= box[n][1]
+                                for n, (lo, hi) in ranges.items()):
+            best = level
+    if best == PROVEN_BOTH:
+        return best
+    for box in ({n: _widened(lo, hi) for n, (lo, hi) in ranges.items()}, ranges):
+        if not program_is_finite(fallback.naive, box, sizes):
+            continue
+        level = PROVEN_BOTH if program_is_finite(prog, box, sizes) else PROVEN_NAIVE
+        if len(proofs) >= 8:
+            proofs.pop(0)
+        proofs.append((box, level))
+        best = max(best, level)
         if best == PROVEN_BOTH:
             return best
-        for box in ({n: _widened(lo, hi) for n, (lo, hi) in ranges.items()}, ranges):
-            if not program_is_finite(fallback.naive, box, sizes):
-                continue
-            level = PROVEN_BOTH if program_is_finite(prog, box, sizes) else PROVEN_NAIVE
-            if len(proofs) >= 8:
-                proofs.pop(0)
-            proofs.append((box, level))
-            best = max(best, level)
-            if best == PROVEN_BOTH:
-                return best
     return best
 
 
