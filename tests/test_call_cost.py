@@ -15,7 +15,7 @@ import numpy as np
 
 import eqsat_ad as ea
 from eqsat_ad.backend.numpy import compile_program
-from eqsat_ad.plan.kernels import CHECK_WEIGHT, Check
+from eqsat_ad.plan.kernels import CHECK_WEIGHT, Check, total
 from eqsat_ad.plan.price import INPUTS, call_cost, program_cost
 
 MATVEC = ea.parse("""
@@ -58,8 +58,8 @@ def test_the_naive_row_prices_the_callers_finite_scan() -> None:
     assert _checked(g.report.naive) == set(fn.finite_inputs) != set()
     cost = call_cost(program_cost(g.naive, {"N": 300}), g.naive)
     assert cost.total_poly == g.report.naive.cost.total_poly
-    assert cost.total_poly - program_cost(g.naive, {"N": 300}).total_poly == sum(
-        (k.cost for k in cost.plan.kernels if isinstance(k, Check)), start=cost.total_poly * 0)
+    assert cost.total_poly - program_cost(g.naive, {"N": 300}).total_poly == total(
+        k.cost for k in cost.plan.kernels if isinstance(k, Check))
 
 
 def test_a_rewrite_saving_less_than_the_guard_keeps_the_input_program() -> None:

@@ -122,7 +122,7 @@ def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str],
         if not isinstance(a, np.ndarray):
             return None
         if p.name in exact:
-            out[p.name] = (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
+            out[p.name] = _range(a)
             continue
         flat = a.reshape(-1)
         m = math.sqrt(float(np.dot(flat, flat))) if a.size else 0.0
@@ -130,11 +130,15 @@ def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str],
     return out
 
 
+def _range(a: np.ndarray) -> tuple[float, float]:
+    """An array's smallest and largest entry (two scans; (0, 0) when empty)."""
+    return (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
+
+
 def _refined(prog: Program, arrays: Sequence[Any], box: dict[str, tuple[float, float]],
              name: str) -> dict[str, tuple[float, float]]:
     """``box`` with argument ``name``'s exact range in place of its magnitude bound."""
-    a = arrays[[p.name for p in prog.params].index(name)]
-    return {**box, name: (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)}
+    return {**box, name: _range(arrays[prog.param_names.index(name)])}
 
 
 def _widened(lo: float, hi: float) -> tuple[float, float]:
@@ -176,6 +180,8 @@ def proven_finite(fallback: Fallback, prog: Program, arrays: Sequence[Any],
         return 0
     proofs = fallback.proofs.setdefault(tuple(sorted(sizes.items())), [])
     best = _prove(fallback, prog, box, sizes, proofs)
+    if best == PROVEN_BOTH:  # (every call after the first: no sorting on the hot path)
+        return best
     # still short: the widest bounds made exact, one argument at a time
     widest = sorted((n for n in box if n in read and n not in fallback.exact),
                     key=lambda n: -max(-box[n][0], box[n][1]))

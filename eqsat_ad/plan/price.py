@@ -25,7 +25,7 @@ from ..ir.errors import EqsatError
 from ..ir.expr import Binary, Expr, Neg
 from ..ir.printer import print_expr, print_fold, print_statement
 from ..ir.program import Fold, Param, Program
-from .kernels import Check, Kernel, Plan
+from .kernels import Check, Kernel, Plan, total
 from .poly import ZERO, Poly, big_o, compare
 
 __all__ = [
@@ -223,18 +223,19 @@ INPUTS = "<inputs>"
 """The row of the passes over arguments that run before the generated function."""
 
 
-def _checks(prog: Program, names: Iterable[str], what: str) -> tuple[Check, ...]:
-    """A read-only pass over each tensor parameter of ``prog`` named in ``names``."""
+def _checks(prog: Program, names: Iterable[str], what: str
+            ) -> tuple[StatementCost, tuple[Check, ...]] | None:
+    """The row ``<inputs>`` and its kernels: a read-only pass over each tensor parameter of
+    ``prog`` named in ``names`` (None when there is none)."""
     wanted = set(names)
-    return tuple(Check(INPUTS, Poly.product_of_dims(p.shape), ZERO, f"{what} {p.name}")
-                 for p in prog.params if p.kind == "tensor" and p.name in wanted and p.shape)
-
-
-def _checks_row(name: str, checks: tuple[Check, ...], text: str) -> StatementCost:
-    poly = ZERO
-    for k in checks:
-        poly = poly + k.cost
-    return StatementCost(name, text, poly, (), "check")
+    scanned = [p for p in prog.params if p.kind == "tensor" and p.name in wanted and p.shape]
+    if not scanned:
+        return None
+    checks = tuple(Check(INPUTS, Poly.product_of_dims(p.shape), ZERO, f"{what} {p.name}")
+                   for p in scanned)
+    row = StatementCost(INPUTS, f"{what} {', '.join(p.name for p in scanned)}",
+                        total(k.cost for k in checks), (), "check")
+    return row, checks
 
 
 def call_cost(cost: ProgramCost, prog: Program, structured: bool = False,
@@ -250,18 +251,15 @@ def call_cost(cost: ProgramCost, prog: Program, structured: bool = False,
     if guarded_by is not None:
         from ..backend.guard import read_parameters
 
-        names = read_parameters(guarded_by) | read_parameters(prog)
-        checks = _checks(prog, names, "guard's pass over")
-        text = "guard: one pass over "
+        found = _checks(prog, read_parameters(guarded_by) | read_parameters(prog),
+                        "guard: one pass over")
     else:
         decisions = _lowered(prog, cost.sizes, structured).decisions
-        names = frozenset(d.detail for d in decisions if d.kind == "finite-input")
-        checks = _checks(prog, names, "finite scan of")
-        text = "finite scan of "
-    if not checks:
+        found = _checks(prog, (d.detail for d in decisions if d.kind == "finite-input"),
+                        "finite scan of")
+    if found is None:
         return cost
-    row = _checks_row(INPUTS, checks, text + ", ".join(k.detail.rsplit(" ", 1)[-1]
-                                                     for k in checks))
+    row, checks = found
     return ProgramCost((row, *cost.details), cost.sizes,
                        Plan((*checks, *cost.plan.kernels), cost.plan.lifetimes))
 
