@@ -26,3 +26,9 @@ def without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_numba)
+
+
+@pytest.fixture
+def numba_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the Numba tests' one cache folder: a generated module is imported once per process)
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))

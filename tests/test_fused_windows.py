@@ -43,8 +43,7 @@ def ahead(x: [N], w: [K]):
 
 
 @pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+def _cache(numba_cache: None, monkeypatch: pytest.MonkeyPatch) -> None:
     _with_chunk(monkeypatch, CHUNK)
 
 

@@ -24,9 +24,7 @@ SEED = 15
 CASES = 24
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
 @pytest.mark.parametrize("number", range(CASES))

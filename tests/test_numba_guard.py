@@ -16,11 +16,7 @@ pytest.importorskip("numba")
 from eqsat_ad.backend.fused import checks as fused_checks  # noqa: E402
 from eqsat_ad.backend.fused import program as fused_program  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # (the Numba tests' one cache folder: a generated module is imported once per process)
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
 BLUR = """

@@ -31,10 +31,7 @@ from eqsat_ad.backend.fused.interior import (  # noqa: E402
 )
 from eqsat_ad.backend.fused.steps import zero_off  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
 SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 65)

@@ -28,9 +28,7 @@ NBODY = importlib.import_module("fused_programs").PROGRAMS["nbody"]
 SIZES = (1, 2, 3, 17, 67)  # vectors of 8 (float64) or 16 (float32) lanes: remainders too
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
 def _at(a: Affine, env: Mapping[str, int], sizes: Mapping[str, int]) -> int:

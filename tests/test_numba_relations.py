@@ -17,9 +17,7 @@ from eqsat_ad.ir.interpreter import evaluate
 pytest.importorskip("numba")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
 def _e12() -> ea.Program:

@@ -36,9 +36,7 @@ def softmax_xent(z, Y):
     return np.sum(lse) - np.sum(Y * z)
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
 def _kernel(source: str, name: str) -> str:

@@ -23,9 +23,7 @@ MASKED = ("def f(x: [M], R: rel[N, M]):\n"
           "    return t\n")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
+pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
 def _loop(src: str) -> Compiled:

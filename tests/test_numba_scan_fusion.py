@@ -17,6 +17,8 @@ pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused.schedule import loop_price  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("numba_cache")
+
 PREFIX = ea.parse("""
 def prefix(x: [N], w: [N]):
     c[i: N] = Sum[j: N]((j <= i) * x[j])
