@@ -13,7 +13,6 @@ else the input), ranking by plan prices gets the rest; the cost report comes on 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +23,7 @@ from ..ir.like_terms import merge_like_terms
 from ..ir.outline import outline
 from ..ir.program import Program
 from .encode import encode_program
-from .extract import ExtractionError, Extractor, OutOfTime
+from .extract import ExtractionError, Extractor, OutOfTime, cpu_clock
 from .progress import Progress, reporter
 from .rules import RuleFile, load_rules, rule_names
 from .saturate import SaturationError, saturate
@@ -48,7 +47,8 @@ class Limits:
     process's, which starts a step only if it fits at the pace of the last one, looks at the
     clock between the prelude's iterations within a step, and is killed past 15% over),
     extraction (which stops with the best program found so far) and ranking the best few by
-    their plans' prices: CPU time, so the result does not depend on how loaded the machine is.
+    their plans' prices: CPU time (the worker's, and the calling thread's: not other threads'),
+    so the result does not depend on how loaded the machine is or what else the caller runs.
     The cost report (its pricing, the rewrites on the path to the result) comes on top.
     """
 
@@ -147,7 +147,7 @@ def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
     the best few. Ties keep extraction's order; a candidate that cannot be priced is skipped, a
     repeated one is priced once. Contraction orders are chosen at the sizes the cost report will
     use (its pricing of the winner then finds them in the order cache). Tidying and ranking stop
-    at ``deadline`` (``time.process_time()``): extraction's best is then the answer.
+    at ``deadline`` (:func:`cpu_clock`): extraction's best is then the answer.
     ``optimize`` and the e-graph picture (:mod:`eqsat_ad.why.picture`) both choose with it."""
     from ..plan.price import member_count_names, program_cost
 
@@ -155,7 +155,7 @@ def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
         raise EqsatValueError("finish needs at least one candidate program")
 
     def out_of_time() -> bool:
-        return deadline is not None and time.process_time() > deadline
+        return deadline is not None and cpu_clock() > deadline
 
     tidied: list[Program] = []
     for k, cand in enumerate(candidates):
@@ -296,15 +296,15 @@ def _optimize(
     prog = outline(prog)
     # the pass is the like-terms law applied linearly: the report counts it as that rule
     pre_pass = {"like-terms": _changed_statements(prog, merged)} if merged != prog else {}
-    # Limits.seconds is CPU time: this process's (encoding, extraction) plus the worker's
-    start = time.process_time()
+    # Limits.seconds is CPU time: this thread's (encoding, extraction) plus the worker's
+    start = cpu_clock()
     enc = encode_program(merged)
-    sat_seconds = max(SATURATION_SHARE * limits.seconds - (time.process_time() - start), 1e-3)
+    sat_seconds = max(SATURATION_SHARE * limits.seconds - (cpu_clock() - start), 1e-3)
     try:
         run = saturate(enc.text, files, limits.iterations, limits.nodes, sat_seconds, progress)
     except SaturationError as exc:
         if "produced no e-graph" in str(exc):
-            cpu = time.process_time() - start + getattr(exc, "cpu", 0.0)
+            cpu = cpu_clock() - start + getattr(exc, "cpu", 0.0)
             stats = SaturationStats(0, 0, 0, cpu, "time limit", {})
             shared = share_statement_bodies(drop_unit_factors(prog))
             return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
@@ -326,7 +326,7 @@ def _optimize(
         if not extraction.complete:
             stop_reason = "time limit"
         if progress is not None:
-            cpu = time.process_time() - start + run.seconds
+            cpu = cpu_clock() - start + run.seconds
             progress(Progress(
                 "extract", run.iterations, run.snapshot.n_nodes, cpu, extraction.cost[1]
             ))
@@ -348,12 +348,12 @@ def _optimize(
     path_cut = False
     if result is prog:  # the input kept, nothing extracted: only its shared reads are added
         result = shared_input()
-        spent = time.process_time() - start + run.seconds
+        spent = cpu_clock() - start + run.seconds
     else:
         candidates = [result, *alternatives]
         k, result = finish(candidates, sizes, start + limits.seconds - run.seconds)
         # what the limits bound ends here; reading back the path of rewrites is report work
-        spent = time.process_time() - start + run.seconds
+        spent = cpu_clock() - start + run.seconds
         assert extractor is not None
         on_path, path_cut = _rewrites_on_path(extractor, files, candidates[k], run.rule_counts)
         path = tuple(dict.fromkeys([*pre_pass, *on_path]))

@@ -12,7 +12,6 @@ passes through outlined.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -20,7 +19,13 @@ from html import escape
 from typing import Any
 
 from ..egraph.encode import Encoded, encode_program
-from ..egraph.extract import Extraction, Extractor, decode_index_classes, node_children
+from ..egraph.extract import (
+    Extraction,
+    Extractor,
+    cpu_clock,
+    decode_index_classes,
+    node_children,
+)
 from ..egraph.optimize import Limits, finish
 from ..egraph.path import chosen_nodes
 from ..egraph.rules import load_rules
@@ -144,7 +149,8 @@ def _choice(snap: Snapshot, enc: Encoded, sizes: Mapping[str, int] | None, secon
             roots.setdefault(c, "return" if len(enc.output_let) == 1 else f"return[{k}]")
     chosen: set[int] = set()
     try:
-        ex = Extractor(snap, enc, sizes, time.perf_counter() + seconds)
+        # (the extractor's deadline is on its own clock: this thread's CPU time)
+        ex = Extractor(snap, enc, sizes, cpu_clock() + seconds)
         found = ex.price(_statements_kept(ex.best_program(), sizes))
     except Exception:  # the picture is still useful without the highlight
         return roots, chosen
