@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from ..ir.bounds import program_is_finite
-from ..ir.expr import accessed_names
 from ..ir.program import Program
 from .runtime import finite_result
 from .structured import Outer, Sparse
@@ -99,12 +98,7 @@ def _own_copy(compiled: Any) -> Any:
 
 def read_parameters(prog: Program) -> frozenset[str]:
     """The parameters a program reads (its statements and outputs)."""
-    names: set[str] = set()
-    for s in prog.statements:
-        names |= s.reads()
-    for o in prog.outputs:
-        names |= accessed_names(o)
-    return frozenset(names)
+    return prog.names_read() & frozenset(prog.param_names)
 
 
 def _magnitudes(prog: Program, arrays: Sequence[Any], read: frozenset[str],

@@ -164,6 +164,15 @@ class Program:
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
 
+    def names_read(self) -> frozenset[str]:
+        """The names the statements and outputs read (parameters and statements' variables)."""
+        names: set[str] = set()
+        for s in self.statements:
+            names |= s.reads()
+        for o in self.outputs:
+            names |= accessed_names(o)
+        return frozenset(names)
+
     def unread_outputs(self) -> frozenset[str]:
         """Statements returned whole (``return y``) that no statement or other output reads:
         the backend may return them in any representation (dense, diagonal, ...)."""
