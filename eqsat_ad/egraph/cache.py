@@ -81,6 +81,17 @@ def key(
     return h.hexdigest()
 
 
+def fact_key(kind: str, *parts: str) -> str:
+    """The key of a fact derived from programs by this version of the code (like an
+    optimization's: the optimizer's and backend's sources are in it), ``kind`` naming the fact
+    and ``parts`` everything it depends on."""
+    h = hashlib.sha256()
+    for p in (f"format {FORMAT}", _optimizer_digest(), kind, *parts):
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def _path(k: str) -> Path:
     return directory() / k[:2] / f"{k}.pickle"
 
