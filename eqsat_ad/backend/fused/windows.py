@@ -31,6 +31,7 @@ from typing import NamedTuple
 from ...ir.expr import Access, Expr, Max, Sum, accessed_names, children
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Program, Statement
+from .compact import JIT
 from .scans import statement_scans
 
 __all__ = ["CHUNK", "Window", "at", "driver", "windows"]
@@ -182,7 +183,7 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
         f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0")]
     outside = " or ".join(f"_in{k} != {n}" for k in checks.values()) or "False"
     return "\n".join([
-        '@nb.njit(cache=True, error_model="numpy")',
+        JIT,
         f"def _k_{w.consumer}_window({args}):",
         f"    # {w.name} in a sliding buffer: {w.consumer}'s point i reads it at "
         f"[{at(code['low'])}, {at(code['high'])}]; computed once per point, a chunk ahead",
