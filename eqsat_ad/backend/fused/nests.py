@@ -1,9 +1,11 @@
 """The loop nests of one kernel (:class:`NestWriter`, a part of
 :class:`~eqsat_ad.backend.fused.program.NumbaProgram`): statements over the same points written
-as one nest, its innermost output loop partitioned into edge / interior / edge (:mod:`.interior`;
-the interior's sums a tile at a time, :mod:`.tiles`), its rows as edge / interior / edge rows,
-the checked arrays' rows counted against the guard's box, and a sliding window's ranged kernels
-(:mod:`.windows`)."""
+as one nest, its innermost output loop partitioned into the interior and its two edges
+(:mod:`.interior`; the interior's sums a tile at a time, :mod:`.tiles`; both edges one loop),
+its rows into the interior rows and the edge rows (both ends one loop), the checked arrays'
+rows counted against the guard's box, and a sliding window's ranged kernels (:mod:`.windows`).
+Each guarded body is written once per kernel where it can (:mod:`.compact`: Numba's compile
+time of a cold first call grows with the code)."""
 
 from __future__ import annotations
 
@@ -138,11 +140,11 @@ class NestWriter:
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inner_rows.row_lows)])
         highs = dict.fromkeys([dim_str(rows.extent),
                                *(self._size_code(a) for a in inner_rows.row_highs)])
-        # Three loops over the rows, not one with a branch: the interior rows' loop bounds
-        # tell LLVM which rows their reads touch, so its overlap check of the output row
-        # against them (before vectorizing the point loop) passes for an output allocated
-        # next to an input, as np.empty often does (with one loop it took rows -1 and H too,
-        # and ran the scalar loop: 3x slower).
+        # The interior rows a loop of their own, not one with a branch: its bounds tell LLVM
+        # which rows their reads touch, so its overlap check of the output row against them
+        # (before vectorizing the point loop) passes for an output allocated next to an
+        # input, as np.empty often does (with one loop it took rows -1 and H too, and ran the
+        # scalar loop: 3x slower).
         opened = w.lines.pop()  # the row loop
         at = opened[:len(opened) - len(opened.lstrip())]
         extent = dim_str(rows.extent)
@@ -167,13 +169,13 @@ class NestWriter:
              top: list[str], hoisted: dict, row: str | None, whole: bool = False,
              span: tuple[str, str] | None = None, within: tuple[list, list] = ([], [])
              ) -> _Row:
-        """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
-        interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
-        loop with every guard (over ``span``, when given); ``row``: the next outer output
-        variable, when these are its interior rows (their guards along it dropped). A group
-        that is 0 off the multiples of ``c`` steps over them (:mod:`.steps`); a statement
-        that is a bracket's strong zero outside a range of sizes runs that range (``within``:
-        its bounds), 0.0 stored outside it."""
+        """The innermost output loop, at ``w``'s depth, as the interior (its sums
+        interchanged with tiles of it, :mod:`.tiles`) then both edges in one loop, or
+        (``whole``) as one loop with every guard (over ``span``, when given); ``row``: the
+        next outer output variable, when these are its interior rows (their guards along it
+        dropped). A group that is 0 off the multiples of ``c`` steps over them
+        (:mod:`.steps`); a statement that is a bracket's strong zero outside a range of sizes
+        runs that range (``within``: its bounds), 0.0 stored outside it."""
         step = None if self._ranged or self._step or whole else stepping(group,
                                                                            self._relations)
         if step is not None:
