@@ -169,9 +169,11 @@ def first_call(name: str, quick: bool, dtype: str) -> dict[str, float]:
     t = time.perf_counter()
     g = ea.grad(ea.parse(src), wrt, backend="numba")
     t_build = time.perf_counter() - t
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     g(**args)
+    # (the CPU time too: on a shared machine it is less noisy than the wall time)
     return {"build_s": t_build, "first_call_s": time.perf_counter() - t,
+            "first_call_cpu_s": time.process_time() - cpu,
             "compile_s": g.compile_seconds[np.dtype(dtype).char]}
 
 
@@ -258,9 +260,9 @@ NOTES = [
     "kernel (the edge rows' and a row's edges, each one loop: blur's kernel held four "
     "copies, 270 lines, now two, 193), constants are named once, integer bounds need no "
     "builtin min/max overload (each compiled as a function of its own) and no kernel has a "
-    "C callback wrapper (backend/fused/compact.py). Blur's cold first call 2.3-3.2 s -> "
-    "1.3-1.7 s, TV's 2.4-2.9 s -> 1.7-2.1 s (one pinned core, loaded machine); the kernels' "
-    "machine code is the same where it runs (steady-state times equal within noise).",
+    "C callback wrapper (backend/fused/compact.py). Blur's cold first call 2.4-3.1 s -> "
+    "1.3-1.8 s, TV's 2.5-3.4 s -> 1.6-2.2 s (one pinned core, loaded machine; dated section "
+    "below the table); the steady-state times are the same within noise.",
     "* conv1d: the sums over K run as a tiled interchange (backend/fused/tiles.py): for a "
     "tile of 256 outputs, the taps outer (four per pass over the tile, unroll-and-jam), the "
     "tile's points inner, reading contiguous views; each output still adds its terms in the "
