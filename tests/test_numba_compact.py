@@ -54,6 +54,14 @@ def test_each_guarded_body_is_written_once(name: str, kernels: list[str]) -> Non
         assert _kernel(g.source, "x_bar").count("if 0 <= l") == 2 * 9
 
 
+@pytest.mark.parametrize("name", sorted(STENCILS))
+def test_no_builtin_min_or_max_is_compiled(name: str) -> None:
+    """The stencils', N-body's, the sliding window's and the scans' bounds: no call."""
+    src, wrt, _ = STENCILS[name]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    assert not re.search(r"(?<![\w.])(min|max)\(", g.source), name
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", ["blur", "tv"])
 def test_small_sizes_and_edges_equal_the_interpreter(name: str, dtype: type) -> None:
