@@ -242,9 +242,6 @@ class NestWriter:
             out.lines += edge.lines
             return _Row(out.lines, [], reads, edge.row_lows, edge.row_highs)
         lo, hi, v = f"_lo{tag}", f"_hi{tag}", last.name
-        # (clamped to the end: a low bound as K - 1 may pass it; not in _lo itself, whose
-        # constant value tells LLVM the interior's shifted indices are not negative, so that
-        # Numba's wraparound of negative indices folds away and the reads stay contiguous)
         if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
             out.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
                      "its array; sums a tile at a time")
