@@ -169,9 +169,11 @@ def first_call(name: str, quick: bool, dtype: str) -> dict[str, float]:
     t = time.perf_counter()
     g = ea.grad(ea.parse(src), wrt, backend="numba")
     t_build = time.perf_counter() - t
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     g(**args)
+    # (the CPU time too: on a shared machine it is less noisy than the wall time)
     return {"build_s": t_build, "first_call_s": time.perf_counter() - t,
+            "first_call_cpu_s": time.process_time() - cpu,
             "compile_s": g.compile_seconds[np.dtype(dtype).char]}
 
 
@@ -231,9 +233,10 @@ def measure(name: str, quick: bool, dtype: type, repeat: int,
 
 NOTES = [
     "* Stencils (blur, total variation) and the prefix sum: one or two loop nests, producers "
-    "fused; the innermost output loop runs as edge / interior / edge and the next outer one "
-    "as interior rows / edge rows, so the interior runs without read guards (vectorized by "
-    "LLVM); float32 stays float32 (constants are `F(c)`, checked above). Blur's 3x3 taps keep "
+    "fused; the innermost output loop runs as the interior then both edges (one loop), the "
+    "next outer one as the edge rows (both ends, one loop) then the interior rows, so the "
+    "interior runs without read guards (vectorized by LLVM); float32 stays float32 "
+    "(constants are `F(c)`, named once at a kernel's top; checked above). Blur's 3x3 taps keep "
     "the optimized program's arithmetic (9 products by 1/9 and their sums, in the "
     "interpreter's order). Its kernel alone runs at about memory speed (0.5 ms for "
     "1024² float64: 16 MB read and written); the call adds a fresh output's page faults "
@@ -250,8 +253,16 @@ NOTES = [
     "a copy (an 8 MB pass per call; now w itself is read), and the rows ran as one loop with "
     "an interior/edge branch, so LLVM's overlap check before the vectorized point loop "
     "covered rows -1 to H of w: an output np.empty placed right next to w (common) failed it "
-    "and the point loop ran scalar (3x the kernel's time). Now the rows run as three loops "
-    "(edge rows, interior rows, edge rows) and the check passes wherever the output lies.",
+    "and the point loop ran scalar (3x the kernel's time). Now the interior rows run as a "
+    "loop of their own and the check passes wherever the output lies.",
+    "* Cold first calls are Numba's compiler over the generated code (its time grows with "
+    "the code, not with what the loops compute): each guarded body is written once per "
+    "kernel (the edge rows' and a row's edges, each one loop: blur's kernel held four "
+    "copies, 270 lines, now two, 193), constants are named once, integer bounds need no "
+    "builtin min/max overload (each compiled as a function of its own) and no kernel has a "
+    "C callback wrapper (backend/fused/compact.py). Blur's cold first call 2.4-3.1 s -> "
+    "1.3-1.8 s, TV's 2.5-3.4 s -> 1.6-2.2 s (one pinned core, loaded machine; dated section "
+    "below the table); the steady-state times are the same within noise.",
     "* conv1d: the sums over K run as a tiled interchange (backend/fused/tiles.py): for a "
     "tile of 256 outputs, the taps outer (four per pass over the tile, unroll-and-jam), the "
     "tile's points inner, reading contiguous views; each output still adds its terms in the "

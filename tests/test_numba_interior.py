@@ -110,7 +110,9 @@ def test_e9_kernels_step_over_the_even_points() -> None:
         "_out[i] = x[min(np.uintp(2 * i), np.uintp(N - 1))]"]  # (clamped: no gathers)
     # and past ceil(N / 2), where the bracket is false, it stores 0.0 (no guarded reads)
     w_bar = g.source.split("def _k_w_bar(")[1].split("\n@nb.njit")[0]
-    assert "for i in range(_s1, N):  # where a bracket is false: 0\n        _out[i] = F(0)" in w_bar
+    assert ("for i in range(_s1, N):  # where a bracket is false: 0\n        _out[i] = _cst0"
+            in w_bar)
+    assert "    _cst0 = F(0)\n" in w_bar  # (the kernel's constants are named at its top)
 
 
 # --- more programs: strides, relations, two dimensions ---------------------------------------

@@ -40,6 +40,7 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .brackets import bounds, solve_order
+from .compact import extreme
 from .functions import LOOP_FUNCTIONS
 from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
 from .reuse import hoist_key, read_back, term_buffer
@@ -488,10 +489,10 @@ class LoopWriter:
         stop = self.fresh("stop")
         at = bound if bound.isidentifier() else f"({bound})"
         if form.prefix:
-            self.emit(f"{stop} = min({ext}, {at} + 1)")
+            self.emit(f"{stop} = {extreme('min', [ext, f'{at} + 1'])}")
             self.emit(f"while {nxt} < {stop}:")
         else:
-            self.emit(f"{stop} = max(0, {bound})")
+            self.emit(f"{stop} = {extreme('max', ['0', bound])}")
             self.emit(f"while {nxt} >= {stop}:")
         self.open()
         var = self.fresh(iv.name)

@@ -1,9 +1,11 @@
 """The loop nests of one kernel (:class:`NestWriter`, a part of
 :class:`~eqsat_ad.backend.fused.program.NumbaProgram`): statements over the same points written
-as one nest, its innermost output loop partitioned into edge / interior / edge (:mod:`.interior`;
-the interior's sums a tile at a time, :mod:`.tiles`), its rows as edge / interior / edge rows,
-the checked arrays' rows counted against the guard's box, and a sliding window's ranged kernels
-(:mod:`.windows`)."""
+as one nest, its innermost output loop partitioned into the interior and its two edges
+(:mod:`.interior`; the interior's sums a tile at a time, :mod:`.tiles`; both edges one loop),
+its rows into the interior rows and the edge rows (both ends one loop), the checked arrays'
+rows counted against the guard's box, and a sliding window's ranged kernels (:mod:`.windows`).
+Each guarded body is written once per kernel where it can (:mod:`.compact`: Numba's compile
+time of a cold first call grows with the code)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from ...ir.expr import Expr, accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
 from .checks import counted_in_loop
+from .compact import JIT, extreme, hoist_constants
 from .interior import Ceil, Index, holds_on, size_bound, support
 from .loops import LoopWriter
 from .reuse import Reused, reused_terms
@@ -137,38 +140,42 @@ class NestWriter:
         lows = dict.fromkeys(["0", *(self._size_code(a) for a in inner_rows.row_lows)])
         highs = dict.fromkeys([dim_str(rows.extent),
                                *(self._size_code(a) for a in inner_rows.row_highs)])
-        # Three loops over the rows, not one with a branch: the interior rows' loop bounds
-        # tell LLVM which rows their reads touch, so its overlap check of the output row
-        # against them (before vectorizing the point loop) passes for an output allocated
-        # next to an input, as np.empty often does (with one loop it took rows -1 and H too,
-        # and ran the scalar loop: 3x slower).
+        # The interior rows a loop of their own, not one with a branch: its bounds tell LLVM
+        # which rows their reads touch, so its overlap check of the output row against them
+        # (before vectorizing the point loop) passes for an output allocated next to an
+        # input, as np.empty often does (with one loop it took rows -1 and H too, and ran the
+        # scalar loop: 3x slower).
         opened = w.lines.pop()  # the row loop
         at = opened[:len(opened) - len(opened.lstrip())]
         extent = dim_str(rows.extent)
-        for lo, hi, what, body in (
-                ("", f"min(_rlo, {extent})", "the edge rows: every guard", edge_rows),
-                ("_rlo, ", "_rhi", f"the interior rows: no read leaves its array along {row}",
-                 inner_rows),
-                ("_rhi, ", extent, "the other edge rows", edge_rows)):
-            w.lines.append(f"{at}for {row} in range({lo}{hi}):  # {what}")
-            w.lines += body.lines
-            self._check_rows(ivs, w, len(w.lines) - len(body.lines))
+        # (the edge rows, [0, _rlo) and [_rhi, extent), in one loop before them: one copy of
+        # their guarded code, as the edges of a row)
+        w.lines.append(f"{at}for _er in range(_nre):  # the edge rows: every guard")
+        w.lines.append(f"{at}    {row} = _er if _er < _nrl else _rhi + (_er - _nrl)")
+        w.lines += edge_rows.lines
+        self._check_rows(ivs, w, len(w.lines) - len(edge_rows.lines) - 1)
+        w.lines.append(f"{at}for {row} in range(_rlo, _rhi):  # the interior rows: no read "
+                       f"leaves its array along {row}")
+        w.lines += inner_rows.lines
+        self._check_rows(ivs, w, len(w.lines) - len(inner_rows.lines))
         w.lines[0:0] = [*top, *edge_rows.head, *inner_rows.head,
-                        f"    _rlo = {_extreme('max', lows)}",
-                        f"    _rhi = max(_rlo, {_extreme('min', highs)})"]
+                        f"    _rlo = {extreme('max', lows)}",
+                        f"    _rhi = {extreme('max', ['_rlo', extreme('min', highs)])}",
+                        f"    _nrl = {extreme('min', ['_rlo', extent])}",
+                        f"    _nre = _nrl + {extreme('max', ['0', f'{extent} - _rhi'])}"]
         return self._finish_kernel(group, fused, w, edge_rows.reads)
 
     def _row(self, group: list[Statement], fused: dict[str, Statement], w: LoopWriter,
              top: list[str], hoisted: dict, row: str | None, whole: bool = False,
              span: tuple[str, str] | None = None, within: tuple[list, list] = ([], [])
              ) -> _Row:
-        """The innermost output loop, at ``w``'s depth, as edge / interior / edge (the
-        interior's sums interchanged with tiles of it, :mod:`.tiles`), or (``whole``) as one
-        loop with every guard (over ``span``, when given); ``row``: the next outer output
-        variable, when these are its interior rows (their guards along it dropped). A group
-        that is 0 off the multiples of ``c`` steps over them (:mod:`.steps`); a statement
-        that is a bracket's strong zero outside a range of sizes runs that range (``within``:
-        its bounds), 0.0 stored outside it."""
+        """The innermost output loop, at ``w``'s depth, as the interior (its sums
+        interchanged with tiles of it, :mod:`.tiles`) then both edges in one loop, or
+        (``whole``) as one loop with every guard (over ``span``, when given); ``row``: the
+        next outer output variable, when these are its interior rows (their guards along it
+        dropped). A group that is 0 off the multiples of ``c`` steps over them
+        (:mod:`.steps`); a statement that is a bracket's strong zero outside a range of sizes
+        runs that range (``within``: its bounds), 0.0 stored outside it."""
         step = None if self._ranged or self._step or whole else stepping(group,
                                                                            self._relations)
         if step is not None:
@@ -235,15 +242,10 @@ class NestWriter:
             out.lines += edge.lines
             return _Row(out.lines, [], reads, edge.row_lows, edge.row_highs)
         lo, hi, v = f"_lo{tag}", f"_hi{tag}", last.name
-        # (clamped to the end: a low bound as K - 1 may pass it; not in _lo itself, whose
-        # constant value tells LLVM the interior's shifted indices are not negative, so that
-        # Numba's wraparound of negative indices folds away and the reads stay contiguous)
-        out.emit(f"for {v} in range({start}min({lo}, {end})):  # the edge: every guard")
-        out.lines += edge.lines
         if inside.tile_pre:  # sums interchanged with a tile of v (.tiles)
             out.emit(f"for _v0 in range({lo}, {hi}, {TILE}):  # the interior: no read leaves "
                      "its array; sums a tile at a time")
-            out.emit(f"    _vn = min({TILE}, {hi} - _v0)")
+            out.emit(f"    _vn = {extreme('min', [str(TILE), f'{hi} - _v0'])}")
             out.lines += inside.tile_pre
             out.emit("    for _t in range(_vn):")
             out.emit(f"        {v} = _v0 + _t")
@@ -251,14 +253,26 @@ class NestWriter:
         else:
             out.emit(f"for {v} in range({lo}, {hi}):  # the interior: no read leaves its array")
             out.lines += inside.lines
-        out.emit(f"for {v} in range({hi}, {end}):  # the other edge")
+        # The edges, [first, lo) and [hi, end), as one loop after the interior: one copy of
+        # the guarded code (Numba's compile time grows with the code; the edges' points are
+        # a few, their order does not change a value). (Clamped to the end: a low bound as
+        # K - 1 may pass it; not in _lo itself, whose constant value tells LLVM the
+        # interior's shifted indices are not negative, so that Numba's wraparound of
+        # negative indices folds away and the reads stay contiguous.)
+        n_low, n_all, at = f"_nl{tag}", f"_ne{tag}", "_ep" if first == "0" else f"{first} + _ep"
+        out.emit(f"for _ep in range({n_all}):  # the edges: every guard")
+        out.emit(f"    {v} = {at} if _ep < {n_low} else {hi} + (_ep - {n_low})")
         out.lines += edge.lines
         lows = dict.fromkeys([first, *(self._size_code(a) for a in inside.lows)])
         highs = dict.fromkeys([end, *(self._size_code(a) for a in inside.highs)])
-        head = [f"    {lo} = {_extreme('max', lows)}",
-                f"    {hi} = max({lo}, {_extreme('min', highs)})"]
+        head = [f"    {lo} = {extreme('max', lows)}",
+                f"    {hi} = {extreme('max', [lo, extreme('min', highs)])}"]
         if inside.tile_pre:  # a narrow interior runs with the edges (no tile worth its views)
             head.append(f"    {hi} = {hi} if {hi} - {lo} >= {TILE_MIN} else {lo}")
+        low_end = extreme("min", [lo, end])  # (lo >= first: from 0, no clamp to 0)
+        low_end = low_end if first == "0" else extreme("max", ["0", f"{low_end} - {first}"])
+        head += [f"    {n_low} = {low_end}",
+                 f"    {n_all} = {n_low} + {extreme('max', ['0', f'{end} - {hi}'])}"]
         return _Row(out.lines, head, reads, row_lows, row_highs)
 
     def _supported_row(self, s: Statement, found: tuple[Expr, list, list],
@@ -276,9 +290,10 @@ class NestWriter:
         inside = Statement(s.name, s.indices, body, s.loc)
         ranged = self._row([inside], fused, w, top, hoisted, row, whole=whole, span=(lo, hi),
                            within=(lows, highs))
-        low = _extreme("max", dict.fromkeys(["0", *map(self._size_code, lows)]))
-        high = _extreme("min", dict.fromkeys([extent, *map(self._size_code, highs)]))
-        head = [f"    {lo} = min({low}, {extent})", f"    {hi} = max({lo}, {high})"]
+        low = extreme("max", ["0", *map(self._size_code, lows)])
+        high = extreme("min", [extent, *map(self._size_code, highs)])
+        head = [f"    {lo} = {extreme('min', [low, extent])}",
+                f"    {hi} = {extreme('max', [lo, high])}"]
         pad = " " * (4 * w.depth)
         at = ", ".join(iv.name for iv in s.indices)
         zero = [f"{pad}    _out[{at}] = F(0)"]
@@ -400,8 +415,8 @@ class NestWriter:
                 raise AssertionError(f"kernel {group[0].name}: a checked array is not checked")
         ranged = ["_p0", "_p1", "_po"] if self._ranged is not None else []
         args = ", ".join([*outs, *reads, *self._sizes, *(["_box"] if checks else []), *ranged])
-        head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{group[0].name}({args}):"]
-        return "\n".join(head + lines), reads
+        head = [JIT, f"def _k_{group[0].name}({args}):"]
+        return "\n".join(head + hoist_constants(lines)), reads
 
     def _reads(self, s: Statement, fused: dict[str, Statement]) -> list[str]:
         out: list[str] = []
@@ -456,7 +471,3 @@ def _fill_blocks(lines: list[str]) -> list[str]:
                 out.append(" " * (pad + 4) + "pass")
     return out
 
-
-def _extreme(fn: str, codes: Mapping[str, None]) -> str:
-    """``max``/``min`` of the bounds ``codes`` (one bound: itself)."""
-    return f"{fn}({', '.join(codes)})" if len(codes) > 1 else next(iter(codes))

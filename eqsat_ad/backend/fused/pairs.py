@@ -64,6 +64,7 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, IndexVar, dim_str
 from ...ir.program import Statement
 from ...plan.poly import ONE, ZERO, Poly
+from .compact import JIT, hoist_constants
 from .interior import Index
 from .loops import LoopWriter, Unsupported
 from .schedule import PairPrice, work
@@ -416,10 +417,10 @@ def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str
     val, _ = w.expr(_final(form), env)
     w.emit(f"_out[{', '.join(iv.name for iv in s.indices)}] = {val}")
     args = ", ".join(["_out", *reads, *sizes])
-    head = ['@nb.njit(cache=True, error_model="numpy")', f"def _k_{s.name}({args}):",
+    head = [JIT, f"def _k_{s.name}({args}):",
             f"    # pairs ({i}, j) of {n} x {n}, walked once: each sum's term added to its "
             "output's row"]
-    return "\n".join(head + w.lines)
+    return "\n".join(head + hoist_constants(w.lines))
 
 
 def row_shapes(form: PairForm) -> dict[str, tuple[Dim, ...]]:

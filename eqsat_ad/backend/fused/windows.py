@@ -31,6 +31,7 @@ from typing import NamedTuple
 from ...ir.expr import Access, Expr, Max, Sum, accessed_names, children
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Program, Statement
+from .compact import JIT, extreme
 from .scans import statement_scans
 
 __all__ = ["CHUNK", "Window", "at", "driver", "windows"]
@@ -182,23 +183,30 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
         f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0")]
     outside = " or ".join(f"_in{k} != {n}" for k in checks.values()) or "False"
     return "\n".join([
-        '@nb.njit(cache=True, error_model="numpy")',
+        JIT,
         f"def _k_{w.consumer}_window({args}):",
         f"    # {w.name} in a sliding buffer: {w.consumer}'s point i reads it at "
         f"[{at(code['low'])}, {at(code['high'])}]; computed once per point, a chunk ahead",
         f"    _wlo = {code['low']}",
         f"    _whi = {code['high']}",
-        f"    _wb = np.empty(min({CHUNK}, {n}) + max(_whi - _wlo, 0), dtype=F)",
+        f"    _wb = np.empty({extreme('min', [str(CHUNK), n])} + "
+        f"{extreme('max', ['_whi - _wlo', '0'])}, dtype=F)",
         *bounds,
         "    _a = 0",
         "    _e = 0  # _wb[0:_e - _a] holds the points [_a, _e)",
         f"    for _s in range(0, {n}, {CHUNK}):",
-        f"        _t = min(_s + {CHUNK}, {n})",
-        f"        _na = min(max(_s + _wlo, 0), {n})",
-        f"        _nb = max(min(max(_t + _whi, 0), {n}), _na, _e)",
-        "        for _q in range(max(_e - _na, 0)):  # what this chunk still reads, to the front",
+        # (bounds as conditional expressions: no min/max overload compiled, .compact)
+        f"        _t = {extreme('min', [f'_s + {CHUNK}', n])}",
+        f"        _na = {extreme('max', ['_s + _wlo', '0'])}",
+        f"        _na = {extreme('min', ['_na', n])}",
+        f"        _nb = {extreme('max', ['_t + _whi', '0'])}",
+        f"        _nb = {extreme('min', ['_nb', n])}",
+        f"        _nb = {extreme('max', ['_nb', '_na', '_e'])}",
+        f"        for _q in range({extreme('max', ['_e - _na', '0'])}):  # what this chunk still "
+        "reads, to the front",
         "            _wb[_q] = _wb[_q + _na - _a]",
-        f"        _k_{w.name}(_wb, {p_args}, {size_args}, max(_na, _e), _nb, _na)",
+        f"        _k_{w.name}(_wb, {p_args}, {size_args}, {extreme('max', ['_na', '_e'])}, _nb, "
+        "_na)",
         "        _a, _e = _na, _nb",
         f"        _k_{w.consumer}(_out, {c_args}, {size_args}, _s, _t, _na)",
         *count,

@@ -1,0 +1,82 @@
+"""Generated kernels written so that Numba compiles them sooner, into the same machine code.
+
+A first call with a cold cache is Numba's compiler over the generated code (type inference,
+SSA, lowering and LLVM), so its time grows with the number of Numba IR instructions and calls
+it types, not with what the loops compute. Three forms cost the compiler without changing
+what LLVM makes of them:
+
+* ``F(c)`` at each use is a call Numba types and lowers at each site; a kernel names each
+  constant once, at its top (:func:`hoist_constants`): LLVM propagates the constant back.
+* Builtin ``min``/``max`` of integers are overloads Numba compiles as functions of their own
+  (one per arity and argument types, ~0.04 s each): bounds between integer literals are
+  folded here and the others written as conditional expressions (:func:`extreme`).
+* Every kernel had a C callback wrapper (``cfunc``) compiled and optimized beside it; the
+  generated code calls kernels only from Python (:data:`JIT`: none).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["JIT", "extreme", "hoist_constants"]
+
+JIT = '@nb.njit(cache=True, error_model="numpy", no_cfunc_wrapper=True)'
+"""A kernel's decorator."""
+
+# a float constant of the module's type, as :func:`.loops._const` writes it
+_CONST = re.compile(r"(?<![\w.])F\((-?(?:np\.(?:nan|inf)|\d[\w.+-]*))\)")
+
+
+def hoist_constants(lines: list[str]) -> list[str]:
+    """A kernel's body ``lines`` (indented by four) with each constant ``F(c)`` named once,
+    ``_cst<k> = F(c)`` at the top, and read by that name (the same value and type)."""
+    names: dict[str, str] = {}
+
+    def name(m: re.Match[str]) -> str:
+        return names.setdefault(m.group(1), f"_cst{len(names)}")
+
+    body = [line if line.lstrip().startswith("#") else _CONST.sub(name, line)
+            for line in lines]
+    return [f"    {n} = F({c})" for c, n in names.items()] + body
+
+
+def extreme(fn: str, codes: Iterable[str]) -> str:
+    """Code of ``fn`` (``"min"`` or ``"max"``) of the integer codes ``codes``, with no call
+    (Numba would compile the builtin's overload for it): codes that differ by an integer
+    (``W``, ``W + 1``, ``W - 1``; integer literals) folded into the one that is the extreme,
+    the rest as nested conditional expressions."""
+    pick = min if fn == "min" else max
+    by_base: dict[str, int] = {}
+    for c in codes:
+        m = _OFFSET.fullmatch(c)
+        base, off = (m.group(1), int(m.group(3)) * (1 if m.group(2) == "+" else -1)) if m \
+            else (c, 0)
+        if base.lstrip("-").isdigit():
+            base, off = "", int(base)
+        by_base[base] = pick(by_base.get(base, off), off)
+    if not by_base:
+        raise ValueError(f"{fn} of nothing")
+    parts = [str(off) if not base else base if off == 0 else
+             f"{base} {'+' if off > 0 else '-'} {abs(off)}" for base, off in by_base.items()]
+    op = "<" if fn == "min" else ">"
+    out = _wrap(parts[0])
+    for c in parts[1:]:
+        c = _wrap(c)
+        out = f"({c} if {c} {op} {out} else {out})"
+    return out
+
+
+_OFFSET = re.compile(r"(.+?) ([+-]) (\d+)")
+
+
+def _wrap(code: str) -> str:
+    """``code`` as an operand (parenthesized unless a name, a literal or already enclosed)."""
+    if " " not in code and not code.startswith("-"):
+        return code
+    depth = 0
+    for k, ch in enumerate(code):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and k < len(code) - 1:
+            return f"({code})"
+    return code if code.startswith("(") else f"({code})"

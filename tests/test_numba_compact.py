@@ -1,0 +1,110 @@
+"""Kernels written for a quicker cold compile (:mod:`eqsat_ad.backend.fused.compact`, issue 15).
+
+A partitioned row's two edges run as one loop, as do the first and last edge rows: one copy
+of the guarded code each (blur's kernel held four). Constants are named once at a kernel's
+top; integer bounds are folded or written as conditional expressions (no ``min``/``max``
+overload compiled). The values stay the interpreter's, and the edges' bit for bit those of
+the NumPy backend where it computes the same arithmetic, at every small size (empty interior,
+one row, one column) and with nan and inf at the edges."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.ir.interpreter import evaluate
+
+pytest.importorskip("numba")
+
+from eqsat_ad.backend.fused.compact import extreme, hoist_constants  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+STENCILS = importlib.import_module("fused_programs").PROGRAMS
+
+pytestmark = pytest.mark.usefixtures("numba_cache")
+
+
+def _kernel(source: str, name: str) -> str:
+    return source.split(f"def _k_{name}(")[1].split("\n@nb.njit")[0].split("\ndef run(")[0]
+
+
+@pytest.mark.parametrize(("name", "kernels"), [("blur", ["x_bar"]), ("tv", ["dy_bar", "u_bar"])])
+def test_each_guarded_body_is_written_once(name: str, kernels: list[str]) -> None:
+    src, wrt, _ = STENCILS[name]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    for k in kernels:
+        body = _kernel(g.source, k)
+        # the edge rows: one loop (not before and after the interior rows), the edges of an
+        # interior row: one loop (not before and after the interior)
+        assert body.count("# the edge rows: every guard") == 1, body
+        assert body.count("for _ep in range(") == 1, body
+        assert body.count("for i in range(_rlo, _rhi):") == 1
+        # no builtin min/max called, every constant named once at the top
+        assert not re.search(r"(?<![\w.])(min|max)\(", body), body
+        consts = re.findall(r"(?<![\w.])F\(", body)
+        assert len(consts) == len(re.findall(r"\n    _cst\d+ = F\(", body))
+    if name == "blur":  # the 9 taps with their guards: in the edge rows and at the edges
+        assert _kernel(g.source, "x_bar").count("if 0 <= l") == 2 * 9
+
+
+@pytest.mark.parametrize("name", sorted(STENCILS))
+def test_no_builtin_min_or_max_is_compiled(name: str) -> None:
+    """The stencils', N-body's, the sliding window's and the scans' bounds: no call."""
+    src, wrt, _ = STENCILS[name]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    assert not re.search(r"(?<![\w.])(min|max)\(", g.source), name
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["blur", "tv"])
+def test_small_sizes_and_edges_equal_the_interpreter(name: str, dtype: type) -> None:
+    """Every split of the rows and points into edges and interior (interior empty, one row,
+    one column), nan and inf at the corners and in the middle: the interpreter's values."""
+    src, wrt, _ = STENCILS[name]
+    g = ea.grad(ea.parse(src), wrt, backend="numba")
+    rng = np.random.default_rng(7)
+    for h, w in itertools.product((1, 2, 3, 4, 6), (1, 2, 3, 5)):
+        for poison in (None, np.nan, np.inf):
+            args = {p.name: rng.standard_normal((h, w)).astype(dtype)
+                    for p in g.program.params}
+            if poison is not None:
+                first = args[g.program.params[0].name]
+                first[0, 0], first[-1, -1], first[h // 2, w // 2] = poison, -poison, poison
+            with np.errstate(all="ignore"):
+                got = np.asarray(g(**args))
+                want = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
+            assert got.dtype == dtype and got.shape == (h, w)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            tol = 1e-12 if dtype == np.float64 else 2e-3
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+
+
+def test_extreme_is_min_and_max() -> None:
+    codes = ["0", "1", "-1", "W", "W + 1", "W - 1", "H - 2", "-(-(W) // 2)", "W - H"]
+    for fn, py in (("min", min), ("max", max)):
+        for r in (1, 2, 3):
+            for chosen in itertools.combinations(codes, r):
+                code = extreme(fn, list(chosen))
+                assert not re.search(r"(?<![\w.])(min|max)\(", code)
+                for W, H in itertools.product(range(-1, 5), range(-1, 5)):  # noqa: N806
+                    env = {"W": W, "H": H}
+                    assert eval(code, env) == py(eval(c, env) for c in chosen), (fn, chosen)
+    assert extreme("max", ["0", "1", "-1"]) == "1"
+    assert extreme("min", ["W", "W + 1", "W - 1"]) == "(W - 1)"
+
+
+def test_constants_are_named_once_at_the_top() -> None:
+    lines = ["    a = F(0) + F(0.5) * x[F(0)]", "    # F(3) in a comment",
+             "    b = _F(2) + F(np.inf) - F(-np.inf) + F(1e-05) + F(-2)"]
+    out = hoist_constants(lines)
+    assert out[:6] == ["    _cst0 = F(0)", "    _cst1 = F(0.5)", "    _cst2 = F(np.inf)",
+                       "    _cst3 = F(-np.inf)", "    _cst4 = F(1e-05)", "    _cst5 = F(-2)"]
+    assert out[6:] == ["    a = _cst0 + _cst1 * x[_cst0]", "    # F(3) in a comment",
+                       "    b = _F(2) + _cst2 - _cst3 + _cst4 + _cst5"]
