@@ -16,7 +16,6 @@ written ``F(c)`` with ``F`` the module's float type, so float32 programs compute
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -40,6 +39,7 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
 from .brackets import bounds, solve_order
+from .code import both, either, literal, shifted, speculable
 from .compact import extreme
 from .functions import LOOP_FUNCTIONS
 from .interior import Index, bounds_of, exact_of, requirement, signed, unproved
@@ -65,32 +65,6 @@ _COMPARISONS: dict[str, Callable[[Sequence[str]], str]] = {
     "ngt": lambda a: f"not ({a[0]} > {a[1]})", "nge": lambda a: f"not ({a[0]} >= {a[1]})",
     "gt0": lambda a: f"{a[0]} > F(0)",
 }
-
-
-def _num(v: float) -> str:
-    if math.isnan(v):
-        return "F(np.nan)"
-    if math.isinf(v):
-        return "F(np.inf)" if v > 0 else "F(-np.inf)"
-    return f"F({int(v)})" if v == int(v) and abs(v) < 1e15 else f"F({v!r})"
-
-
-def _or(a: str | None, b: str | None) -> str | None:
-    if a is None or b is None:
-        return a if b is None else b
-    if "True" in (a, b):
-        return "True"
-    return f"({a} or {b})"
-
-
-def _and(a: str | None, b: str | None) -> str | None:
-    if a is None or b is None:
-        return None
-    if a == "True":
-        return b
-    if b == "True":
-        return a
-    return f"({a} and {b})"
 
 
 @dataclass
@@ -257,7 +231,7 @@ class LoopWriter:
         if self.terms and (kept := read_back(self, e, env)) is not None:
             return kept
         if isinstance(e, Const):
-            return (_num(0.0), "True") if e.value == 0 else (_num(e.value), None)
+            return (literal(0.0), "True") if e.value == 0 else (literal(e.value), None)
         if isinstance(e, Access):
             return self.read(e, env)
         if isinstance(e, Bracket):
@@ -293,16 +267,16 @@ class LoopWriter:
                 return b, bz
             if bz == "True":
                 return a, az
-            return f"({a} {e.op} {b})", _and(az, bz)
+            return f"({a} {e.op} {b})", both(az, bz)
         if e.op == "*":
-            z = _or(az, bz)
+            z = either(az, bz)
             if z is None:
                 return f"({a} * {b})", None
             if z == "True":
                 return "F(0)", "True"
             # A bracket or data comparison is 1 wherever it is not a strong zero.
             prod = b if _unit(e.lhs) else a if _unit(e.rhs) else f"{a} * {b}"
-            if not prod.isidentifier() and _speculable(prod):
+            if not prod.isidentifier() and speculable(prod):
                 # computed before the choice (its reads are in range): a select, not a branch
                 # around loads (a dense relation mask mispredicts the branch at every other
                 # term, and a branch keeps a loop from vectorizing)
@@ -328,7 +302,7 @@ class LoopWriter:
             return f"(F(1) / {v})"
         if k == 0.5:
             return f"np.sqrt({v})"
-        return f"({v} ** {_num(k)})"
+        return f"({v} ** {literal(k)})"
 
     def call(self, e: Call, env: Mapping[str, Index]) -> tuple[str, str | None]:
         args = [self.expr(a, env)[0] for a in e.args]
@@ -578,26 +552,6 @@ class LoopWriter:
                ) -> tuple[str, str, Expr, bool, tuple[str, int, Affine] | None]:
         """:func:`~.brackets.bounds` with this writer's code and :data:`UNROLL`."""
         return bounds(self, name, extent, body, env, UNROLL)
-
-
-def shifted(code: str, by: str) -> str:
-    """Index code ``code - by`` (inside an unsigned conversion: the difference is still a
-    position in the buffer, not negative)."""
-    if code.startswith("np.uintp(") and code.endswith(")"):
-        return f"np.uintp({code[len('np.uintp('):-1]} - {by})"
-    atom = code if code.isidentifier() or code.isdigit() else f"({code})"
-    return f"{atom} - {by}"
-
-
-_CALL = re.compile(r"([A-Za-z_][\w.]*)\(")
-
-
-def _speculable(code: str) -> bool:
-    """``code`` is arithmetic on unguarded reads (``x[j]``, ``x[np.uintp(i + 1)] - x[i]``):
-    every read is in range wherever it is written (a guarded read is a conditional, ``if``),
-    no libm call (dear where the condition is mostly false), so it may be evaluated before
-    a strong zero's condition is known."""
-    return " if " not in code and all(f in ("F", "np.uintp") for f in _CALL.findall(code))
 
 
 def _unit(e: Expr) -> bool:
