@@ -24,7 +24,7 @@ __all__ = ["JIT", "extreme", "hoist_constants"]
 JIT = '@nb.njit(cache=True, error_model="numpy", no_cfunc_wrapper=True)'
 """A kernel's decorator."""
 
-# a float constant of the module's type, as :func:`.loops._const` writes it
+# a float constant of the module's type, as :func:`.code.literal` writes it
 _CONST = re.compile(r"(?<![\w.])F\((-?(?:np\.(?:nan|inf)|\d[\w.+-]*))\)")
 
 
