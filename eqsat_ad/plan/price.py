@@ -248,10 +248,8 @@ def call_cost(cost: ProgramCost, prog: Program, structured: bool = False,
     proves both programs finite) instead."""
     if prog.folds:  # (a rolled loop's body scans its own inputs: priced by the body's plan)
         return cost
-    if guarded_by is not None:
-        from ..backend.guard import read_parameters
-
-        found = _checks(prog, read_parameters(guarded_by) | read_parameters(prog),
+    if guarded_by is not None:  # (_checks keeps the parameters among the names read)
+        found = _checks(prog, guarded_by.names_read() | prog.names_read(),
                         "guard: one pass over")
     else:
         decisions = _lowered(prog, cost.sizes, structured).decisions
