@@ -1,8 +1,10 @@
-"""Random arguments for a program's parameters (the Numba backend's tests)."""
+"""Helpers of the Numba backend's tests: random arguments for a program's parameters, and a
+count of the guard's decisions."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import eqsat_ad as ea
 
@@ -27,3 +29,18 @@ def random_arguments(prog: ea.Program, sizes: dict[str, int], seed: int = 0,
             flat[0] = -poison if poison == np.inf else poison
         out[p.name] = v
     return out
+
+
+def count_guard_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the guard's decisions in fused programs (its scans of the arguments): ``["n"]``."""
+    from eqsat_ad.backend.fused import program as fused_program
+
+    calls = {"n": 0}
+    real = fused_program.trusted
+
+    def spy(*args: object) -> bool:
+        calls["n"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(fused_program, "trusted", spy)
+    return calls

@@ -24,6 +24,8 @@ from eqsat_ad.ir.interpreter import evaluate
 
 numba = pytest.importorskip("numba")
 
+from numba_inputs import count_guard_calls  # noqa: E402
+
 import eqsat_ad.backend.fused.schedule as fused_schedule  # noqa: E402
 import eqsat_ad.backend.fused.windows as fused_windows  # noqa: E402
 from eqsat_ad.backend.fused.windows import windows  # noqa: E402
@@ -196,19 +198,10 @@ def test_the_window_checks_its_arguments_against_the_guards_box(
     # time, in cache; w (K entries) is checked by call_box: a call inside the box skips the
     # guard's scans, and an entry outside it (nan, inf, a large value; in any chunk) hands the
     # decision back to the guard, so values and nan patterns stay the interpreter's.
-    from eqsat_ad.backend.fused import program as fused_program
-
     prog = ea.parse(STENCILS["conv1d"].source)
     g = ea.grad(prog, "x", backend="numba")
     assert g.compiled.checked == ["x", "y"], g.report.stats
-    calls = {"n": 0}
-    real = fused_program.trusted
-
-    def spy(*args: object) -> bool:
-        calls["n"] += 1
-        return real(*args)
-
-    monkeypatch.setattr(fused_program, "trusted", spy)
+    calls = count_guard_calls(monkeypatch)
     args = _args(g.program, 2 * CHUNK + 37, 16, np.float64, seed=11)
     first = g(**args)
     assert calls["n"] == 1  # no proof yet: the guard scans and proves a box

@@ -13,8 +13,9 @@ from eqsat_ad.ir.interpreter import evaluate
 
 pytest.importorskip("numba")
 
+from numba_inputs import count_guard_calls  # noqa: E402
+
 from eqsat_ad.backend.fused import checks as fused_checks  # noqa: E402
-from eqsat_ad.backend.fused import program as fused_program  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
 
@@ -26,24 +27,12 @@ def blur(x: [H, W], w: [H, W]):
 """
 
 
-def _counting(monkeypatch) -> dict[str, int]:
-    calls = {"n": 0}
-    real = fused_program.trusted
-
-    def spy(*args):
-        calls["n"] += 1
-        return real(*args)
-
-    monkeypatch.setattr(fused_program, "trusted", spy)
-    return calls
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_arguments_inside_the_proven_box_skip_the_guard_scans(monkeypatch, dtype) -> None:
     prog = ea.parse(BLUR)
     g = ea.grad(prog, "x", backend="numba")
     assert g.compiled.checked == ["w"]  # read by the loop nest (x is not read at all)
-    calls = _counting(monkeypatch)
+    calls = count_guard_calls(monkeypatch)
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((9, 7)).astype(dtype), rng.standard_normal((9, 7)).astype(dtype)
     vjp = ea.vjp(prog, wrt="x")
@@ -70,7 +59,7 @@ def test_an_entry_outside_the_box_hands_back_to_the_guard(monkeypatch, value, wh
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
     g(x, w)  # proves a box
-    calls = _counting(monkeypatch)
+    calls = count_guard_calls(monkeypatch)
     w2 = w.copy()
     w2[where] = value
     got = g(x, w2)
@@ -94,7 +83,7 @@ def tv(u: [H, W]):
     # it runs unguarded; the check below is what a program with rewritten code relies on
     monkeypatch.setattr(type(g.compiled), "_exact", lambda self, arrays, sizes: False)
     g(u)
-    calls = _counting(monkeypatch)
+    calls = count_guard_calls(monkeypatch)
     vjp = ea.vjp(prog, wrt="u")
     np.testing.assert_allclose(g(0.9 * u), evaluate(vjp, u=0.9 * u, ybar=1.0), rtol=1e-12)
     assert calls["n"] == 0

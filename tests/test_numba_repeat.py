@@ -13,7 +13,7 @@ from eqsat_ad.ir.interpreter import evaluate
 
 pytest.importorskip("numba")
 
-from eqsat_ad.backend.fused import program as fused_program  # noqa: E402
+from numba_inputs import count_guard_calls  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
 
@@ -42,19 +42,6 @@ def _binds(g, monkeypatch) -> dict[str, int]:
         return real(*args, **kwargs)
 
     monkeypatch.setattr(numpy_program, "bind", spy)
-    return calls
-
-
-def _guard_calls(monkeypatch) -> dict[str, int]:
-    """Counts the guard's decisions (its scans of the arguments)."""
-    calls = {"n": 0}
-    real = fused_program.trusted
-
-    def spy(*args):
-        calls["n"] += 1
-        return real(*args)
-
-    monkeypatch.setattr(fused_program, "trusted", spy)
     return calls
 
 
@@ -107,7 +94,7 @@ def test_a_repeated_call_outside_the_box_is_still_guarded(monkeypatch, value, wh
     for _ in range(3):
         before = g(x, w)
     calls = _binds(g, monkeypatch)
-    guard = _guard_calls(monkeypatch)
+    guard = count_guard_calls(monkeypatch)
     w2 = w.copy()
     w2[where] = value
     got = g(x, w2)
@@ -138,7 +125,7 @@ def test_a_sliding_window_repeated_with_nan_or_inf_follows_the_interpreter(monke
         for name in ("x", "y"):
             args = {"x": x.copy(), "w": w, "y": y.copy()}
             args[name][750] = value
-            guard = _guard_calls(monkeypatch)
+            guard = count_guard_calls(monkeypatch)
             got = g(**args)
             assert guard["n"] == 1  # the driver's check found it: the guard decided
             assert got.dtype == dtype
