@@ -29,6 +29,7 @@ from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from ..same_code import same_code
 from .checks import bounds, call_box
+from .epilogue import cheaper, fresh, split_products
 from .functions import HELPERS
 from .loading import cache_dir, load, require_numba
 from .loops import LoopWriter, Unsupported
@@ -117,13 +118,19 @@ class NumbaProgram(NestWriter):
         self._tensors = frozenset(p.name for p in prog.params if p.kind == "tensor")
         self._sizes = prog.size_names()
         plan = lower_program(self._prog).plan
-        loopable = {s.name: self._loopable(s) for s in self._prog.statements}
-        alone = {s.name: self._alone_price(s) for s in self._prog.statements}
-        self._pairs = {s.name: f for s in self._prog.statements
-                       if (f := self._pair_form(s)) is not None}
-        priced = {n: pair_price(f, self._stmt(n)) for n, f in self._pairs.items()}
-        self.schedule: Schedule = schedule(self._prog, plan, loopable, alone=alone,
-                                           pairs=priced, relations=self._relations)
+        self.schedule: Schedule = self._schedule(plan, plan)
+        split = split_products(self._prog, plan, self._relations)
+        if split is not None:  # matrix products apart from their elementwise work: if cheaper
+            unsplit = self._prog, self._pairs
+            self._prog = split
+            self._shapes.update({s.name: s.shape for s in split.statements})
+            trial = self._schedule(lower_program(split).plan, plan)
+            if cheaper(trial, self.schedule):
+                self.schedule = trial
+                plan = lower_program(split).plan
+            else:
+                self._prog, self._pairs = unsplit
+        self._plan = plan  # (of self._prog)
         self._numpy_parts: dict[str, CompiledProgram] = {}
         # the tensor parameters whose entries a loop nest checks against a proven box, in the
         # order of their bounds in _box (see _checks)
@@ -146,6 +153,17 @@ class NumbaProgram(NestWriter):
         self._no_buffers = (None,) * len(prog.outputs)
 
     # --- generation ----------------------------------------------------------------------------
+    def _schedule(self, plan: Any, whole: Any) -> Schedule:
+        """The schedule of ``self._prog`` (``plan``: its NumPy plan; ``whole``: the plan of
+        the NumPy program that runs instead of a fused one)."""
+        loopable = {s.name: self._loopable(s) for s in self._prog.statements}
+        alone = {s.name: self._alone_price(s) for s in self._prog.statements}
+        self._pairs = {s.name: f for s in self._prog.statements
+                       if (f := self._pair_form(s)) is not None}
+        priced = {n: pair_price(f, self._stmt(n)) for n, f in self._pairs.items()}
+        return schedule(self._prog, plan, loopable, alone=alone, pairs=priced,
+                        relations=self._relations, whole=whole)
+
     def _loopable(self, s: Statement) -> bool:
         try:
             self._kernel([s], {})
@@ -311,8 +329,10 @@ class NumbaProgram(NestWriter):
         # _buf[k]: the caller's array for output k (out=), written in place by its loop nest;
         # _tmp: this thread's arrays of the intermediates, kept from call to call (a fresh
         # array each call costs its page faults when the allocator hands the memory back)
+        # (read by a NumPy part whose value may be a view of it: not kept from call to call;
+        # a product or a reduction over it is a new array: :func:`.epilogue.fresh`)
         seen_by_numpy = {n for t in self._prog.statements if place[t.name] == "numpy"
-                         for n in accessed_names(t.body)}
+                         and not fresh(t, self._plan) for n in accessed_names(t.body)}
         position: dict[str, int] = {}
         for k, o in enumerate(self._prog.outputs):
             assert isinstance(o, Access)

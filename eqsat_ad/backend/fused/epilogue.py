@@ -1,0 +1,266 @@
+"""Matrix products split from the elementwise work around them: BLAS for the product, a loop
+nest for the rest.
+
+The NumPy backend runs a statement with a matrix product (``tanh(Σ_i X[n, i]·W1[j, i] +
+b1[j])``) as BLAS and then one NumPy pass per operation of what surrounds it (an add, then
+``np.tanh``: each a fresh array written and read back). The schedule (:mod:`.schedule`) places
+whole statements, so such a statement stays NumPy, passes and all. :func:`split_products`
+writes the program with each such statement split in two, for the schedule to place and price
+like any other:
+
+* an *epilogue*: ``s[I] = f(Σ_k a·b)`` becomes the product ``_p_s[I] = Σ_k a·b`` (BLAS) and
+  ``s[I] = f(_p_s[I])`` (one loop nest: the bias and ``tanh`` in one pass);
+* a *factor*: ``s[i, j] = Σ_k a[k, j]·F[k, i]``, ``F`` elementwise work on arrays
+  (``hid_bar[k, i]·(1 - hid[k, i]**2)``), becomes ``_f_s[k, i] = F`` (a loop nest) and the
+  product ``s[i, j] = Σ_k a[k, j]·_f_s[k, i]`` (BLAS); every other statement reading ``F``
+  (up to the names of its indices: ``b1_bar[i] = Σ_j hid_bar[j, i]·(1 - hid[j, i]**2)``)
+  reads ``_f_s`` instead, so it is computed once.
+
+The split keeps every value: what is stored is what the unsplit statement computes inline,
+and only expressions that cannot be a strong zero are stored (reads of tensors and of stored
+arrays at plain indices, nonzero constants and arithmetic and functions of them: no bracket,
+relation, data comparison or sum whose emptiness a product would see; docs/semantics.md).
+Whether the split program runs is the schedule's price (:class:`.program.NumbaProgram` keeps
+the cheaper of the two schedules), not this module's.
+"""
+
+from __future__ import annotations
+
+from ...ir.expr import Access, Binary, Call, Const, Expr, Neg, Pow, Sum, free_indices, map_children
+from ...ir.index import Affine, Dim, IndexVar
+from ...ir.program import Program, Statement
+from ...plan.kernels import Plan
+from ...plan.poly import compare
+from .schedule import Schedule, blas_contraction
+from .walks import top_sums
+
+__all__ = ["cheaper", "fresh", "split_products"]
+
+# Functions whose value stored and read back is the value inline (no strong zero, no
+# comparison): the arithmetic ones the loop writer lowers.
+_PLAIN_CALLS = frozenset({"exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "sigmoid",
+                          "softplus", "sqrt", "abs", "logaddexp"})
+
+
+def _plain_read(e: Expr, relations: frozenset[str]) -> bool:
+    return (isinstance(e, Access) and e.name not in relations and bool(e.indices)
+            and all(a.as_var() is not None for a in e.indices))
+
+
+def plain(e: Expr, relations: frozenset[str]) -> bool:
+    """``e`` is never a strong zero (docs/semantics.md): reads of arrays at plain indices,
+    nonzero constants, arithmetic and :data:`_PLAIN_CALLS` of them. Stored, it is the value
+    the statement computes inline."""
+    if isinstance(e, Access):
+        return _plain_read(e, relations)
+    if isinstance(e, Const):
+        return e.value != 0
+    if isinstance(e, Neg):
+        return plain(e.arg, relations)
+    if isinstance(e, Pow):
+        return plain(e.base, relations)
+    if isinstance(e, Binary):
+        return plain(e.lhs, relations) and plain(e.rhs, relations)
+    if isinstance(e, Call):
+        return e.fn in _PLAIN_CALLS and all(plain(a, relations) for a in e.args)
+    return False
+
+
+def _factors(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "*":
+        return _factors(e.lhs) + _factors(e.rhs)
+    return [e]
+
+
+def _product(s: Sum, relations: frozenset[str]) -> bool:
+    """``s`` is a matrix product: two reads at plain indices, multiplied."""
+    fs = _factors(s.body)
+    return len(fs) == 2 and all(_plain_read(f, relations) for f in fs)
+
+
+def _reads(e: Expr) -> int:
+    if isinstance(e, Access):
+        return 1
+    return sum(_reads(c) for c in _children(e))
+
+
+def _children(e: Expr) -> list[Expr]:
+    out: list[Expr] = []
+    map_children(e, lambda c: out.append(c) or c)
+    return out
+
+
+def _work(e: Expr) -> bool:
+    """``e`` does elementwise work NumPy runs as passes of their own: two reads or more, or a
+    function call (a constant times one read is one pass either way)."""
+    return _reads(e) >= 2 or _has_call(e)
+
+
+def _has_call(e: Expr) -> bool:
+    return isinstance(e, Call) or any(_has_call(c) for c in _children(e))
+
+
+def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
+    if e == old:
+        return new
+    return map_children(e, lambda c: _replace(c, old, new))
+
+
+def _match(pattern: Expr, e: Expr, names: dict[str, str]) -> bool:
+    """``e`` is ``pattern`` with its indices renamed (``names``: pattern's to ``e``'s, filled
+    in). Plain expressions only (:func:`plain`)."""
+    if isinstance(pattern, Access):
+        if not (isinstance(e, Access) and e.name == pattern.name
+                and len(e.indices) == len(pattern.indices)):
+            return False
+        for a, b in zip(pattern.indices, e.indices, strict=True):
+            p, q = a.as_var(), b.as_var()
+            if q is None or names.setdefault(p, q) != q:  # type: ignore[arg-type]
+                return False
+        return True
+    if type(pattern) is not type(e):
+        return False
+    if isinstance(pattern, Const):
+        return pattern == e
+    if isinstance(pattern, Pow) and pattern.exponent != e.exponent:  # type: ignore[union-attr]
+        return False
+    if isinstance(pattern, Binary) and pattern.op != e.op:  # type: ignore[union-attr]
+        return False
+    if isinstance(pattern, Call) and pattern.fn != e.fn:  # type: ignore[union-attr]
+        return False
+    mine, theirs = _children(pattern), _children(e)
+    return len(mine) == len(theirs) and all(
+        _match(a, b, names) for a, b in zip(mine, theirs, strict=True))
+
+
+def _share(e: Expr, pattern: Expr, name: str, order: tuple[str, ...]) -> Expr:
+    """``e`` with each subexpression that is ``pattern`` up to index names (a bijection)
+    replaced by a read of ``name`` (the array of ``pattern`` over indices ``order``)."""
+    names: dict[str, str] = {}
+    if _match(pattern, e, names) and len(set(names.values())) == len(names):
+        return Access(name, tuple(Affine.var(names[v]) for v in order))
+    return map_children(e, lambda c: _share(c, pattern, name, order))
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def _epilogue(s: Statement, relations: frozenset[str]) -> tuple[Sum, Expr] | None:
+    """``s``'s matrix product and its sign-free form (``-Σ``: the negation stays in the
+    epilogue), when the rest of its body is elementwise work on it (:func:`_work`)."""
+    sums = top_sums(s.body)
+    if len(sums) != 1:
+        return None
+    prod = sums[0]
+    inner = prod
+    if isinstance(prod.body, Neg):
+        inner = Sum(prod.indices, prod.body.arg, prod.loc)
+    if (not _product(inner, relations)
+            or free_indices(prod) != {iv.name for iv in s.indices}):
+        return None
+    # (the product's read counts as one read of the epilogue's work)
+    if not _work(_replace(s.body, prod, Access("_"))) or not plain(
+            _replace(s.body, prod, Const(1)), relations):
+        return None
+    return prod, inner
+
+
+def _factor(s: Statement, relations: frozenset[str]) -> tuple[Expr, tuple[IndexVar, ...]] | None:
+    """The elementwise factor ``F`` of ``s``'s matrix product ``Σ_k a·F`` and the indices of
+    its array (in the order ``F`` reads its first array by)."""
+    sums = top_sums(s.body)
+    if len(sums) != 1 or not isinstance(sums[0].body, Binary) or sums[0].body.op != "*":
+        return None
+    prod = sums[0]
+    a, f = prod.body.lhs, prod.body.rhs  # type: ignore[union-attr]
+    if not _plain_read(a, relations):
+        a, f = f, a
+    if not _plain_read(a, relations) or isinstance(f, Access) or not plain(f, relations) \
+            or not _work(f) or len(free_indices(f)) != 2:
+        return None
+    extents: dict[str, Dim] = {iv.name: iv.extent for iv in (*s.indices, *prod.indices)}
+    order: list[str] = []
+    for r in _accesses(f):
+        for ix in r.indices:
+            v = ix.as_var()
+            if v is not None and v not in order:
+                order.append(v)
+    return f, tuple(IndexVar(v, extents[v]) for v in order)
+
+
+def _accesses(e: Expr) -> list[Access]:
+    if isinstance(e, Access):
+        return [e]
+    return [a for c in _children(e) for a in _accesses(c)]
+
+
+def split_products(prog: Program, plan: Plan, relations: frozenset[str] = frozenset()
+                   ) -> Program | None:
+    """``prog`` with each statement the NumPy backend runs as BLAS (``plan``: its plan) split
+    into the matrix product and the elementwise work around it (module docstring); None when
+    no statement splits."""
+    stmts = list(prog.statements)
+    taken = {s.name for s in stmts} | {p.name for p in prog.params}
+    changed = False
+    k = 0
+    while k < len(stmts):
+        s = stmts[k]
+        if not s.indices or not blas_contraction(s, plan):
+            k += 1
+            continue
+        epi = _epilogue(s, relations)
+        if epi is not None:
+            prod, inner = epi
+            name = _fresh(f"_p_{s.name}", taken)
+            read: Expr = Access(name, tuple(Affine.var(iv.name) for iv in s.indices))
+            body = _replace(s.body, prod, Neg(read) if inner is not prod else read)
+            stmts[k:k + 1] = [Statement(name, s.indices, inner, s.loc),
+                              Statement(s.name, s.indices, body, s.loc)]
+            changed = True
+            k += 2
+            continue
+        fac = _factor(s, relations)
+        if fac is not None:
+            f, ivs = fac
+            name = _fresh(f"_f_{s.name}", taken)
+            order = tuple(iv.name for iv in ivs)
+            first = k
+            for j in range(k):  # an earlier reader of F: the array is computed before it
+                if _share(stmts[j].body, f, name, order) != stmts[j].body:
+                    first = j
+                    break
+            for j in range(first, len(stmts)):
+                stmts[j] = Statement(stmts[j].name, stmts[j].indices,
+                                     _share(stmts[j].body, f, name, order), stmts[j].loc)
+            stmts.insert(first, Statement(name, ivs, f, s.loc))
+            changed = True
+            k += 2
+            continue
+        k += 1
+    if not changed:
+        return None
+    return Program(prog.params, tuple(stmts), prog.outputs, prog.returns_tuple, prog.name)
+
+
+def cheaper(split: Schedule, unsplit: Schedule) -> bool:
+    """The split program's schedule runs loop nests and is priced below the unsplit one's
+    (:attr:`.schedule.Schedule.price`: the whole NumPy program is priced by its test)."""
+    if split.price is None:
+        return False
+    return unsplit.price is None or compare(split.price, unsplit.price) < 0
+
+
+def fresh(s: Statement, plan: Plan) -> bool:
+    """NumPy computes ``s`` (``plan``: its program's plan) as a new array, never a view of an
+    array it reads: a sum (a product or reduction) or a function of its reads, at a price (a
+    sum NumPy binds as a view, ``Σ_j [j == i]·x[j]``, costs nothing)."""
+    return (_has_sum(s.body) or _has_call(s.body)) and not plan.statement_cost(s.name).is_zero()
+
+
+def _has_sum(e: Expr) -> bool:
+    return isinstance(e, Sum) or any(_has_sum(c) for c in _children(e))
