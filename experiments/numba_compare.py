@@ -4,7 +4,8 @@
 
 At the sweep's benchmark sizes (experiments/sweep_programs.py), float64, one thread each:
 interleaved rounds, each round the median of 9 calls of each system, the median of the
-rounds printed (milliseconds) with numba/JAX and numba/NumPy. A quick check of one change
+rounds printed (milliseconds) with numba/JAX and numba/NumPy, then the fastest call of each
+(min) and their ratios. A quick check of one change
 between sweeps (the full sweep, experiments/sweep.py, takes minutes of a quiet machine).
 """
 
@@ -35,16 +36,16 @@ import eqsat_ad as ea  # noqa: E402
 ROUNDS, CALLS = 7, 9
 
 
-def _median_call(fn: Callable[[], Any]) -> float:
+def _calls(fn: Callable[[], Any]) -> list[float]:
     times = []
     for _ in range(CALLS):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
+    return [t * 1e3 for t in times]
 
 
-def compare(name: str) -> dict[str, float]:
+def compare(name: str) -> tuple[dict[str, float], dict[str, float]]:
     sp = next(p for p in CATALOGUE if p.name == name)
     opts = {"sizes": dict(sp.bench)} if sp.frontend == "index" else {}
     inputs = sp.inputs(sp.bench, seed=0)
@@ -59,19 +60,25 @@ def compare(name: str) -> dict[str, float]:
     for fn in systems.values():
         fn()  # compiles (or loads Numba's cache)
     rounds: dict[str, list[float]] = {k: [] for k in systems}
+    fastest: dict[str, float] = {k: float("inf") for k in systems}
     for _ in range(ROUNDS):
         for k, fn in systems.items():
-            rounds[k].append(_median_call(fn))
-    return {k: float(np.median(v)) for k, v in rounds.items()}
+            times = _calls(fn)
+            rounds[k].append(float(np.median(times)))
+            fastest[k] = min(fastest[k], *times)
+    return {k: float(np.median(v)) for k, v in rounds.items()}, fastest
 
 
 def main(names: list[str]) -> None:
     for name in names:
-        m = compare(name)
+        m, f = compare(name)
         jax = f", JAX jit {m['jax']:.3f} ms, numba/JAX {m['numba'] / m['jax']:.2f}" \
             if "jax" in m else ""
+        fast = f"; min {f['numba']:.3f} / {f['numpy']:.3f}" + (
+            f" / {f['jax']:.3f}, numba/JAX {f['numba'] / f['jax']:.2f}" if "jax" in f else "")
         print(f"{name}: numba {m['numba']:.3f} ms, NumPy backend {m['numpy']:.3f} ms, "
-              f"numba/NumPy {m['numba'] / m['numpy']:.2f}{jax}", flush=True)
+              f"numba/NumPy {m['numba'] / m['numpy']:.2f}{jax}"
+              f"{fast}, numba/NumPy {f['numba'] / f['numpy']:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -26,15 +26,20 @@ the cheaper of the two schedules), not this module's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
+
 from ...ir.expr import Access, Binary, Call, Const, Expr, Neg, Pow, Sum, free_indices, map_children
 from ...ir.index import Affine, Dim, IndexVar
 from ...ir.program import Program, Statement
-from ...plan.kernels import Plan
-from ...plan.poly import compare
+from ...plan.kernels import Contract, Plan
+from ...plan.poly import ZERO, Poly, compare
+from ..runtime import finite
 from .schedule import Schedule, blas_contraction
 from .walks import top_sums
 
-__all__ = ["cheaper", "fresh", "split_products"]
+__all__ = ["PRODUCT_IMPORT", "cheaper", "fresh", "product_into", "product_run", "split_products"]
 
 # Functions whose value stored and read back is the value inline (no strong zero, no
 # comparison): the arithmetic ones the loop writer lowers.
@@ -90,10 +95,17 @@ def _children(e: Expr) -> list[Expr]:
     return out
 
 
-def _work(e: Expr) -> bool:
-    """``e`` does elementwise work NumPy runs as passes of their own: two reads or more, or a
-    function call (a constant times one read is one pass either way)."""
-    return _reads(e) >= 2 or _has_call(e)
+def _passes(s: Statement, numpy_plan: Callable[[Statement], Plan]) -> bool:
+    """NumPy runs ``s``'s elementwise work (beside its matrix products; ``numpy_plan``: the
+    plan of a statement's NumPy code run alone) as two passes over its points or more: only
+    then does one loop nest save memory traffic (a single pass reads and writes what the
+    loop would: measured, nmf's ``V - W @ H`` as a loop 1.2-1.5x NumPy's subtraction)."""
+    plan = numpy_plan(s)
+    rest = ZERO
+    for k in plan.kernels:
+        if k.detail != "copy" and not (isinstance(k, Contract) and k.space.degree() >= 3):
+            rest = rest + k.cost
+    return compare(rest, Poly.product_of_dims(s.shape) * 2) >= 0
 
 
 def _has_call(e: Expr) -> bool:
@@ -150,9 +162,11 @@ def _fresh(base: str, taken: set[str]) -> str:
     return name
 
 
-def _epilogue(s: Statement, relations: frozenset[str]) -> tuple[Sum, Expr] | None:
+def _epilogue(s: Statement, relations: frozenset[str],
+              numpy_plan: Callable[[Statement], Plan]) -> tuple[Sum, Expr] | None:
     """``s``'s matrix product and its sign-free form (``-Σ``: the negation stays in the
-    epilogue), when the rest of its body is elementwise work on it (:func:`_work`)."""
+    epilogue), when the rest of its body is elementwise work on it, of several NumPy passes
+    (:func:`_passes`)."""
     sums = top_sums(s.body)
     if len(sums) != 1:
         return None
@@ -163,14 +177,13 @@ def _epilogue(s: Statement, relations: frozenset[str]) -> tuple[Sum, Expr] | Non
     if (not _product(inner, relations)
             or free_indices(prod) != {iv.name for iv in s.indices}):
         return None
-    # (the product's read counts as one read of the epilogue's work)
-    if not _work(_replace(s.body, prod, Access("_"))) or not plain(
-            _replace(s.body, prod, Const(1)), relations):
+    if not plain(_replace(s.body, prod, Const(1)), relations) or not _passes(s, numpy_plan):
         return None
     return prod, inner
 
 
-def _factor(s: Statement, relations: frozenset[str]) -> tuple[Expr, tuple[IndexVar, ...]] | None:
+def _factor(s: Statement, relations: frozenset[str], numpy_plan: Callable[[Statement], Plan]
+            ) -> tuple[Expr, tuple[IndexVar, ...]] | None:
     """The elementwise factor ``F`` of ``s``'s matrix product ``Σ_k a·F`` and the indices of
     its array (in the order ``F`` reads its first array by)."""
     sums = top_sums(s.body)
@@ -181,7 +194,7 @@ def _factor(s: Statement, relations: frozenset[str]) -> tuple[Expr, tuple[IndexV
     if not _plain_read(a, relations):
         a, f = f, a
     if not _plain_read(a, relations) or isinstance(f, Access) or not plain(f, relations) \
-            or not _work(f) or len(free_indices(f)) != 2:
+            or len(free_indices(f)) != 2:
         return None
     extents: dict[str, Dim] = {iv.name: iv.extent for iv in (*s.indices, *prod.indices)}
     order: list[str] = []
@@ -190,7 +203,10 @@ def _factor(s: Statement, relations: frozenset[str]) -> tuple[Expr, tuple[IndexV
             v = ix.as_var()
             if v is not None and v not in order:
                 order.append(v)
-    return f, tuple(IndexVar(v, extents[v]) for v in order)
+    ivs = tuple(IndexVar(v, extents[v]) for v in order)
+    if not _passes(Statement("_f", ivs, f, s.loc), numpy_plan):
+        return None
+    return f, ivs
 
 
 def _accesses(e: Expr) -> list[Access]:
@@ -199,11 +215,12 @@ def _accesses(e: Expr) -> list[Access]:
     return [a for c in _children(e) for a in _accesses(c)]
 
 
-def split_products(prog: Program, plan: Plan, relations: frozenset[str] = frozenset()
-                   ) -> Program | None:
+def split_products(prog: Program, plan: Plan, numpy_plan: Callable[[Statement], Plan],
+                   relations: frozenset[str] = frozenset()) -> Program | None:
     """``prog`` with each statement the NumPy backend runs as BLAS (``plan``: its plan) split
-    into the matrix product and the elementwise work around it (module docstring); None when
-    no statement splits."""
+    into the matrix product and the elementwise work around it (module docstring), where
+    NumPy runs that work as several passes (``numpy_plan``: the plan of one statement's NumPy
+    code); None when no statement splits."""
     stmts = list(prog.statements)
     taken = {s.name for s in stmts} | {p.name for p in prog.params}
     changed = False
@@ -213,7 +230,7 @@ def split_products(prog: Program, plan: Plan, relations: frozenset[str] = frozen
         if not s.indices or not blas_contraction(s, plan):
             k += 1
             continue
-        epi = _epilogue(s, relations)
+        epi = _epilogue(s, relations, numpy_plan)
         if epi is not None:
             prod, inner = epi
             name = _fresh(f"_p_{s.name}", taken)
@@ -224,7 +241,7 @@ def split_products(prog: Program, plan: Plan, relations: frozenset[str] = frozen
             changed = True
             k += 2
             continue
-        fac = _factor(s, relations)
+        fac = _factor(s, relations, numpy_plan)
         if fac is not None:
             f, ivs = fac
             name = _fresh(f"_f_{s.name}", taken)
@@ -264,3 +281,65 @@ def fresh(s: Statement, plan: Plan) -> bool:
 
 def _has_sum(e: Expr) -> bool:
     return isinstance(e, Sum) or any(_has_sum(c) for c in _children(e))
+
+
+def product_into(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """``out = a @ b`` by BLAS where every entry of ``a`` and ``b`` is finite (then BLAS's
+    products and sums are the program's, in another order, as the NumPy backend's own code
+    trusts them: ``A @ B if _rt.finite(A, B)``); False otherwise, and the caller runs the
+    NumPy part, which decides. The smaller side is checked: an inf or nan operand entry
+    reaches every entry of its row (column) of a product over a nonempty index, as an inf or
+    nan."""
+    if a.size + b.size <= out.size:
+        if not finite(a, b):
+            return False
+        np.matmul(a, b, out=out)
+        return True
+    np.matmul(a, b, out=out)
+    return finite(out)
+
+
+def product_operands(s: Statement) -> tuple[str, str] | None:
+    """Code of the two operands whose matrix product is ``s`` (``_p[i, j] = Σ_k a·b``, each a
+    matrix read at plain indices: ``X``, ``W1.T``), or None."""
+    if len(s.indices) != 2 or not isinstance(s.body, Sum) or len(s.body.indices) != 1:
+        return None
+    fs = _factors(s.body.body)
+    if len(fs) != 2 or not all(isinstance(f, Access) and len(f.indices) == 2 for f in fs):
+        return None
+    i, j = (iv.name for iv in s.indices)
+    k = s.body.indices[0].name
+    a, b = fs  # type: ignore[assignment]
+    names = [[ix.as_var() for ix in f.indices] for f in (a, b)]  # type: ignore[union-attr]
+    if i not in names[0]:
+        a, b = b, a
+        names.reverse()
+    codes = []
+    for f, got, want in ((a, names[0], [i, k]), (b, names[1], [k, j])):
+        if got == want:
+            codes.append(f.name)  # type: ignore[union-attr]
+        elif got == want[::-1]:
+            codes.append(f"{f.name}.T")  # type: ignore[union-attr]
+        else:
+            return None
+    return codes[0], codes[1]
+
+
+def product_run(s: Statement, part_call: str) -> list[str] | None:
+    """The run function's lines for the split product ``s`` (named ``_p_...``): BLAS into a
+    buffer kept from call to call (never returned: its epilogue reads it), the NumPy part
+    (``part_call``) where an operand holds inf or nan (:func:`product_into`); None when
+    ``s`` is no such product."""
+    ops = product_operands(s)
+    if ops is None or not s.name.startswith("_p_"):
+        return None
+    shape = ", ".join(str(iv.extent) for iv in s.indices)
+    return [f"    {s.name} = _tmp.get({s.name!r})",
+            f"    if {s.name} is None or {s.name}.shape != ({shape},):",
+            f"        {s.name} = _tmp[{s.name!r}] = np.empty(({shape},), dtype=F)",
+            f"    if not _product_into({s.name}, {ops[0]}, {ops[1]}):",
+            f"        {s.name} = {part_call}"]
+
+
+PRODUCT_IMPORT = f"from {__package__}.epilogue import product_into as _product_into"
+"""The import a generated module running :func:`product_run`'s lines needs."""

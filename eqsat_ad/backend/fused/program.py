@@ -29,7 +29,7 @@ from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
 from ..same_code import same_code
 from .checks import bounds, call_box
-from .epilogue import cheaper, fresh, split_products
+from .epilogue import PRODUCT_IMPORT, cheaper, fresh, product_run, split_products
 from .functions import HELPERS
 from .loading import cache_dir, load, require_numba
 from .loops import LoopWriter, Unsupported
@@ -119,7 +119,8 @@ class NumbaProgram(NestWriter):
         self._sizes = prog.size_names()
         plan = lower_program(self._prog).plan
         self.schedule: Schedule = self._schedule(plan, plan)
-        split = split_products(self._prog, plan, self._relations)
+        split = split_products(self._prog, plan, lambda s: lower_program(self._part(s)).plan,
+                               self._relations)
         if split is not None:  # matrix products apart from their elementwise work: if cheaper
             unsplit = self._prog, self._pairs
             self._prog = split
@@ -392,7 +393,8 @@ class NumbaProgram(NestWriter):
                 fn, reads = self._numpy_part(s)
                 args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
                 call = f"np.asarray({fn}({args}), dtype=F)"
-                run.append(f"    {s.name} = {call}" + ("" if s.shape else ".reshape(1)"))
+                blas = product_run(s, call)  # a product split from its epilogue: BLAS in place
+                run += blas or [f"    {s.name} = {call}" + ("" if s.shape else ".reshape(1)")]
         outs = []
         for o in self._prog.outputs:
             assert isinstance(o, Access)
@@ -407,6 +409,7 @@ class NumbaProgram(NestWriter):
             "import numpy as np",
             "",
             "F = np.float64",
+            *([PRODUCT_IMPORT] if any("_product_into(" in line for line in run) else []),
         ]
         body = "\n\n\n".join(kernels)
         helpers = HELPERS + (PAIRWISE if "_pairwise(" in body else "")
