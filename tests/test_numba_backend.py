@@ -181,7 +181,7 @@ def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
     gl = ea.grad(mlp.program(), "W1", backend="numba")
     # (each statement's own placement: the whole NumPy program runs there, the softmax's loop
     # nest at exp's vectorized price saving less than WHOLE_MARGIN of the plan)
-    prog_m = gl.compiled._prog
+    prog_m = gl.compiled.program  # (as written: the fused program splits products, .epilogue)
     loopable_m = {s.name: gl.compiled._loopable(s) for s in prog_m.statements}
     with pytest.MonkeyPatch.context() as m:
         m.setattr(fused_schedule, "WHOLE_MARGIN", Fraction(0))

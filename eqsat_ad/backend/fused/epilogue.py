@@ -30,11 +30,24 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...ir.expr import Access, Binary, Call, Const, Expr, Neg, Pow, Sum, free_indices, map_children
+from ...ir.expr import (
+    Access,
+    Binary,
+    Call,
+    Const,
+    Expr,
+    Neg,
+    Pow,
+    Sum,
+    accessed_names,
+    free_indices,
+    map_children,
+)
 from ...ir.index import Affine, Dim, IndexVar
-from ...ir.program import Program, Statement
+from ...ir.program import Param, Program, Statement
 from ...plan.kernels import Contract, Plan
 from ...plan.poly import ZERO, Poly, compare
+from ..numpy import lower_program
 from ..runtime import finite
 from .schedule import Schedule, blas_contraction
 from .walks import top_sums
@@ -215,13 +228,20 @@ def _accesses(e: Expr) -> list[Access]:
     return [a for c in _children(e) for a in _accesses(c)]
 
 
-def split_products(prog: Program, plan: Plan, numpy_plan: Callable[[Statement], Plan],
-                   relations: frozenset[str] = frozenset()) -> Program | None:
+def split_products(prog: Program, plan: Plan, relations: frozenset[str] = frozenset()
+                   ) -> Program | None:
     """``prog`` with each statement the NumPy backend runs as BLAS (``plan``: its plan) split
     into the matrix product and the elementwise work around it (module docstring), where
-    NumPy runs that work as several passes (``numpy_plan``: the plan of one statement's NumPy
-    code); None when no statement splits."""
+    NumPy runs that work as several passes; None when no statement splits."""
     stmts = list(prog.statements)
+    shapes = {p.name: p.shape for p in prog.params} | {s.name: s.shape for s in stmts}
+
+    def numpy_plan(s: Statement) -> Plan:  # (of s's NumPy code alone)
+        stored = sorted(accessed_names(s.body) - {p.name for p in prog.params})
+        params = prog.params + tuple(Param(n, shapes[n]) for n in stored)
+        shapes[s.name] = s.shape
+        return lower_program(Program(params, (s,), (Access(s.name),), False, "_part")).plan
+
     taken = {s.name for s in stmts} | {p.name for p in prog.params}
     changed = False
     k = 0
@@ -234,6 +254,7 @@ def split_products(prog: Program, plan: Plan, numpy_plan: Callable[[Statement], 
         if epi is not None:
             prod, inner = epi
             name = _fresh(f"_p_{s.name}", taken)
+            shapes[name] = s.shape
             read: Expr = Access(name, tuple(Affine.var(iv.name) for iv in s.indices))
             body = _replace(s.body, prod, Neg(read) if inner is not prod else read)
             stmts[k:k + 1] = [Statement(name, s.indices, inner, s.loc),
@@ -255,6 +276,7 @@ def split_products(prog: Program, plan: Plan, numpy_plan: Callable[[Statement], 
                 stmts[j] = Statement(stmts[j].name, stmts[j].indices,
                                      _share(stmts[j].body, f, name, order), stmts[j].loc)
             stmts.insert(first, Statement(name, ivs, f, s.loc))
+            shapes[name] = tuple(iv.extent for iv in ivs)
             changed = True
             k += 2
             continue

@@ -119,8 +119,7 @@ class NumbaProgram(NestWriter):
         self._sizes = prog.size_names()
         plan = lower_program(self._prog).plan
         self.schedule: Schedule = self._schedule(plan, plan)
-        split = split_products(self._prog, plan, lambda s: lower_program(self._part(s)).plan,
-                               self._relations)
+        split = split_products(self._prog, plan, self._relations)
         if split is not None:  # matrix products apart from their elementwise work: if cheaper
             unsplit = self._prog, self._pairs
             self._prog = split

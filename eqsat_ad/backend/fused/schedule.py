@@ -548,7 +548,7 @@ def _whole_numpy(prog: Program, plan: Plan, whole: Plan, placement: Mapping[str,
             (whole.cost * WHOLE_MARGIN.denominator - base * WHOLE_MARGIN.numerator)
             * LOOP_RATIO, sizes) >= 0:
         return (f"the NumPy program: the fused one (loops {loops}, NumPy parts {parts}) is "
-                f"not {WHOLE_MARGIN} of its non-BLAS price cheaper than its {whole.cost}")
+                f"not {WHOLE_MARGIN} cheaper than its {whole.cost} (beside matrix products)")
     return None
 
 
