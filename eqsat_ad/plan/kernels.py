@@ -234,6 +234,15 @@ class Plan:
             total = total + k.cost
         return total
 
+    @property
+    def products(self) -> Poly:
+        """The price of its matrix products (contractions of degree 3 or more: BLAS)."""
+        total = ZERO
+        for k in self.kernels:
+            if isinstance(k, Contract) and k.space.degree() >= 3:
+                total = total + k.cost
+        return total
+
     def statement_cost(self, name: str) -> Poly:
         total = ZERO
         for k in self.kernels:

@@ -45,8 +45,8 @@ from ...ir.expr import (
 )
 from ...ir.index import Affine, Dim, IndexVar
 from ...ir.program import Param, Program, Statement
-from ...plan.kernels import Contract, Plan
-from ...plan.poly import ZERO, Poly, compare
+from ...plan.kernels import Plan
+from ...plan.poly import Poly, compare
 from ..numpy import lower_program
 from ..runtime import finite
 from .schedule import Schedule, blas_contraction
@@ -114,10 +114,10 @@ def _passes(s: Statement, numpy_plan: Callable[[Statement], Plan]) -> bool:
     then does one loop nest save memory traffic (a single pass reads and writes what the
     loop would: measured, nmf's ``V - W @ H`` as a loop 1.2-1.5x NumPy's subtraction)."""
     plan = numpy_plan(s)
-    rest = ZERO
+    rest = plan.cost - plan.products
     for k in plan.kernels:
-        if k.detail != "copy" and not (isinstance(k, Contract) and k.space.degree() >= 3):
-            rest = rest + k.cost
+        if k.detail == "copy":  # (a part's output kept apart from its inputs)
+            rest = rest - k.cost
     return compare(rest, Poly.product_of_dims(s.shape) * 2) >= 0
 
 

@@ -121,13 +121,11 @@ class NumbaProgram(NestWriter):
         self.schedule: Schedule = self._schedule(plan, plan)
         split = split_products(self._prog, plan, self._relations)
         if split is not None:  # matrix products apart from their elementwise work: if cheaper
-            unsplit = self._prog, self._pairs
-            self._prog = split
+            unsplit, self._prog = (self._prog, self._pairs), split
             self._shapes.update({s.name: s.shape for s in split.statements})
-            trial = self._schedule(lower_program(split).plan, plan)
+            trial = self._schedule(split_plan := lower_program(split).plan, plan)
             if cheaper(trial, self.schedule):
-                self.schedule = trial
-                plan = lower_program(split).plan
+                self.schedule, plan = trial, split_plan
             else:
                 self._prog, self._pairs = unsplit
         self._plan = plan  # (of self._prog)
@@ -154,8 +152,7 @@ class NumbaProgram(NestWriter):
 
     # --- generation ----------------------------------------------------------------------------
     def _schedule(self, plan: Any, whole: Any) -> Schedule:
-        """The schedule of ``self._prog`` (``plan``: its NumPy plan; ``whole``: the plan of
-        the NumPy program that runs instead of a fused one)."""
+        """The schedule of ``self._prog`` (``plan``: its plan; ``whole``: the NumPy program's)."""
         loopable = {s.name: self._loopable(s) for s in self._prog.statements}
         alone = {s.name: self._alone_price(s) for s in self._prog.statements}
         self._pairs = {s.name: f for s in self._prog.statements
@@ -329,8 +326,7 @@ class NumbaProgram(NestWriter):
         # _buf[k]: the caller's array for output k (out=), written in place by its loop nest;
         # _tmp: this thread's arrays of the intermediates, kept from call to call (a fresh
         # array each call costs its page faults when the allocator hands the memory back)
-        # (read by a NumPy part whose value may be a view of it: not kept from call to call;
-        # a product or a reduction over it is a new array: :func:`.epilogue.fresh`)
+        # (not when a NumPy part's value may be a view of it: :func:`.epilogue.fresh`)
         seen_by_numpy = {n for t in self._prog.statements if place[t.name] == "numpy"
                          and not fresh(t, self._plan) for n in accessed_names(t.body)}
         position: dict[str, int] = {}

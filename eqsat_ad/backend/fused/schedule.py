@@ -42,8 +42,9 @@ plan prices NumPy kernels in:
 * The split costs: the fused program runs each NumPy-placed statement's code on its own, so a
   value the NumPy program computes once for several statements is computed by each. When the
   fused program (its loop nests at ``1 / LOOP_RATIO``, its NumPy statements at their price
-  alone) is not priced at least ``WHOLE_MARGIN`` below the NumPy plan, the whole NumPy
-  program runs (:func:`_whole_numpy`).
+  alone) is not priced at least ``WHOLE_MARGIN`` of the NumPy plan's price beside its matrix
+  products below it, the whole NumPy program runs (:func:`_whole_numpy`; ``whole``: the
+  plan of the program as written, when :mod:`.epilogue` split its products).
 * Producer-consumer fusion: a loop statement whose readers are all loop nests is evaluated
   where it is read instead of being stored, when that costs no more:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
@@ -146,9 +147,11 @@ REUSE = 2
 alone (:func:`schedule`'s ``alone``) costs more than this many times its share of the plan."""
 
 WHOLE_MARGIN = Fraction(1, 20)
-"""The fused program runs only where it is priced at least this fraction below the NumPy
-program (:func:`_whole_numpy`): the sweep's mlp_numpy, whose one loop nest (tanh's derivative
-beside four BLAS calls) saves under 1 % of its price, ran 1.03-1.04x the NumPy program."""
+"""The fused program runs only where it is priced at least this fraction of the NumPy
+program's price beside its matrix products (which BLAS runs alike in both) below it
+(:func:`_whole_numpy`): the sweep's mlp_numpy, whose one loop nest (tanh's derivative beside
+four BLAS calls, each product's elementwise work left in its NumPy code) ran 1.03-1.04x the
+NumPy program; split from them (:mod:`.epilogue`) the loops pay."""
 
 
 class PairPrice(NamedTuple):
@@ -169,8 +172,8 @@ class Schedule:
     why: Mapping[str, str] = field(default_factory=dict)
     windows: Mapping[str, Window] = field(default_factory=dict)
     price: Poly | None = None
-    """The fused program's price in loop points (:func:`fused_price`); None: the whole NumPy
-    program runs."""
+    """The fused program's price in loop points (its loop nests', and its NumPy statements'
+    code run alone at ``LOOP_RATIO`` a point); None: the whole NumPy program runs."""
 
     def names(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n, k in self.placement.items() if k == kind)
@@ -465,8 +468,8 @@ def schedule(prog: Program, plan: Plan, loopable: Mapping[str, bool],
         placement[name] = "window"
         why[name] += f"; a sliding window of {win.consumer} (read at [{at(str(win.low))}, " \
             f"{at(str(win.high))}])"
-    return Schedule(placement, why, slid,
-                    fused_price(prog, plan, placement, alone, pairs, prices))
+    loops, parts = _fused_parts(prog, plan, placement, alone, pairs, prices)
+    return Schedule(placement, why, slid, loops + parts * LOOP_RATIO)
 
 
 def _loop_the_reusing(prog: Program, plan: Plan, whole: Plan, placement: dict[str, str],
@@ -492,15 +495,6 @@ def _loop_the_reusing(prog: Program, plan: Plan, whole: Plan, placement: dict[st
     return True
 
 
-def fused_price(prog: Program, plan: Plan, placement: Mapping[str, str],
-                alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
-                prices: Mapping[str, Poly]) -> Poly:
-    """The fused program's price in loop points: its loop nests', and its NumPy statements'
-    code run on its own (``alone``) at ``LOOP_RATIO`` points per point of the plan."""
-    loops, parts = _fused_parts(prog, plan, placement, alone, pairs, prices)
-    return loops + parts * LOOP_RATIO
-
-
 def _fused_parts(prog: Program, plan: Plan, placement: Mapping[str, str],
                  alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
                  prices: Mapping[str, Poly]) -> tuple[Poly, Poly]:
@@ -519,30 +513,19 @@ def _fused_parts(prog: Program, plan: Plan, placement: Mapping[str, str],
     return loops, parts
 
 
-def matrix_products(plan: Plan) -> Poly:
-    """The price of ``plan``'s matrix products (contractions of degree 3 or more: BLAS)."""
-    total = ZERO
-    for k in plan.kernels:
-        if isinstance(k, Contract) and k.space.degree() >= 3:
-            total = total + k.cost
-    return total
-
-
 def _whole_numpy(prog: Program, plan: Plan, whole: Plan, placement: Mapping[str, str],
                  alone: Mapping[str, Poly] | None, pairs: Mapping[str, PairPrice],
                  sizes: Mapping[str, int] | None, prices: Mapping[str, Poly]) -> str | None:
     """Why the whole NumPy program (plan ``whole``) runs instead of the fused one, or None.
     The fused program runs each NumPy-placed statement's code on its own (a value the NumPy
-    program shares between statements, ``E * E_bar`` for two products, computed by each that
-    reads it): its price, loop nests counted at ``1 / LOOP_RATIO`` (the per-statement test's
-    exchange rate), must be below the NumPy plan's, else the split costs more than the loops
-    save."""
+    program shares, ``E * E_bar`` for two products, computed by each that reads it): its
+    price, loop nests at ``1 / LOOP_RATIO`` (the per-statement test's exchange rate), must be
+    below the NumPy plan's, else the split costs more than the loops save."""
     loops, parts = _fused_parts(prog, plan, placement, alone, pairs, prices)
     # (the split also pays what no kernel prices: a call per NumPy part, a fresh array per
-    # loop nest's output; a saving below WHOLE_MARGIN of the NumPy price does not cover it.
-    # The margin is of the price beside the matrix products: BLAS runs those alike in both
-    # programs, and at mlp's sizes they are 97 % of the price, which would hide any saving)
-    base = whole.cost - matrix_products(whole)
+    # loop nest's output; a saving below WHOLE_MARGIN of the NumPy price beside its matrix
+    # products does not cover it: BLAS runs those alike in both, 97 % of mlp's price)
+    base = whole.cost - whole.products
     if not loops.is_zero() and compare(
             (loops + parts * LOOP_RATIO) * WHOLE_MARGIN.denominator,
             (whole.cost * WHOLE_MARGIN.denominator - base * WHOLE_MARGIN.numerator)
