@@ -348,12 +348,13 @@ def product_operands(s: Statement) -> tuple[str, str] | None:
 
 
 def product_run(s: Statement, part_call: str) -> list[str] | None:
-    """The run function's lines for the split product ``s`` (named ``_p_...``): BLAS into a
-    buffer kept from call to call (never returned: its epilogue reads it), the NumPy part
-    (``part_call``) where an operand holds inf or nan (:func:`product_into`); None when
+    """The run function's lines for the matrix product ``s`` (neither returned nor read by
+    NumPy code that may keep a view of it: a split product, read by its epilogue, or a
+    product such as mlp's ``hid_bar``): BLAS into a buffer kept from call to call, the NumPy
+    part (``part_call``) where an operand holds inf or nan (:func:`product_into`); None when
     ``s`` is no such product."""
     ops = product_operands(s)
-    if ops is None or not s.name.startswith("_p_"):
+    if ops is None:
         return None
     shape = ", ".join(str(iv.extent) for iv in s.indices)
     return [f"    {s.name} = _tmp.get({s.name!r})",

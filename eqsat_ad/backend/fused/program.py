@@ -388,7 +388,9 @@ class NumbaProgram(NestWriter):
                 fn, reads = self._numpy_part(s)
                 args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
                 call = f"np.asarray({fn}({args}), dtype=F)"
-                blas = product_run(s, call)  # a product split from its epilogue: BLAS in place
+                # a matrix product no caller sees: BLAS into a buffer kept from call to call
+                blas = None if s.name in position or s.name in seen_by_numpy else \
+                    product_run(s, call)
                 run += blas or [f"    {s.name} = {call}" + ("" if s.shape else ".reshape(1)")]
         outs = []
         for o in self._prog.outputs:
