@@ -87,6 +87,21 @@ def test_mlp_runs_the_product_as_blas_and_the_tanh_epilogue_as_a_loop() -> None:
     assert "_f_W1_bar" in stmts["W1_bar"].reads() and "_f_W1_bar" in stmts["b1_bar"].reads()
     assert "hid" not in stmts["b1_bar"].reads()
     assert sched.why["W1_bar"] == "contraction (BLAS)"
+    # a product no caller sees (hid_bar, read by the factor's loop) into a kept buffer too
+    assert "if not _product_into(hid_bar, z_bar, W2):" in g.source
+
+
+def test_results_are_not_the_kept_buffers() -> None:
+    # the buffers kept from call to call never reach a result: a later call leaves an
+    # earlier call's results as they were
+    g = _mlp()
+    sizes = {"B": 6, "D": 5, "H": 17, "K": 3}
+    first = g(**random_arguments(g.program, sizes, seed=4))
+    kept = tuple(np.array(v, copy=True) for v in first)
+    second = g(**random_arguments(g.program, sizes, seed=5))
+    for a, b, c in zip(first, kept, second, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert not np.shares_memory(a, c)
 
 
 def test_the_split_is_priced_below_the_numpy_program() -> None:

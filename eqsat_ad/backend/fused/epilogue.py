@@ -121,8 +121,10 @@ def _passes(s: Statement, numpy_plan: Callable[[Statement], Plan]) -> bool:
     return compare(rest, Poly.product_of_dims(s.shape) * 2) >= 0
 
 
-def _has_call(e: Expr) -> bool:
-    return isinstance(e, Call) or any(_has_call(c) for c in _children(e))
+def _has_ufunc(e: Expr) -> bool:
+    """``e`` calls a NumPy ufunc (:data:`_PLAIN_CALLS`: its value is a new array)."""
+    return (isinstance(e, Call) and e.fn in _PLAIN_CALLS) or any(
+        _has_ufunc(c) for c in _children(e))
 
 
 def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
@@ -298,7 +300,7 @@ def fresh(s: Statement, plan: Plan) -> bool:
     """NumPy computes ``s`` (``plan``: its program's plan) as a new array, never a view of an
     array it reads: a sum (a product or reduction) or a function of its reads, at a price (a
     sum NumPy binds as a view, ``Σ_j [j == i]·x[j]``, costs nothing)."""
-    return (_has_sum(s.body) or _has_call(s.body)) and not plan.statement_cost(s.name).is_zero()
+    return (_has_sum(s.body) or _has_ufunc(s.body)) and not plan.statement_cost(s.name).is_zero()
 
 
 def _has_sum(e: Expr) -> bool:
