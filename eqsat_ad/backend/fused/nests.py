@@ -63,6 +63,7 @@ class NestWriter:
         if self._ranged is not None and self._ranged != "store":  # a window's buffer
             w.shift = {self._ranged: "_po"}
         w.unsigned_interior = self._ranged is not None
+        w.bands = self._ranged is None
         return w
 
     def _kernel(self, group: list[Statement], fused: dict[str, Statement],

@@ -80,6 +80,7 @@ from ...ir.expr import (
 from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
+from .bands import band_work, has_band
 from .brackets import solve_order, sum_points
 from .reuse import priced_body, row_sibling, sibling_body
 from .scans import ScanForm, statement_scans
@@ -240,7 +241,9 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
         along = solve_order(e.indices, e.body)[-1].name
         if tile is not None and tiled(e, tile):
             along = tile
-        return count * (work(e.body, fused_work, inner=along) + ONE)
+        plain = count * (work(e.body, fused_work, inner=along) + ONE)
+        band = band_work(e, plain, lambda f: work(f, fused_work))  # (.bands: a block pass)
+        return plain if band is None else band
     return ONE
 
 
@@ -554,7 +557,7 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
                 # a running sum carried along its points: alone O(1) a point, while each
                 # evaluation where it is read would be the whole sum (a prefix sum fused
                 # into its reader runs in O(N²))
-                or statement_scans(s.body, s.indices[-1].name)):
+                or statement_scans(s.body, s.indices[-1].name) or has_band(s.body)):
             continue
         reads = ZERO
         for u in users:

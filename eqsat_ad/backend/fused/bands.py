@@ -1,0 +1,291 @@
+"""Band sums: a ``Sum`` over a window of constant width that moves with an output index.
+
+``g[i] = Σ_j [i + a <= j <= i + a + W - 1] · f(j)`` (``f`` free of ``i``; other brackets
+bounding ``j`` by sizes, ``[j >= 0]``, ``[N > j]``, narrow ``j``'s range) is O(W) per point as a
+loop (taps or a loop over the window), O(N·W) in all: a moving average over 128 samples and
+its adjoint (experiments/sweep_programs.py, ``moving_average_long``), whose gradient nests one
+band inside another, visits 128·128 points per output. NumPy's plan runs it as differences of
+cumulative sums; a running sum that adds the entering term and subtracts the leaving one would
+do the same in the loop nest, but one inf in ``x`` would make every later window nan (inf -
+inf), and cancellation would cost the small windows after a large one their accuracy.
+
+The van Herk / Gil-Werman block method needs no subtraction: cut the range of ``t = j - a``
+into blocks of ``W``, take each block's suffix sums ``S`` and prefix sums ``P``; the window of
+``i`` (``t`` in ``[i, i + W - 1]``) is the suffix of ``i``'s block from ``i`` plus the prefix
+of the next block up to ``i + W - 1`` (the whole block when ``i`` starts one). Every window
+is the sum of exactly its own terms (an inf or nan in it gives what direct summation gives,
+nothing outside it leaks in, a window of -0.0 terms is +0.0 as a sum from +0.0 is), in O(1)
+per point: each term is evaluated once (its loop vectorizes), then one pass per block runs the
+prefix chain and the next block's suffix chain side by side (two dependent add chains).
+
+The loop writer (:func:`band_sum`) computes ``g`` for every point of ``i`` into a buffer at
+the kernel's top (once per call: ``f`` reads no output index), before the loops, and reads it
+at the point; a band in ``f`` (``moving_average_long``: the inner sum, a band along ``j``)
+is a buffer computed before it. The strong zero: ``g[i]`` is one where no term of its window
+is, which is an interval of ``i`` where ``f`` is never one (or is a band's, itself an
+interval), else counted by the same block sums over integers (exact: a count of the terms
+that are not strong zeros). The schedule prices it (:func:`band_work`) at :data:`BAND_PRICE`
+plus ``f``'s work per point, where that is below the loop's price.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...ir.expr import Binary, Bracket, Const, Expr, Sum, children, free_indices
+from ...ir.index import Affine, Dim, IndexVar, dim_str
+from ...plan.poly import ONE, Poly, compare
+from .brackets import cmps
+from .compact import extreme
+from .interior import Index
+from .reuse import canonical
+
+if TYPE_CHECKING:
+    from .loops import LoopWriter
+
+__all__ = ["BAND_MIN", "BAND_PRICE", "BandForm", "band_form", "band_sum", "band_work",
+           "banded", "has_band"]
+
+BAND_PRICE = 24
+"""Points of loop work per output point of a band's block pass beyond ``f``'s own work (its
+terms stored, two dependent add chains, the sums stored and read back): measured by
+``taskset -c 1 python experiments/calibrate_bands.py`` as for the schedule's other prices
+(``LOOP_RATIO`` times the pass's time over a NumPy pass's)."""
+
+BAND_MIN = 10
+"""A window narrower than this stays the loop writer's taps (:data:`.loops.UNROLL` and
+below: straight-line code LLVM vectorizes across points, measured faster than the block
+pass at W = 8, ``moving_average``)."""
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@dataclass(frozen=True)
+class BandForm:
+    """``Σ_j [outer + low <= j < outer + low + width]·[lows <= j < highs]·body``."""
+
+    index: IndexVar
+    outer: str
+    low: Affine
+    """The window's first ``j`` less ``outer``: sizes and an integer."""
+    width: int
+    lows: tuple[Affine, ...]
+    """Bounds of ``j`` by sizes alone, ``j >= lo`` (besides ``j >= 0``)."""
+    highs: tuple[Affine, ...]
+    """``j < hi`` (besides ``j < extent``)."""
+    body: Expr
+
+
+def band_form(e: Sum) -> BandForm | None:
+    """``e`` as a band sum along its one free index (None: it is not one)."""
+    free = free_indices(e)
+    if len(e.indices) != 1 or len(free) != 1:
+        return None
+    iv = e.indices[0]
+    j, (i,) = iv.name, tuple(free)
+    rest: list[Expr] = []
+    lows: list[Affine] = []
+    highs: list[Affine] = []
+    near: list[Affine] = []  # j >= i + a
+    far: list[Affine] = []  # j < i + b
+    for f in _factors(e.body):
+        conds = cmps(f)
+        if conds is None:
+            rest.append(f)
+            continue
+        for c in conds:
+            d = c.lhs - c.rhs
+            if j not in d.free_indices():
+                rest.append(Bracket(c))
+                continue
+            k = d.coeff(j)
+            if k not in (1, -1) or c.op in ("==", "!=") or not d.is_integral():
+                return None
+            other = (d - Affine.var(j).scale(k)).scale(-k)  # j op other
+            op = c.op if k == 1 else _FLIP[c.op]
+            lo = {">=": other, ">": other + 1}.get(op)
+            hi = {"<=": other + 1, "<": other}.get(op)
+            names = other.free_indices()
+            if names == {i} and other.coeff(i) == 1:
+                shift = Affine.var(i)
+                (near.append(lo - shift) if lo is not None else far.append(hi - shift))  # type: ignore[operator]
+            elif not names:
+                (lows.append(lo) if lo is not None else highs.append(hi))  # type: ignore[arg-type]
+            else:
+                return None
+    if len(near) != 1 or len(far) != 1:
+        return None
+    width = far[0] - near[0]
+    if not width.is_constant() or width.const < 2:
+        return None
+    body: Expr = rest[0] if rest else Const(1.0)
+    for f in rest[1:]:
+        body = Binary("*", body, f)
+    if i in free_indices(body):
+        return None
+    return BandForm(iv, i, near[0], int(width.const), tuple(lows), tuple(highs), body)
+
+
+def _factors(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "*":
+        return _factors(e.lhs) + _factors(e.rhs)
+    return [e]
+
+
+def band_work(e: Sum, plain: Poly, price: Callable[[Expr], Poly]) -> Poly | None:
+    """The work of ``e`` per evaluation run as a band (:data:`BAND_PRICE` and its term's work
+    ``price(f)``), when it is one, wide enough, and that is below the loop's ``plain``."""
+    form = band_form(e)
+    if form is None or form.width < BAND_MIN:
+        return None
+    band = price(form.body) + BAND_PRICE
+    return band if compare(band, plain) < 0 else None
+
+
+def banded(e: Sum) -> BandForm | None:
+    """``e``'s form when the loop writer runs it as a band: as the schedule prices it."""
+    form = band_form(e)
+    if form is None or form.width < BAND_MIN:
+        return None
+    from .brackets import sum_points
+    from .schedule import work  # (the schedule prices bands with this module)
+
+    plain = sum_points(e.indices, e.body) * (work(e.body) + ONE)
+    return form if band_work(e, plain, work) is not None else None
+
+
+def has_band(e: Expr) -> bool:
+    """Some sum in ``e`` runs as a band (kept out of producer fusion and sliding windows:
+    its pass runs once per call over the whole extent, never at a point or over a chunk)."""
+    if isinstance(e, Sum) and banded(e) is not None:
+        return True
+    return any(has_band(c) for c in children(e))
+
+
+def band_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None] | None:
+    """``e``'s value and strong-zero flag at the point, read from its band buffer (computed at
+    the kernel's top, once), or None where it does not run as a band."""
+    if not w.bands or w.top is None:
+        return None
+    form = banded(e)
+    ix = env.get(form.outer) if form is not None else None
+    if form is None or ix is None or ix.extent is None:
+        return None
+    key = (("band", canonical(e), ix.extent), ())  # (no free index code: shared by every row)
+    if key not in w.hoisted:
+        w.hoisted[key] = None  # taken: a band inside this one's terms is named apart
+        w.hoisted[key] = _band_pass(w, form, ix.extent)
+    buf, counts, interval = w.hoisted[key]
+    if buf is None:  # every term a strong zero
+        return "F(0)", "True"
+    at = f"np.uintp({ix.code})"
+    if interval is not None:
+        flag = f"({ix.code} < {interval[0]} or {ix.code} > {interval[1]})"
+        w.hoisted[(("bandflag", flag), ())] = interval
+    else:
+        flag = f"({counts}[{at}] == 0)"
+    return f"{buf}[{at}]", flag
+
+
+def _band_pass(w: LoopWriter, form: BandForm, extent: Dim
+               ) -> tuple[str | None, str | None, tuple[str, str] | None]:
+    """Writes the block pass of ``form`` over the points ``[0, extent)`` of its outer index
+    to the kernel's top; its buffer, its buffer of counts (or None) and the interval of
+    points where it is not a strong zero (or None: counted)."""
+    from .loops import LoopWriter
+
+    assert w.top is not None
+    b = f"_bd{w.tag}{len(w.hoisted)}"
+    n, nj, width = dim_str(extent), dim_str(form.index.extent), form.width
+    sub = LoopWriter(w.shapes, w.fused, w.relations, hoisted=w.hoisted, prefix=f"{b}_",
+                     top=w.top, tag=w.tag, bands=True)
+    sub.depth = 4
+    jvar = sub.fresh(form.index.name)
+    value, flag = sub.expr(form.body, {form.index.name: Index(jvar, form.index.extent)})
+    if flag == "True":
+        return None, None, None
+    low = w.affine(form.low, {})[0]
+    lo = extreme("max", ["0", *(w.affine(a, {})[0] for a in form.lows)])
+    hi = extreme("min", [nj, *(w.affine(a, {})[0] for a in form.highs)])
+    inner = w.hoisted.get((("bandflag", flag), ())) if flag is not None else None
+    if inner is not None:  # a band's strong zero: outside an interval of j
+        lo, hi = extreme("max", [lo, inner[0]]), extreme("min", [hi, f"{inner[1]} + 1"])
+    counted = flag is not None and inner is None
+    top = w.top
+    first = "i" if low == "0" else f"i + {_wrap(low)}".replace("+ -", "- ")
+    top += [f"    # {b}[i] = Σ_j [{first} <= j < {first} + {width}]·f(j) for every i: "
+            f"blocks of {width}, each window a block's suffix sum plus the next block's "
+            "prefix sum (its own terms only, no subtraction)",
+            f"    {b}_lo = {lo}",
+            f"    {b}_hi = {hi}",
+            f"    {b} = np.empty({n}, dtype=F)",
+            f"    {b}_t = np.empty({width}, dtype=F)  # the next block's terms",
+            f"    {b}_s = np.empty({2 * width}, dtype=F)  # this block's and the next one's "
+            "suffix sums"]
+    if counted:
+        top += [f"    {b}_c = np.empty({n}, dtype=np.int64)  # its terms not strong zeros",
+                f"    {b}_tc = np.empty({width}, dtype=np.int64)",
+                f"    {b}_sc = np.empty({2 * width}, dtype=np.int64)"]
+    top += [f"    {b}_o = 0",
+            f"    for {b}_b in range(-{width}, {n}, {width}):",
+            f"        for {b}_r in range({width}):",
+            f"            {jvar} = {b}_b + {b}_r + {_plus(width, low)}",
+            f"            {b}_v = F(0)",
+            *([f"            {b}_vc = 0"] if counted else []),
+            f"            if {b}_lo <= {jvar} < {b}_hi:",
+            *sub.lines,
+            f"                {b}_v = {value}",
+            *([f"                {b}_vc = 0 if {flag} else 1"] if counted else []),
+            f"            {b}_t[{b}_r] = {b}_v",
+            *([f"            {b}_tc[{b}_r] = {b}_vc"] if counted else []),
+            f"        {b}_m = {width} - {b}_o",
+            f"        {b}_k = 0",
+            f"        if {b}_b >= 0:",
+            f"            {b}_k = {extreme('min', [str(width), f'{n} - {b}_b'])} - 1",
+            f"            {b}[{b}_b] = {b}_s[{b}_o]",
+            *([f"            {b}_c[{b}_b] = {b}_sc[{b}_o]"] if counted else []),
+            f"        {b}_p = F(0)",
+            f"        {b}_q = F(0)",
+            *([f"        {b}_pc = 0", f"        {b}_qc = 0"] if counted else []),
+            f"        for {b}_r in range({b}_k):  # a suffix of this block, a prefix of the next",
+            *_steps(b, width, "", window=True),
+            *(_steps(b, width, "c", window=True) if counted else []),
+            f"        for {b}_r in range({b}_k, {width}):  # the rest of the next block's "
+            "suffix sums",
+            *_steps(b, width, "", window=False),
+            *(_steps(b, width, "c", window=False) if counted else []),
+            f"        {b}_o = {b}_m"]
+    if counted:
+        return b, f"{b}_c", None
+    # not a strong zero where the window meets [lo, hi)
+    top += [f"    {b}_il = {b}_lo - ({_plus(width - 1, low)})",
+            f"    {b}_ih = ({b}_hi - 1 - ({low})) if {b}_lo < {b}_hi else {b}_il - 1"]
+    return b, None, (f"{b}_il", f"{b}_ih")
+
+
+def _steps(b: str, width: int, kind: str, window: bool) -> list[str]:
+    """One step of the block pass for the values (``kind`` "") or the counts ("c"): the
+    next block's suffix chain, and (``window``) its prefix chain added to this block's suffix
+    into the window's sum."""
+    pad = " " * 12
+    out = []
+    if window:
+        out += [f"{pad}{b}_p{kind} += {b}_t{kind}[{b}_r]",
+                f"{pad}{b}{'_c' if kind else ''}[{b}_b + 1 + {b}_r] = "
+                f"{b}_s{kind}[{b}_o + 1 + {b}_r] + {b}_p{kind}"]
+    out += [f"{pad}{b}_q{kind} += {b}_t{kind}[{width - 1} - {b}_r]",
+            f"{pad}{b}_s{kind}[{b}_m + {width - 1} - {b}_r] = {b}_q{kind}"]
+    return out
+
+
+def _plus(k: int, code: str) -> str:
+    """``k + code`` (an integer and an affine's code), written plainly."""
+    if code == "0":
+        return str(k)
+    return f"{k} + {_wrap(code)}".replace("+ -", "- ")
+
+
+def _wrap(code: str) -> str:
+    return code if code.lstrip("-").isidentifier() or code.lstrip("-").isdigit() else f"({code})"
