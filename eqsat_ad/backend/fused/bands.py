@@ -31,7 +31,7 @@ plus ``f``'s work per point, where that is below the loop's price.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...ir.expr import Binary, Bracket, Const, Expr, Sum, children, free_indices
@@ -45,7 +45,7 @@ from .reuse import canonical
 if TYPE_CHECKING:
     from .loops import LoopWriter
 
-__all__ = ["BAND_MIN", "BAND_PRICE", "BandForm", "band_form", "band_sum", "band_work",
+__all__ = ["BAND_MIN", "BAND_PRICE", "BandForm", "BandStream", "band_form", "band_sum", "band_work",
            "banded", "has_band"]
 
 BAND_PRICE = 24
@@ -164,119 +164,172 @@ def has_band(e: Expr) -> bool:
     return any(has_band(c) for c in children(e))
 
 
+@dataclass
+class BandStream:
+    """A block pass being written whose terms read bands along its own index ``var``: their
+    passes advance, a block at a time, just before its term loop (``lines``, inside its block
+    loop) until they have produced every point up to ``need`` (exclusive), into ring buffers
+    that hold ``width`` points behind that and a block of theirs ahead."""
+
+    var: str
+    need: str
+    width: int
+    name: str
+    lines: list[str] = field(default_factory=list)
+
+
 def band_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None] | None:
-    """``e``'s value and strong-zero flag at the point, read from its band buffer (computed at
-    the kernel's top, once), or None where it does not run as a band."""
+    """``e``'s value and strong-zero flag at the point, read from its band's buffer, or None
+    where it does not run as a band. The pass runs at the kernel's top, once, into the
+    kernel's output when it is a point's value there (read back at that point before the point
+    is written), else into a buffer; inside the terms of another pass it streams
+    (:class:`BandStream`)."""
     if not w.bands or w.top is None:
         return None
     form = banded(e)
     ix = env.get(form.outer) if form is not None else None
     if form is None or ix is None or ix.extent is None:
         return None
-    key = (("band", canonical(e), ix.extent), ())  # (no free index code: shared by every row)
+    stream = w.band_stream if w.band_stream is not None and ix.code == w.band_stream.var \
+        else None
+    out = w.out_point
+    into = None
+    if stream is None and out is not None and out[1] == ix.code and out[2] == ix.extent \
+            and w.hoisted.get((("bandout", out[0]), ()), e) == e:
+        into = out[0]  # (one band per output; a second one gets a buffer of its own)
+        w.hoisted[(("bandout", out[0]), ())] = e
+    key = (("band", canonical(e), ix.extent, into, stream.name if stream else None), ())
     if key not in w.hoisted:
         w.hoisted[key] = None  # taken: a band inside this one's terms is named apart
-        w.hoisted[key] = _band_pass(w, form, ix.extent)
-    buf, counts, interval = w.hoisted[key]
-    if buf is None:  # every term a strong zero
+        w.hoisted[key] = _band_pass(w, form, ix.extent, into, stream)
+    store, counts, interval = w.hoisted[key]
+    if store is None:  # every term a strong zero
         return "F(0)", "True"
-    at = f"np.uintp({ix.code})"
+    at = f"np.uintp({ix.code})" if stream is None else f"np.uintp({ix.code} & {store[1]})"
     if interval is not None:
         flag = f"({ix.code} < {interval[0]} or {ix.code} > {interval[1]})"
         w.hoisted[(("bandflag", flag), ())] = interval
     else:
         flag = f"({counts}[{at}] == 0)"
-    return f"{buf}[{at}]", flag
+    return f"{store[0]}[{at}]", flag
 
 
-def _band_pass(w: LoopWriter, form: BandForm, extent: Dim
-               ) -> tuple[str | None, str | None, tuple[str, str] | None]:
-    """Writes the block pass of ``form`` over the points ``[0, extent)`` of its outer index
-    to the kernel's top; its buffer, its buffer of counts (or None) and the interval of
-    points where it is not a strong zero (or None: counted)."""
+def _band_pass(w: LoopWriter, form: BandForm, extent: Dim, into: str | None,
+               stream: BandStream | None
+               ) -> tuple[tuple[str, str] | None, str | None, tuple[str, str] | None]:
+    """Writes the block pass of ``form`` over the points ``[0, extent)`` of its outer index:
+    its setup to the kernel's top, its blocks there too (into ``into``, the kernel's output,
+    or a buffer of its own), or streamed into ``stream``'s pass. Its buffer and ring mask
+    (None: every term a strong zero), its counts' buffer (None: not counted) and the interval
+    of points where it is not a strong zero (None: counted)."""
     from .loops import LoopWriter
 
     assert w.top is not None
     b = f"_bd{w.tag}{len(w.hoisted)}"
     n, nj, width = dim_str(extent), dim_str(form.index.extent), form.width
+    low = w.affine(form.low, {})[0]
+    jvar = f"{form.index.name}{b}"
+    inner = BandStream(jvar, f"{b}_j + {b}_r1", width, b)
     sub = LoopWriter(w.shapes, w.fused, w.relations, hoisted=w.hoisted, prefix=f"{b}_",
-                     top=w.top, tag=w.tag, bands=True)
-    sub.depth = 4
-    jvar = sub.fresh(form.index.name)
+                     top=w.top, tag=w.tag, bands=True, band_stream=inner)
+    sub.depth = 2
     value, flag = sub.expr(form.body, {form.index.name: Index(jvar, form.index.extent)})
     if flag == "True":
         return None, None, None
-    low = w.affine(form.low, {})[0]
     lo = extreme("max", ["0", *(w.affine(a, {})[0] for a in form.lows)])
     hi = extreme("min", [nj, *(w.affine(a, {})[0] for a in form.highs)])
-    inner = w.hoisted.get((("bandflag", flag), ())) if flag is not None else None
-    if inner is not None:  # a band's strong zero: outside an interval of j
-        lo, hi = extreme("max", [lo, inner[0]]), extreme("min", [hi, f"{inner[1]} + 1"])
-    counted = flag is not None and inner is None
-    top = w.top
+    within = w.hoisted.get((("bandflag", flag), ())) if flag is not None else None
+    if within is not None:  # a band's strong zero: outside an interval of j
+        lo, hi = extreme("max", [lo, within[0]]), extreme("min", [hi, f"{within[1]} + 1"])
+    counted = flag is not None and within is None
+    if stream is not None:  # a ring of points: the reader's window behind, a block ahead
+        size = 1 << (stream.width + width).bit_length()
+        mask = str(size - 1)
+        buf, cbuf, size_code = b, f"{b}_c", str(size)
+    else:
+        mask, buf, cbuf, size_code = "", into or b, f"{b}_c", n
     first = "i" if low == "0" else f"i + {_wrap(low)}".replace("+ -", "- ")
+    top = w.top
     top += [f"    # {b}[i] = Σ_j [{first} <= j < {first} + {width}]·f(j) for every i: "
             f"blocks of {width}, each window a block's suffix sum plus the next block's "
             "prefix sum (its own terms only, no subtraction)",
             f"    {b}_lo = {lo}",
             f"    {b}_hi = {hi}",
-            f"    {b} = np.empty({n}, dtype=F)",
+            *([] if counted else [  # not a strong zero where the window meets [lo, hi)
+                f"    {b}_il = {b}_lo - ({_plus(width - 1, low)})",
+                f"    {b}_ih = ({b}_hi - 1 - ({low})) if {b}_lo < {b}_hi else {b}_il - 1"]),
+            *([] if buf == into else [f"    {buf} = np.empty({size_code}, dtype=F)"]),
+            *([f"    {cbuf} = np.empty({size_code}, dtype=np.int64)  # its terms not strong "
+               "zeros"] if counted else []),
             f"    {b}_t = np.empty({width}, dtype=F)  # the next block's terms",
             f"    {b}_s = np.empty({2 * width}, dtype=F)  # this block's and the next one's "
-            "suffix sums"]
-    if counted:
-        top += [f"    {b}_c = np.empty({n}, dtype=np.int64)  # its terms not strong zeros",
-                f"    {b}_tc = np.empty({width}, dtype=np.int64)",
-                f"    {b}_sc = np.empty({2 * width}, dtype=np.int64)"]
-    top += [f"    {b}_o = 0",
-            f"    for {b}_b in range(-{width}, {n}, {width}):",
-            f"        for {b}_r in range({width}):",
-            f"            {jvar} = {b}_b + {b}_r + {_plus(width, low)}",
-            f"            {b}_v = F(0)",
-            *([f"            {b}_vc = 0"] if counted else []),
-            f"            if {b}_lo <= {jvar} < {b}_hi:",
-            *sub.lines,
-            f"                {b}_v = {value}",
-            *([f"                {b}_vc = 0 if {flag} else 1"] if counted else []),
-            f"            {b}_t[{b}_r] = {b}_v",
-            *([f"            {b}_tc[{b}_r] = {b}_vc"] if counted else []),
-            f"        {b}_m = {width} - {b}_o",
-            f"        {b}_k = 0",
-            f"        if {b}_b >= 0:",
-            f"            {b}_k = {extreme('min', [str(width), f'{n} - {b}_b'])} - 1",
-            f"            {b}[{b}_b] = {b}_s[{b}_o]",
-            *([f"            {b}_c[{b}_b] = {b}_sc[{b}_o]"] if counted else []),
-            f"        {b}_p = F(0)",
-            f"        {b}_q = F(0)",
-            *([f"        {b}_pc = 0", f"        {b}_qc = 0"] if counted else []),
-            f"        for {b}_r in range({b}_k):  # a suffix of this block, a prefix of the next",
-            *_steps(b, width, "", window=True),
-            *(_steps(b, width, "c", window=True) if counted else []),
-            f"        for {b}_r in range({b}_k, {width}):  # the rest of the next block's "
             "suffix sums",
-            *_steps(b, width, "", window=False),
-            *(_steps(b, width, "c", window=False) if counted else []),
-            f"        {b}_o = {b}_m"]
-    if counted:
-        return b, f"{b}_c", None
-    # not a strong zero where the window meets [lo, hi)
-    top += [f"    {b}_il = {b}_lo - ({_plus(width - 1, low)})",
-            f"    {b}_ih = ({b}_hi - 1 - ({low})) if {b}_lo < {b}_hi else {b}_il - 1"]
-    return b, None, (f"{b}_il", f"{b}_ih")
+            *([f"    {b}_tc = np.empty({width}, dtype=np.int64)",
+               f"    {b}_sc = np.empty({2 * width}, dtype=np.int64)"] if counted else []),
+            f"    {b}_o = 0",
+            f"    {b}_b = -{width}"]
+
+    def put(kind: str, at: str) -> str:
+        target = buf if kind == "" else cbuf
+        return f"{target}[np.uintp({at})]" if not mask else \
+            f"{target}[np.uintp(({at}) & {mask})]"
+
+    zero = ["F(0)", "0"]
+    block = [f"{b}_j = {b}_b + {_plus(width, low)}  # the next block's first j",
+             f"{b}_r0 = {extreme('max', ['0', extreme('min', [str(width), f'{b}_lo - {b}_j'])])}",
+             f"{b}_r1 = {extreme('max', [f'{b}_r0', extreme('min', [str(width), f'{b}_hi - {b}_j'])])}",
+             f"for {b}_r in range({b}_r0):  # j below its range: a strong zero",
+             f"    {b}_t[{b}_r] = {zero[0]}",
+             *([f"    {b}_tc[{b}_r] = 0"] if counted else []),
+             *inner.lines,  # the bands its terms read, up to the block's last j
+             f"for {b}_r in range({b}_r0, {b}_r1):  # the next block's terms",
+             f"    {jvar} = {b}_j + {b}_r",
+             *(line[4:] for line in sub.lines),
+             f"    {b}_t[{b}_r] = {value}",
+             *([f"    {b}_tc[{b}_r] = 0 if {flag} else 1"] if counted else []),
+             f"for {b}_r in range({b}_r1, {width}):  # j above its range",
+             f"    {b}_t[{b}_r] = {zero[0]}",
+             *([f"    {b}_tc[{b}_r] = 0"] if counted else []),
+             f"{b}_m = {width} - {b}_o",
+             f"{b}_k = 0",
+             f"if {b}_b >= 0:",
+             f"    {b}_k = {extreme('min', [str(width), f'{n} - {b}_b'])} - 1",
+             f"    {put('', f'{b}_b')} = {b}_s[{b}_o]",
+             *([f"    {put('c', f'{b}_b')} = {b}_sc[{b}_o]"] if counted else []),
+             f"{b}_p = F(0)",
+             f"{b}_q = F(0)",
+             *([f"{b}_pc = 0", f"{b}_qc = 0"] if counted else []),
+             f"for {b}_r in range({b}_k):  # a suffix of this block, a prefix of the next",
+             *_steps(b, width, "", put, window=True),
+             *(_steps(b, width, "c", put, window=True) if counted else []),
+             f"for {b}_r in range({b}_k, {width}):  # the rest of the next block's suffix sums",
+             *_steps(b, width, "", put, window=False),
+             *(_steps(b, width, "c", put, window=False) if counted else []),
+             f"{b}_o = {b}_m",
+             f"{b}_b += {width}"]
+    if stream is None:
+        top.append(f"    while {b}_b < {n}:")
+        top += [f"        {line}" for line in block]
+    else:  # its blocks up to the reader's need
+        stream.lines.append(f"while {b}_b < {extreme('min', [stream.need, n])}:")
+        stream.lines += [f"    {line}" for line in block]
+    return (buf, mask), (cbuf if counted else None), (
+        None if counted else (f"{b}_il", f"{b}_ih"))
 
 
-def _steps(b: str, width: int, kind: str, window: bool) -> list[str]:
+def _steps(b: str, width: int, kind: str, put: Callable[[str, str], str], window: bool
+           ) -> list[str]:
     """One step of the block pass for the values (``kind`` "") or the counts ("c"): the
     next block's suffix chain, and (``window``) its prefix chain added to this block's suffix
-    into the window's sum."""
-    pad = " " * 12
+    into the window's sum (``put``: where a point's sum goes)."""
+    # (indices as unsigned: never negative here, and Numba's wraparound branch is not taken)
     out = []
     if window:
-        out += [f"{pad}{b}_p{kind} += {b}_t{kind}[{b}_r]",
-                f"{pad}{b}{'_c' if kind else ''}[{b}_b + 1 + {b}_r] = "
-                f"{b}_s{kind}[{b}_o + 1 + {b}_r] + {b}_p{kind}"]
-    out += [f"{pad}{b}_q{kind} += {b}_t{kind}[{width - 1} - {b}_r]",
-            f"{pad}{b}_s{kind}[{b}_m + {width - 1} - {b}_r] = {b}_q{kind}"]
+        out += [f"    {b}_p{kind} += {b}_t{kind}[{b}_r]",
+                f"    {put(kind, f'{b}_b + 1 + {b}_r')} = "
+                f"{b}_s{kind}[np.uintp({b}_o + 1 + {b}_r)] + {b}_p{kind}"]
+    out += [f"    {b}_q{kind} += {b}_t{kind}[np.uintp({width - 1} - {b}_r)]",
+            f"    {b}_s{kind}[np.uintp({b}_m + {width - 1} - {b}_r)] = {b}_q{kind}"]
     return out
 
 

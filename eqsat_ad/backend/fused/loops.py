@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -137,6 +138,9 @@ class LoopWriter:
     # sums of a window of constant width along an index run as block passes at the kernel top
     # (.bands; not in a sliding window's kernel, which runs a chunk of the points at a call)
     bands: bool = False
+    band_stream: Any = None  # the block pass whose terms this writes (.bands.BandStream)
+    # the kernel's output and its point index, when a band's pass may fill it (.bands)
+    out_point: tuple[str, str, Dim] | None = None
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
