@@ -3,13 +3,14 @@
 ``y[i] = Σ_j [i - W < j <= i]·x[j]`` (a trailing window of W points, N = 10**6, float64) run by
 the fused backend as a block pass (:mod:`eqsat_ad.backend.fused.bands`) and as the loop writer's
 plain loop (taps up to ``UNROLL`` points, else a loop over the window), against one NumPy pass
-over the same elements (``np.multiply(x, 2.0)``: one point of the plan's price). Prints each
+over the same elements (``np.multiply(x, 2.0)``: one point of the plan's price; also
+into a preallocated array). Prints each
 time and the band's break-even price: the statement's loop price ``(BAND_PRICE + 1 + 1)·N``
 (the pass, the term's read, the write) equals ``LOOP_RATIO`` times the pass's time over NumPy's,
 so ``BAND_PRICE = LOOP_RATIO · ratio - 2``; and the plain loop's time, to place
 ``BAND_MIN`` (the width from which the pass is faster). Interleaved calls, median and fastest.
 
-    taskset -c 1 python experiments/calibrate_bands.py [--n 1000000] [--widths 4 8 16 32 128]
+    taskset -c 1 python experiments/calibrate_bands.py [--n 1000000] [--widths 4 8 10 16 32 128]
 
 Not a test: timings vary with the machine and its load; bands.py cites the run.
 """
@@ -23,6 +24,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 os.environ["EQSAT_AD_CACHE"] = "0"
 
 import argparse  # noqa: E402
+import random  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -62,7 +64,10 @@ def _compiled(width: int, banded: bool) -> Callable[..., np.ndarray]:
 def measure(n: int, widths: list[int], rounds: int) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal(n)
-    systems: dict[str, Callable[[], object]] = {"numpy pass": lambda: np.multiply(x, 2.0)}
+    buf = np.empty_like(x)
+    systems: dict[str, Callable[[], object]] = {
+        "numpy pass": lambda: np.multiply(x, 2.0),
+        "numpy into": lambda: np.multiply(x, 2.0, out=buf)}
     for w in widths:
         band, plain = _compiled(w, True), _compiled(w, False)
         systems[f"band W={w}"] = lambda band=band: band(x=x)
@@ -71,8 +76,11 @@ def measure(n: int, widths: list[int], rounds: int) -> None:
     for fn in systems.values():
         fn()
     times: dict[str, list[float]] = {k: [] for k in systems}
+    names = list(systems)
     for _ in range(rounds):
-        for k, fn in systems.items():
+        random.shuffle(names)
+        for k in names:
+            fn = systems[k]
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
@@ -90,7 +98,7 @@ def measure(n: int, widths: list[int], rounds: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10**6)
-    ap.add_argument("--widths", type=int, nargs="+", default=[4, 8, 16, 32, 128])
+    ap.add_argument("--widths", type=int, nargs="+", default=[4, 8, 10, 16, 32, 128])
     ap.add_argument("--rounds", type=int, default=60)
     args = ap.parse_args(argv)
     measure(args.n, args.widths, args.rounds)

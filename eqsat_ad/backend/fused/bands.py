@@ -140,8 +140,13 @@ def band_work(e: Sum, plain: Poly, price: Callable[[Expr], Poly]) -> Poly | None
     form = band_form(e)
     if form is None or form.width < BAND_MIN:
         return None
+    from .schedule import SERIAL_SUM  # (imported when the schedule prices)
+
     band = price(form.body) + BAND_PRICE
-    return band if compare(band, plain) < 0 else None
+    # A window wider than the taps is a loop whose adds form a dependent chain: at least
+    # SERIAL_SUM a term (measured, calibrate_bands.py: W = 16, 7-15 ms at N = 10**6)
+    chain = Poly.const(form.width * SERIAL_SUM)
+    return band if compare(band, plain) < 0 or compare(band, chain) < 0 else None
 
 
 def banded(e: Sum) -> BandForm | None:
@@ -275,9 +280,11 @@ def _band_pass(w: LoopWriter, form: BandForm, extent: Dim, into: str | None,
             f"{target}[np.uintp(({at}) & {mask})]"
 
     zero = ["F(0)", "0"]
+    below = extreme("min", [str(width), f"{b}_lo - {b}_j"])  # the block's terms in [lo, hi)
+    above = extreme("min", [str(width), f"{b}_hi - {b}_j"])
     block = [f"{b}_j = {b}_b + {_plus(width, low)}  # the next block's first j",
-             f"{b}_r0 = {extreme('max', ['0', extreme('min', [str(width), f'{b}_lo - {b}_j'])])}",
-             f"{b}_r1 = {extreme('max', [f'{b}_r0', extreme('min', [str(width), f'{b}_hi - {b}_j'])])}",
+             f"{b}_r0 = {extreme('max', ['0', below])}",
+             f"{b}_r1 = {extreme('max', [f'{b}_r0', above])}",
              f"for {b}_r in range({b}_r0):  # j below its range: a strong zero",
              f"    {b}_t[{b}_r] = {zero[0]}",
              *([f"    {b}_tc[{b}_r] = 0"] if counted else []),

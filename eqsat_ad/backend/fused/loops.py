@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from ...ir.expr import (
     Access,
