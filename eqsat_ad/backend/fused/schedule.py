@@ -49,6 +49,9 @@ plan prices NumPy kernels in:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
   saved (writing and reading it back: ``2 · MEMORY · |P|``). Decided consumers first, so a chain
   of producers fuses through.
+* Band sums (a window of constant width wider than the taps, moving with an index) run as
+  block passes (:mod:`.bands`), priced :data:`~.bands.BAND_PRICE` plus their term's work a
+  point, where that is below the loop over the window (or its chain of adds).
 * Sliding windows: a loop statement over one index that stays stored, read by one other loop
   nest over the same points in a window of constant width around each point (conv1d's
   ``c_bar[i - j]``, ``j < K``), is computed a chunk at a time into a buffer just ahead
