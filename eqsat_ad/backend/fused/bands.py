@@ -48,16 +48,22 @@ if TYPE_CHECKING:
 __all__ = ["BAND_MIN", "BAND_PRICE", "BandForm", "BandStream", "band_form", "band_sum", "band_work",
            "banded", "has_band"]
 
-BAND_PRICE = 24
-"""Points of loop work per output point of a band's block pass beyond ``f``'s own work (its
-terms stored, two dependent add chains, the sums stored and read back): measured by
-``taskset -c 1 python experiments/calibrate_bands.py`` as for the schedule's other prices
-(``LOOP_RATIO`` times the pass's time over a NumPy pass's)."""
+BAND_PRICE = 40
+"""Points of loop work per output point of a band's block pass beyond its term's own work (the
+term stored, two dependent add chains side by side, the window's sum stored and read back),
+at which a statement ``y[i] = Σ_j [i - W < j <= i]·x[j]`` (this, a read and a write a point)
+breaks even with ``LOOP_RATIO`` NumPy passes at their measured time ratio: ``LOOP_RATIO ·
+ratio - 2``. Measured by ``taskset -c 1 python experiments/calibrate_bands.py`` (N = 10**6,
+float64, a loaded two-core machine: fastest calls, medians spread 2-4x): the pass 1.6-1.8 ms
+for W = 16 to 128 (3.0 ms at W = 10: more blocks), one NumPy pass 0.28-0.44 ms, so 28-48; the
+loop over the window 5.7 ms (W = 10) to 18 ms (W = 32), NumPy's cumulative sums (W = 128)
+9-11 ms."""
 
 BAND_MIN = 10
 """A window narrower than this stays the loop writer's taps (:data:`.loops.UNROLL` and
-below: straight-line code LLVM vectorizes across points, measured faster than the block
-pass at W = 8, ``moving_average``)."""
+below: straight-line code LLVM vectorizes across points; measured as above, the taps 0.44 ms
+at W = 4 and 0.53-0.56 ms at W = 8 against the pass's 2.0-2.9 ms: ``moving_average`` keeps
+them)."""
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
