@@ -109,6 +109,47 @@ def test_band_sums_agree_with_the_interpreter(name: str) -> None:
                 _agree(got, want, dtype)
 
 
+# Bands beside other structure: an output index over another extent than the summed one, a
+# band along the row or the column index of a 2-D statement (its pass into a buffer), two
+# bands in one body (one fills the output, the other a buffer), a window offset by sizes.
+SHAPED = {
+    "extents": ("def f(x: [N], z: [M]):\n"
+                "    y[i: M] = z[i] * Sum[j: N]((i - 12 < j and j <= i) * x[j])\n    return y\n",
+                ({"N": 5, "M": 30}, {"N": 40, "M": 7}, {"N": 100, "M": 100})),
+    "rows": ("def f(x: [N], A: [N, K]):\n    y[i: N, k: K] = A[i, k] * "
+             "Sum[j: N]((i - 12 < j and j <= i) * x[j])\n    return y\n",
+             ({"N": 5, "K": 3}, {"N": 50, "K": 4})),
+    "columns": ("def f(x: [K], A: [N, K]):\n    y[i: N, k: K] = A[i, k] * "
+                "Sum[j: K]((k - 12 < j and j <= k) * x[j])\n    return y\n",
+                ({"N": 5, "K": 3}, {"N": 6, "K": 40})),
+    "two": ("def f(x: [N], w: [N]):\n    y[i: N] = Sum[j: N]((i - 12 < j and j <= i) * x[j]) * "
+            "Sum[j: N]((i <= j and j < i + 20) * w[j])\n    return y\n",
+            ({"N": 5}, {"N": 60})),
+    "by_sizes": ("def f(x: [N]):\n    y[i: N] = Sum[j: N]((j >= i + N - 30 and j < i + N - 10)"
+                 " * x[j])\n    return y\n", ({"N": 5}, {"N": 25}, {"N": 60})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPED))
+def test_band_sums_beside_other_structure(name: str) -> None:
+    src, sizes_list = SHAPED[name]
+    prog = ea.parse(src)
+    f = ea.compile(prog, backend="numba", optimize=False)
+    assert "while _bd" in f.source.split("def _k_y(")[1]
+    for sizes in sizes_list:
+        for seed, poison in enumerate((False, True)):
+            rng = np.random.default_rng(seed)
+            args = {}
+            for p in prog.params:
+                v = rng.standard_normal(tuple(sizes[d.name] for d in p.shape))
+                if poison:
+                    v.reshape(-1)[rng.integers(0, v.size, 3)] = [np.inf, -np.inf, np.nan]
+                args[p.name] = v
+            with np.errstate(all="ignore"):
+                want = evaluate(prog, **args)
+            _agree(f(**args), want, np.float64)
+
+
 def test_a_window_adds_its_own_terms_only() -> None:
     # An inf leaves every window that holds it inf and no other (a running sum that
     # subtracted the leaving term would make every later window nan); +inf and -inf in one
