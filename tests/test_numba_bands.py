@@ -38,6 +38,13 @@ PROGRAMS = {
     "nested": "def f(x: [N]):\n"
               "    y[i: N] = 0.5 * Sum[j: N]((j >= i and j < i + 16 and j >= 0 and N > j) * "
               "Sum[k: N]((k >= j - 11 and k < j + 1) * x[k]))\n    return y\n",
+    "nested_counted": "def f(x: [N], m: [N], z: [N]):\n"
+                      "    y[i: N] = z[i] * Sum[j: N]((j >= i and j < i + 16) * x[j] * "
+                      "Sum[k: N]((k >= j - 11 and k < j + 1) * gt(m[k], 0.0) * x[k]))\n"
+                      "    return y\n",
+    "triple": "def f(x: [N]):\n"
+              "    y[i: N] = Sum[j: N]((j >= i - 5 and j < i + 11) * Sum[k: N]((k >= j - 11 and "
+              "k < j + 1) * Sum[l: N]((l > k and l <= k + 30) * x[l])))\n    return y\n",
     "counted": "def f(x: [N], m: [N], z: [N]):\n"
                "    y[i: N] = z[i] * Sum[j: N]((i - 12 < j and j <= i) * gt(m[j], 0.0) * x[j])\n"
                "    return y\n",
