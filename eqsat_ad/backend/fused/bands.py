@@ -18,10 +18,13 @@ nothing outside it leaks in, a window of -0.0 terms is +0.0 as a sum from +0.0 i
 per point: each term is evaluated once (its loop vectorizes), then one pass per block runs the
 prefix chain and the next block's suffix chain side by side (two dependent add chains).
 
-The loop writer (:func:`band_sum`) computes ``g`` for every point of ``i`` into a buffer at
-the kernel's top (once per call: ``f`` reads no output index), before the loops, and reads it
-at the point; a band in ``f`` (``moving_average_long``: the inner sum, a band along ``j``)
-is a buffer computed before it. The strong zero: ``g[i]`` is one where no term of its window
+The loop writer (:func:`band_sum`) runs the pass at the kernel's top (once per call: ``f``
+reads no output index), before the loops: into the kernel's output when the band is a point's
+value there (each point reads its sum back before it is written), else into a buffer; a band in
+``f`` (``moving_average_long``: the inner sum, a band along ``j``) streams, a block at a time,
+into a ring buffer just ahead of the term loop that reads it. No array of the extent is
+allocated per call (two were: glibc trimmed the freed heap and every call paid the page faults
+again, 2 -> 7 ms at N = 10**6). The strong zero: ``g[i]`` is one where no term of its window
 is, which is an interval of ``i`` where ``f`` is never one (or is a band's, itself an
 interval), else counted by the same block sums over integers (exact: a count of the terms
 that are not strong zeros). The schedule prices it (:func:`band_work`) at :data:`BAND_PRICE`
