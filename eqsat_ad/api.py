@@ -146,7 +146,11 @@ def grad(
     calls); ``.source`` is then the generated module and ``.compile_seconds`` its first-call
     compile (or cache load) time; its calls take ``out=``, an array of the result's shape and
     type (a tuple of them, ``None`` where not wanted, for several outputs) written in place and
-    returned. NumPy (``backend="numpy"``) is the default.
+    returned. Without ``out=``, a call reuses the arrays the previous call (same thread, same
+    argument shapes) returned once nothing refers to them any more, as a caching allocator
+    would (a fresh array's page faults can cost more than the loops that fill it); an array
+    the caller, a container or a view still holds is never written. NumPy
+    (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):

@@ -46,6 +46,7 @@ def _optimize(
     structured: bool = False,
     progress: Callable[[Any], None] | None = None,
     verbose: bool = False,
+    backend: str = "numpy",
 ) -> tuple[Program, Any]:
     """Run the optimizer (when asked and available); returns (program, CostReport or None).
     ``structured``: the report prices outputs as they are returned (stored points, factors)."""
@@ -56,7 +57,8 @@ def _optimize(
             run_optimizer = None
         if run_optimizer is not None:
             kwargs: dict[str, Any] = {"sizes": sizes, "structured": structured,
-                                      "progress": progress, "verbose": verbose}
+                                      "progress": progress, "verbose": verbose,
+                                      "backend": backend}
             if rules is not None:
                 kwargs["rules"] = rules
             if limits is not None:
@@ -207,7 +209,7 @@ class Compiled:
             print(f"{head}: Tensor SSA program\n{print_program(forward)}")
             print(f"{head}: naive program\n{print_program(naive)}")
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
-                                    self._progress, self._verbose)
+                                    self._progress, self._verbose, self.backend)
         compiled = _compile(program, self.structured, self.backend)
         if optimize:
             # inlining is finite-only: a non-finite call reruns the naive program. (NumPy code

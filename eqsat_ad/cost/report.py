@@ -145,12 +145,15 @@ class ProgramSummary:
 
     @staticmethod
     def of(prog: Program, sizes: Mapping[str, int], tie_sizes: Mapping[str, int] | None,
-           structured: bool = False, guarded_by: Program | None = None):
+           structured: bool = False, guarded_by: Program | None = None,
+           backend: str = "numpy"):
         """``guarded_by``: the unoptimized program whose run guards ``prog``'s code (priced
-        with the guard's pass over the arguments, :func:`~eqsat_ad.plan.price.call_cost`)."""
+        with the guard's pass over the arguments, :func:`~eqsat_ad.plan.price.call_cost`: with
+        the NumPy backend, the exact ranges it scans on data of unit scale; the Numba
+        backend's loops check the arguments they read)."""
         # what a call runs: the generated function and the passes over arguments before it
         cost = call_cost(program_cost(prog, tie_sizes, structured=structured), prog,
-                         structured, guarded_by)
+                         structured, guarded_by, sizes if backend == "numpy" else None)
         rows = tuple(
             StatementRow(
                 d.name, d.kind, d.text, d.cost, Fraction(d.poly.evaluate(sizes)), big_o(d.poly)
@@ -333,10 +336,13 @@ class CostReport:
         sizes: Mapping[str, int] | None = None,
         stats: SaturationStats | None = None,
         structured: bool = False,
+        backend: str = "numpy",
     ) -> CostReport:
         """Price both programs. Sizes not given default to :data:`DEFAULT_SIZE` (and say so).
 
         ``structured``: price the run as ``ea.grad(..., structured=True)`` executes it.
+        ``backend``: the backend whose guard runs optimized code (``"numpy"`` or ``"numba"``;
+        their guards scan the arguments differently, :meth:`ProgramSummary.of`).
         """
         for what, p in (("naive", naive), ("optimized", optimized)):
             if not isinstance(p, Program):
@@ -360,7 +366,7 @@ class CostReport:
             full,
             defaulted,
             n_sum,
-            ProgramSummary.of(optimized, full, tie, structured, guard),
+            ProgramSummary.of(optimized, full, tie, structured, guard, backend),
             stats if stats is not None else SaturationStats(),
             structured,
             eager_cost(naive, plan_cost=n_sum.cost),

@@ -63,6 +63,7 @@ def key(
     limits: Any,
     sizes: Mapping[str, int] | None,
     structured: bool,
+    backend: str = "numpy",
 ) -> str:
     h = hashlib.sha256()
     parts = [
@@ -74,6 +75,7 @@ def key(
         repr((limits.iterations, limits.nodes, float(limits.seconds))),
         repr(sorted((sizes or {}).items())),
         repr(bool(structured)),
+        *([] if backend == "numpy" else [f"backend {backend}"]),  # (numpy: the keys as before)
     ]
     for p in parts:
         h.update(p.encode())

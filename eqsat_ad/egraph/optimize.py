@@ -75,12 +75,14 @@ class OptimizeCall:
     limits: Limits | None = None
     sizes: Mapping[str, int] | None = None
     structured: bool = False
+    backend: str = "numpy"
 
     def explain(self):  # -> eqsat_ad.why.Explanation
         """Replay this optimization's saturation (see :mod:`eqsat_ad.why`)."""
         from ..why import explain
 
-        return explain(self.program, self.rules, self.limits, self.sizes, self.structured)
+        return explain(self.program, self.rules, self.limits, self.sizes, self.structured,
+                       self.backend)
 
 
 @dataclass(frozen=True)
@@ -201,10 +203,15 @@ def optimize(
     progress: Callable[[Progress], None] | None = None,
     verbose: bool = False,
     cache: bool | None = None,
+    backend: str = "numpy",
 ) -> Optimized:
     """Optimize ``prog`` with the rule sets ``rules`` (shipped names or paths to ``.egg`` files;
     default: all shipped sets) under ``limits``; ``sizes`` breaks asymptotic ties.
     ``structured``: the report prices outputs as ``structured=True`` compiles them.
+    ``backend``: the backend that will run the result (``"numpy"`` or ``"numba"``): optimized
+    code is guarded by the input program, and the two backends' guards scan the arguments
+    differently (the NumPy backend's takes exact ranges where a magnitude bound proves too
+    little, :mod:`eqsat_ad.plan.guard_price`), so the price of the same program may differ.
     ``progress``: called with a :class:`Progress` after every saturation step and at the end;
     ``verbose``: print those reports to stderr (a terminal gets them after about a second
     anyway). ``cache``: look the result up in (and store it to) the on-disk cache of optimized
@@ -215,14 +222,17 @@ def optimize(
     carry this call's arguments, ``result.inputs``, which the explanation replays)."""
     if not isinstance(prog, Program):
         raise EqsatTypeError(f"optimize expects a Program, got {type(prog).__name__}")
-    result = _optimize_call(prog, rules, limits, sizes, structured, progress, verbose, cache)
-    return _made_by(result, OptimizeCall(prog, rules, limits, sizes, structured))
+    if backend not in ("numpy", "numba"):
+        raise EqsatValueError(f"unknown backend {backend!r}: expected 'numpy' or 'numba'")
+    result = _optimize_call(prog, rules, limits, sizes, structured, progress, verbose, cache,
+                            backend)
+    return _made_by(result, OptimizeCall(prog, rules, limits, sizes, structured, backend))
 
 
 def _optimize_call(
     prog: Program, rules: Any, limits: Limits | None, sizes: Mapping[str, int] | None,
     structured: bool, progress: Callable[[Progress], None] | None, verbose: bool,
-    cache: bool | None,
+    cache: bool | None, backend: str = "numpy",
 ) -> Optimized:
     from . import cache as disk
 
@@ -236,32 +246,34 @@ def _optimize_call(
                     f"sizes must map size names to non-negative ints, got {k!r}: {v!r}"
                 )
     if prog.folds:  # rolled loops: each body once, the statements around them once
-        return _optimize_folds(prog, rules, limits, sizes, progress, verbose, cache)
+        return _optimize_folds(prog, rules, limits, sizes, progress, verbose, cache, backend)
     files = load_rules(rules)
     use_cache = disk.enabled() if cache is None else cache
-    key = disk.key(prog, files, limits, sizes, structured) if use_cache else None
+    key = disk.key(prog, files, limits, sizes, structured, backend) if use_cache else None
     if key is not None:
         hit = disk.load(key)
         if isinstance(hit, Optimized):
             return replace(hit, inputs=None)
-    result = _optimize(prog, files, limits, sizes, structured, reporter(progress, verbose))
+    result = _optimize(prog, files, limits, sizes, structured, reporter(progress, verbose),
+                       backend)
     if key is not None:
         disk.store(key, result)
     return result
 
 
 def _optimize_folds(prog: Program, rules: Any, limits: Limits, sizes: Mapping[str, int] | None,
-                    progress: Any, verbose: bool, cache: bool | None) -> Optimized:
+                    progress: Any, verbose: bool, cache: bool | None,
+                    backend: str = "numpy") -> Optimized:
     from ..cost.report import CostReport, SaturationStats
     from .folds import optimize_with_folds
 
     def run(p: Program) -> tuple[Program, Any]:
-        r = optimize(p, rules, limits, sizes, False, progress, verbose, cache)
+        r = optimize(p, rules, limits, sizes, False, progress, verbose, cache, backend)
         return r.program, r.report
 
     result, report = optimize_with_folds(prog, run)
     stats = getattr(report, "stats", None) or SaturationStats(stop_reason="not run")
-    return Optimized(result, CostReport.build(prog, result, sizes, stats))
+    return Optimized(result, CostReport.build(prog, result, sizes, stats, backend=backend))
 
 
 def _changed_statements(before: Program, after: Program) -> int:
@@ -286,6 +298,7 @@ def _optimize(
     sizes: Mapping[str, int] | None,
     structured: bool,
     progress: Callable[[Progress], None] | None,
+    backend: str = "numpy",
 ) -> Optimized:
     from ..cost.report import CostReport, SaturationStats
     from ..plan.price import member_count_names
@@ -307,7 +320,8 @@ def _optimize(
             cpu = cpu_clock() - start + getattr(exc, "cpu", 0.0)
             stats = SaturationStats(0, 0, 0, cpu, "time limit", {})
             shared = share_statement_bodies(drop_unit_factors(prog))
-            return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured))
+            return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured,
+                                                        backend))
         raise
     # what the worker used comes out of the extraction's share; ranking the best few by their
     # plans gets the rest
@@ -376,10 +390,11 @@ def _optimize(
             "done", run.iterations, run.snapshot.n_nodes, stats.seconds, None, stop_reason
         ))
     if fallback and result is fallback[0]:
-        return Optimized(result, CostReport.build(prog, result, sizes, stats, structured))
+        return Optimized(result, CostReport.build(prog, result, sizes, stats, structured,
+                                                  backend))
     # the safety net reuses the report's pricing (the cost model is the slow part on big programs)
     try:
-        report = CostReport.build(prog, result, sizes, stats, structured)
+        report = CostReport.build(prog, result, sizes, stats, structured, backend)
         names = sorted(set(prog.size_names()) | set(result.size_names())
                        | set(member_count_names(prog, sizes)))
         if _cost_key(report.optimized.cost, names, sizes) > _cost_key(
@@ -390,7 +405,7 @@ def _optimize(
         result = shared_input()  # a program the cost model cannot price is not returned
     if fallback and result is fallback[0]:  # nothing of the e-graph's: no rewrite on the path
         report = CostReport.build(
-            prog, result, sizes, replace(stats, path=(), path_cut=False), structured
+            prog, result, sizes, replace(stats, path=(), path_cut=False), structured, backend
         )
     return Optimized(result, report)
 

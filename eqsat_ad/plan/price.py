@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import numbers
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -25,6 +25,7 @@ from ..ir.errors import EqsatError
 from ..ir.expr import Binary, Expr, Neg
 from ..ir.printer import print_expr, print_fold, print_statement
 from ..ir.program import Fold, Param, Program
+from .guard_price import exact_ranges
 from .kernels import Check, Kernel, Plan, total
 from .poly import ZERO, Poly, big_o, compare
 
@@ -239,18 +240,24 @@ def _checks(prog: Program, names: Iterable[str], what: str
 
 
 def call_cost(cost: ProgramCost, prog: Program, structured: bool = False,
-              guarded_by: Program | None = None) -> ProgramCost:
+              guarded_by: Program | None = None,
+              guard_sizes: Mapping[str, int] | None = None) -> ProgramCost:
     """``cost`` (:func:`program_cost` of ``prog``: its generated function) with the passes over
     the arguments that a call runs before it, as the row ``<inputs>``: the caller's finite scan
     of each parameter the fast code trusts (``finite-input``); or, for optimized code guarded by
     the unoptimized program ``guarded_by`` (backend/guard.py), the guard's pass over every
     tensor argument either program reads (one BLAS dot each: a bound on its values, which
-    proves both programs finite) instead."""
+    proves both programs finite) instead. ``guard_sizes``: the NumPy backend's guard at these
+    sizes, which scans the exact range of the arguments whose magnitude bound proves too little
+    on data of unit scale (two passes each instead of the dot:
+    :func:`~eqsat_ad.plan.guard_price.exact_ranges`)."""
     if prog.folds:  # (a rolled loop's body scans its own inputs: priced by the body's plan)
         return cost
     if guarded_by is not None:  # (_checks keeps the parameters among the names read)
-        found = _checks(prog, guarded_by.names_read() | prog.names_read(),
-                        "guard: one pass over")
+        read = guarded_by.names_read() | prog.names_read()
+        exact = frozenset() if guard_sizes is None else exact_ranges(guarded_by, prog,
+                                                                     guard_sizes)
+        found = _guard_checks(prog, read, exact)
     else:
         decisions = _lowered(prog, cost.sizes, structured).decisions
         found = _checks(prog, (d.detail for d in decisions if d.kind == "finite-input"),
@@ -260,6 +267,20 @@ def call_cost(cost: ProgramCost, prog: Program, structured: bool = False,
     row, checks = found
     return ProgramCost((row, *cost.details), cost.sizes,
                        Plan((*checks, *cost.plan.kernels), cost.plan.lifetimes))
+
+
+def _guard_checks(prog: Program, read: frozenset[str], exact: frozenset[str]
+                  ) -> tuple[StatementCost, tuple[Check, ...]] | None:
+    """The guard's row ``<inputs>``: one pass over each argument read, two (its smallest and
+    largest entry) over each one in ``exact``."""
+    one = _checks(prog, read - exact, "guard: one pass over")
+    two = _checks(prog, read & exact, "guard: exact range of")
+    if two is None:
+        return one
+    checks = (*(one[1] if one else ()),
+              *(replace(k, detail=f"{end} {k.detail}") for k in two[1] for end in ("min:", "max:")))
+    text = "; ".join(r[0].text for r in (one, two) if r is not None)
+    return StatementCost(INPUTS, text, total(k.cost for k in checks), (), "check"), checks
 
 
 def _fold_cost(f: Fold, sizes: Mapping[str, int] | None) -> StatementCost:

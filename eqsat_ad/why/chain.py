@@ -277,10 +277,11 @@ def explain(
     limits: Any = None,
     sizes: Mapping[str, int] | None = None,
     structured: bool = False,
+    backend: str = "numpy",
 ) -> Explanation:
-    """Explain the optimization of ``prog``: a Program (optimized as ``ea.optimize`` would), a
-    compiled ``ea.grad``/``ea.compile``/``ea.hessian`` (its naive program, with its options),
-    or an ``ea.optimize`` result."""
+    """Explain the optimization of ``prog``: a Program (optimized as ``ea.optimize`` would,
+    for ``backend``), a compiled ``ea.grad``/``ea.compile``/``ea.hessian`` (its naive program,
+    with its options), or an ``ea.optimize`` result."""
     from ..api import Compiled
     from ..egraph.optimize import Limits, Optimized
     from ..egraph.optimize import optimize as run
@@ -297,7 +298,7 @@ def explain(
             f"{type(prog).__name__}"
         )
     limits = Limits() if limits is None else limits
-    whole = run(prog, rules, limits, sizes, structured)
+    whole = run(prog, rules, limits, sizes, structured, backend=backend)
     d = whole.report.to_dict()
     total = d["saturation"]["iterations"]
     steps: list[Step] = [Step(-1, prog, d["naive"], {})]
@@ -314,7 +315,8 @@ def explain(
             seen_counts = dict(counts)
 
     for k in _replay_counts(total):
-        part = run(prog, rules, replace(limits, iterations=k), sizes, structured)
+        part = run(prog, rules, replace(limits, iterations=k), sizes, structured,
+                   backend=backend)
         replays += 1
         keep(k, part.program, part.report.to_dict())
     keep(total, whole.program, d)
@@ -329,4 +331,4 @@ def explain_compiled(g: Any) -> Explanation:
     optimize, rules, limits, sizes = g._options  # noqa: SLF001 - the options it was built with
     spec = g.specialization
     all_sizes = {**(sizes or {}), **(spec.sizes if spec is not None else {})} or None
-    return explain(g.naive, rules, limits, all_sizes, g.structured)
+    return explain(g.naive, rules, limits, all_sizes, g.structured, g.backend)

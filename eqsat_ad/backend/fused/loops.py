@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from ...ir.expr import (
     Access,
@@ -38,6 +39,7 @@ from ...ir.expr import (
 )
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Statement
+from .bands import band_sum
 from .brackets import bounds, solve_order
 from .code import both, either, literal, shifted, speculable
 from .compact import extreme
@@ -133,6 +135,12 @@ class LoopWriter:
     # the output's row (``_out[i]``) when the first such sum may use it as its buffer
     terms: dict = field(default_factory=dict)
     out_row: str | None = None
+    # sums of a window of constant width along an index run as block passes at the kernel top
+    # (.bands; not in a sliding window's kernel, which runs a chunk of the points at a call)
+    bands: bool = False
+    band_stream: Any = None  # the block pass whose terms this writes (.bands.BandStream)
+    # the kernel's output and its point index, when a band's pass may fill it (.bands)
+    out_point: tuple[str, str, Dim] | None = None
 
     # --- small pieces --------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -393,7 +401,8 @@ class LoopWriter:
     def sum(self, e: Sum, env: Mapping[str, Index]) -> tuple[str, str | None]:
         """An accumulator loop per summed index; its flag says the sum has no term that is
         not a strong zero (then the sum is one)."""
-        done = self.hoist(e, env)
+        done = band_sum(self, e, env)
+        done = done if done is not None else self.hoist(e, env)
         done = done if done is not None else interchange(self, e, env)
         done = done if done is not None else row_sum(self, e, env)
         return done if done is not None else self._sum(e, env)
@@ -432,7 +441,8 @@ class LoopWriter:
         if hit is None:
             self.hoisted[key] = None  # taken: a sum hoisted from inside this one is named apart
             sub = LoopWriter(self.shapes, self.fused, self.relations, hoisted=self.hoisted,
-                             prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag)
+                             prefix=f"_h{self.tag}{len(self.hoisted)}_", top=self.top, tag=self.tag,
+                             bands=self.bands)
             sub.depth = 1 if closed else self.pre_depth
             at = {n: env[n] for n in free}
             buf = term_buffer(self, key)  # its terms read back at the points (.reuse)

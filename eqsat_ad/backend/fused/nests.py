@@ -63,6 +63,7 @@ class NestWriter:
         if self._ranged is not None and self._ranged != "store":  # a window's buffer
             w.shift = {self._ranged: "_po"}
         w.unsigned_interior = self._ranged is not None
+        w.bands = self._ranged is None
         return w
 
     def _kernel(self, group: list[Statement], fused: dict[str, Statement],
@@ -366,8 +367,11 @@ class NestWriter:
             w.terms = self._terms.get(s.name, {}) if self._step is None else {}
             outer = ", ".join(iv.name for iv in first.indices[:-1])
             w.out_row = f"{out}[{outer}]" if self._out_rows and w.terms and outer else None
+            # (a band's pass may fill a 1-D output before its loop reads it back, .bands)
+            w.out_point = (out, first.indices[0].name, first.indices[0].extent) if len(
+                first.indices) == 1 and self._step is None and self._ranged is None else None
             v, _ = w.expr(s.body, env)
-            w.terms, w.out_row = {}, None
+            w.terms, w.out_row, w.out_point = {}, None, None
             w.emit(f"{out}[{target}] = {v}")
             for z in zeros:
                 w.emit(f"{out}[{z}] = F(0)")

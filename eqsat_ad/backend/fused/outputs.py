@@ -1,7 +1,10 @@
-"""The caller's output arrays of a fused program's call (``out=``), checked."""
+"""The output arrays of a fused program's call: the caller's (``out=``), checked, or the
+previous call's once the caller has dropped them (:class:`Recycler`)."""
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +15,7 @@ from ...ir.expr import Access, Expr
 from ...ir.index import Dim, dim_value
 from ...ir.program import Program
 
-__all__ = ["caller_buffers"]
+__all__ = ["Recycler", "caller_buffers"]
 
 
 def caller_buffers(program: Program, outputs: Sequence[Expr],
@@ -45,3 +48,48 @@ def caller_buffers(program: Program, outputs: Sequence[Expr],
         if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
             raise ShapeError(f"{where}: output {k} shares memory with an input")
     return given
+
+
+def _unshared(a: np.ndarray) -> bool:
+    """Whether ``a`` is referenced only by the caller's one local name (and this argument):
+    nothing else (a variable, a container, a view's ``.base``, a memoryview) can read it."""
+    return sys.getrefcount(a) <= _ALONE
+
+
+_ALONE = 3  # the caller's local, this function's parameter, getrefcount's argument
+
+
+class Recycler:
+    """Per thread, the arrays a program's last call returned, offered as the next call's
+    output buffers once the caller has dropped every reference to them.
+
+    A fresh output array costs its page faults when the allocator has handed the memory back
+    to the system (E8's gradient, 8 MB: 2.1 ms instead of 0.6 ms); the arrays a
+    caller drops between calls (a training step's gradients) are reused instead, as a caching
+    allocator would. Held: at most one call's outputs per thread. ``key``: what fixes the
+    outputs' shapes and float type (a recycled array is also checked for both)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def take(self, key: object, empty: tuple[None, ...]) -> tuple[np.ndarray | None, ...]:
+        kept = getattr(self._local, "kept", None)
+        if kept is None or kept[0] is not key:
+            return empty
+        self._local.kept = None
+        arrays: list[Any] = kept[1]
+        bufs: list[np.ndarray | None] = list(empty)
+        for k, want in enumerate(kept[2]):
+            a = arrays[k]
+            arrays[k] = None
+            if a is not None and _unshared(a) and a.base is None and a.flags.c_contiguous \
+                    and a.flags.writeable and (a.shape, a.dtype) == want:
+                bufs[k] = a
+        return tuple(bufs)
+
+    def keep(self, key: object, result: Any, several: bool) -> None:
+        values = result if several else (result,)
+        arrays = [v if isinstance(v, np.ndarray) and v.ndim and v.base is None else None
+                  for v in values]
+        self._local.kept = (key, arrays, [(a.shape, a.dtype) if a is not None else None
+                                          for a in arrays])

@@ -34,7 +34,7 @@ from .functions import HELPERS
 from .loading import cache_dir, load, require_numba
 from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
-from .outputs import caller_buffers
+from .outputs import Recycler, caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .reuse import row_sibling
 from .rows import PAIRWISE
@@ -149,6 +149,7 @@ class NumbaProgram(NestWriter):
         self._repeats: dict[tuple, _Repeat] = {}
         self._bounds_by: dict[tuple[int, str], tuple[Any, np.ndarray]] = {}
         self._no_buffers = (None,) * len(prog.outputs)
+        self._recycler = Recycler()  # outputs a caller dropped, reused by repeat calls
 
     # --- generation ----------------------------------------------------------------------------
     def _schedule(self, plan: Any, whole: Any) -> Schedule:
@@ -549,7 +550,8 @@ class NumbaProgram(NestWriter):
         mod = self._modules[r.dt.char]
         box = None if r.exact else call_box(self.fallback, self.program, self.checked,
                                             arrays, r.sizes, r.dt)
-        args_run = (*arrays, *r.size_values, self._no_buffers, self._scratch(r.dt),
+        bufs = self._recycler.take(r, self._no_buffers)
+        args_run = (*arrays, *r.size_values, bufs, self._scratch(r.dt),
                     self._bounds(box, r.dt))
         if r.numpy:  # NumPy statements between the loop nests: their inf/nan quietly
             with np.errstate(all="ignore"):
@@ -559,7 +561,9 @@ class NumbaProgram(NestWriter):
         if self.fallback is not None and not r.exact and (box is None or bad) and not trusted(
                 self.fallback, self.program, arrays, r.sizes, result):
             result = self.fallback(*args, **kwargs)
-        return _finish(result, self.program)
+        result = _finish(result, self.program)
+        self._recycler.keep(r, result, self.program.returns_tuple)
+        return result
 
     def _bounds(self, box: Mapping[str, tuple[float, float]] | None, dt: np.dtype
                 ) -> np.ndarray:

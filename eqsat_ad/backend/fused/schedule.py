@@ -50,6 +50,9 @@ plan prices NumPy kernels in:
   the arithmetic recomputed at the extra points it is read at must not exceed the memory traffic
   saved (writing and reading it back: ``2 · MEMORY · |P|``). Decided consumers first, so a chain
   of producers fuses through.
+* Band sums (a window of constant width wider than the taps, moving with an index) run as
+  block passes (:mod:`.bands`), priced :data:`~.bands.BAND_PRICE` plus their term's work a
+  point, where that is below the loop over the window (or its chain of adds).
 * Sliding windows: a loop statement over one index that stays stored, read by one other loop
   nest over the same points in a window of constant width around each point (conv1d's
   ``c_bar[i - j]``, ``j < K``), is computed a chunk at a time into a buffer just ahead
@@ -81,6 +84,7 @@ from ...ir.expr import (
 from ...ir.program import Program, Statement
 from ...plan.kernels import Contract, Fill, Plan
 from ...plan.poly import ONE, ZERO, Poly, compare
+from .bands import band_work, has_band
 from .brackets import solve_order, sum_points
 from .reuse import priced_body, row_sibling, sibling_body
 from .scans import ScanForm, statement_scans
@@ -246,7 +250,9 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
         along = solve_order(e.indices, e.body)[-1].name
         if tile is not None and tiled(e, tile):
             along = tile
-        return count * (work(e.body, fused_work, inner=along) + ONE)
+        plain = count * (work(e.body, fused_work, inner=along) + ONE)
+        band = band_work(e, plain, lambda f: work(f, fused_work))  # (.bands: a block pass)
+        return plain if band is None else band
     return ONE
 
 
@@ -575,7 +581,7 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
                 # a running sum carried along its points: alone O(1) a point, while each
                 # evaluation where it is read would be the whole sum (a prefix sum fused
                 # into its reader runs in O(N²))
-                or statement_scans(s.body, s.indices[-1].name)):
+                or statement_scans(s.body, s.indices[-1].name) or has_band(s.body)):
             continue
         reads = ZERO
         for u in users:

@@ -31,6 +31,7 @@ from typing import NamedTuple
 from ...ir.expr import Access, Expr, Max, Sum, accessed_names, children
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Program, Statement
+from .bands import has_band
 from .compact import JIT, extreme
 from .scans import statement_scans
 
@@ -116,12 +117,13 @@ def windows(prog: Program, placement: Mapping[str, str]) -> dict[str, Window]:
     for p in prog.statements:
         users = readers[p.name]
         if (placement[p.name] != "loop" or p.name in returned or len(users) != 1
-                or len(p.indices) != 1 or statement_scans(p.body, p.indices[0].name)):
+                or len(p.indices) != 1 or statement_scans(p.body, p.indices[0].name)
+                or has_band(p.body)):
             continue
         c = users[0]
         if (placement[c.name] != "loop" or len(c.indices) != 1
                 or c.indices[0].extent != p.indices[0].extent
-                or statement_scans(c.body, c.indices[0].name)
+                or statement_scans(c.body, c.indices[0].name) or has_band(c.body)
                 or any(w.consumer == c.name or w.name == c.name for w in found.values())
                 or any(w.consumer == p.name for w in found.values())):
             continue
