@@ -22,11 +22,12 @@ from eqsat_ad.plan.poly import compare
 pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused.epilogue import (  # noqa: E402
+    cheaper,
     product_into,
     product_operands,
     split_products,
 )
-from eqsat_ad.backend.fused.schedule import LOOP_RATIO  # noqa: E402
+from eqsat_ad.backend.fused.schedule import LOOP_RATIO, schedule  # noqa: E402
 from tests.numba_inputs import random_arguments  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
@@ -111,9 +112,15 @@ def test_the_split_is_priced_below_the_numpy_program() -> None:
     price = c.schedule.price
     assert price is not None
     assert compare(price, whole.cost * LOOP_RATIO) < 0
-    # unsplit, the fused program is not cheaper than the whole NumPy one: NumPy ran it all
+    # unsplit (only the softmax's loop nest beside the NumPy statements) it is dearer: the
+    # split program runs
     prog = c.program
     assert split_products(prog, whole) is not None
+    unsplit = schedule(prog, whole, {s.name: c._loopable(s) for s in prog.statements},
+                       alone={s.name: c._alone_price(s) for s in prog.statements})
+    assert unsplit.placement["hid"] == unsplit.placement["W1_bar"] == "numpy"
+    assert unsplit.price is not None and compare(price, unsplit.price) < 0
+    assert cheaper(c.schedule, unsplit) and not cheaper(unsplit, c.schedule)
 
 
 def test_a_single_numpy_pass_around_a_product_is_not_split() -> None:
