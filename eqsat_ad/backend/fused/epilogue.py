@@ -96,12 +96,6 @@ def _product(s: Sum, relations: frozenset[str]) -> bool:
     return len(fs) == 2 and all(_plain_read(f, relations) for f in fs)
 
 
-def _reads(e: Expr) -> int:
-    if isinstance(e, Access):
-        return 1
-    return sum(_reads(c) for c in _children(e))
-
-
 def _children(e: Expr) -> list[Expr]:
     out: list[Expr] = []
     map_children(e, lambda c: out.append(c) or c)
@@ -178,23 +172,19 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 
 def _epilogue(s: Statement, relations: frozenset[str],
-              numpy_plan: Callable[[Statement], Plan]) -> tuple[Sum, Expr] | None:
-    """``s``'s matrix product and its sign-free form (``-Σ``: the negation stays in the
-    epilogue), when the rest of its body is elementwise work on it, of several NumPy passes
-    (:func:`_passes`)."""
+              numpy_plan: Callable[[Statement], Plan]) -> Sum | None:
+    """``s``'s matrix product, when the rest of its body is elementwise work on it, of several
+    NumPy passes (:func:`_passes`). (A product of negated terms, ``Σ_k -(a·b)``, is not taken
+    apart: ``-Σ_k a·b`` is a zero of the other sign where the products are zeros of both.)"""
     sums = top_sums(s.body)
     if len(sums) != 1:
         return None
     prod = sums[0]
-    inner = prod
-    if isinstance(prod.body, Neg):
-        inner = Sum(prod.indices, prod.body.arg, prod.loc)
-    if (not _product(inner, relations)
-            or free_indices(prod) != {iv.name for iv in s.indices}):
+    if not _product(prod, relations) or free_indices(prod) != {iv.name for iv in s.indices}:
         return None
     if not plain(_replace(s.body, prod, Const(1)), relations) or not _passes(s, numpy_plan):
         return None
-    return prod, inner
+    return prod
 
 
 def _factor(s: Statement, relations: frozenset[str], numpy_plan: Callable[[Statement], Plan]
@@ -252,14 +242,13 @@ def split_products(prog: Program, plan: Plan, relations: frozenset[str] = frozen
         if not s.indices or not blas_contraction(s, plan):
             k += 1
             continue
-        epi = _epilogue(s, relations, numpy_plan)
-        if epi is not None:
-            prod, inner = epi
+        prod = _epilogue(s, relations, numpy_plan)
+        if prod is not None:
             name = _fresh(f"_p_{s.name}", taken)
             shapes[name] = s.shape
             read: Expr = Access(name, tuple(Affine.var(iv.name) for iv in s.indices))
-            body = _replace(s.body, prod, Neg(read) if inner is not prod else read)
-            stmts[k:k + 1] = [Statement(name, s.indices, inner, s.loc),
+            body = _replace(s.body, prod, read)
+            stmts[k:k + 1] = [Statement(name, s.indices, prod, s.loc),
                               Statement(s.name, s.indices, body, s.loc)]
             changed = True
             k += 2
