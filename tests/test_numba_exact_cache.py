@@ -19,7 +19,7 @@ from eqsat_ad.ir.interpreter import evaluate
 pytest.importorskip("numba")
 
 import eqsat_ad.backend.fused as fused  # noqa: E402
-from eqsat_ad.backend.fused import program as fused_program  # noqa: E402
+from eqsat_ad.backend.fused import exact as fused_exact  # noqa: E402
 from eqsat_ad.backend.numpy import CompiledProgram  # noqa: E402
 
 TV = """
@@ -46,7 +46,7 @@ def _fresh(monkeypatch: pytest.MonkeyPatch):
 
 def _no_lowering(monkeypatch: pytest.MonkeyPatch) -> None:
     """The decision's own work fails: comparing the strict code, the NumPy backend's _plain."""
-    real = fused_program.lower_program
+    real = fused_exact.lower_program
 
     def refuse(*args: object, **kwargs: object) -> None:
         pytest.fail("the decision was not read from disk")
@@ -56,7 +56,7 @@ def _no_lowering(monkeypatch: pytest.MonkeyPatch) -> None:
             refuse()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(fused_program, "lower_program", lower)
+    monkeypatch.setattr(fused_exact, "lower_program", lower)
     monkeypatch.setattr(CompiledProgram, "_plain", refuse)
 
 

@@ -27,9 +27,9 @@ from ...ir.program import Param, Program, Statement
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program, lower_program
-from ..same_code import same_code
 from .checks import bounds, call_box
 from .epilogue import PRODUCT_IMPORT, cheaper, fresh, product_run, split_products
+from .exact import exact_on_disk
 from .functions import HELPERS
 from .loading import cache_dir, load, require_numba
 from .loops import LoopWriter, Unsupported
@@ -436,39 +436,15 @@ class NumbaProgram(NestWriter):
         its NumPy code, fast and strict, is the unoptimized program's (:mod:`..same_code`).
         The loops compute the program's own values on every input, so they need no guard then
         (no pass over the arguments: the NumPy backend runs the unoptimized code itself there,
-        ``CompiledProgram._plain``). Cached per fallback and sizes, and on disk (the four
-        lowerings it compares are most of a first call that loads its kernels from Numba's
-        cache)."""
+        ``CompiledProgram._plain``). Cached per fallback and sizes, and on disk
+        (:func:`.exact.exact_on_disk`)."""
         key = (self.fallback, tuple(sizes.items()))
         if key not in self._exact_by:
-            exact = self._exact_on_disk(arrays, sizes)
+            exact = exact_on_disk(self.program, self.numpy, self.fallback, arrays, sizes)
             if len(self._exact_by) < 64:
                 self._exact_by[key] = exact
             return exact
         return self._exact_by[key]
-
-    def _exact_on_disk(self, arrays: Sequence[Any], sizes: Mapping[str, int]) -> bool:
-        from ...egraph import cache
-        from ...ir.printer import print_program
-        from ...ir.relations import SparseRelation
-
-        if not self.fallback.same_code:
-            return False
-        sparse = sorted(p.name for p, a in zip(self.program.params, arrays, strict=True)
-                        if isinstance(a, SparseRelation))
-        k = cache.fact_key("numba exact", print_program(self.program),
-                           print_program(self.fallback.naive), repr(sorted(sizes.items())),
-                           repr(sparse), repr(self.numpy.structured))
-        known = cache.load(k) if cache.enabled() else None
-        if isinstance(known, bool):
-            return known
-        naive = self.numpy._plain(arrays, sizes)
-        exact = naive is not None and same_code(
-            lower_program(self.program, sizes, strict=True).source,
-            lower_program(naive.program, sizes, strict=True).source)
-        if cache.enabled():
-            cache.store(k, exact)
-        return exact
 
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
         """Run the program. ``out``: an array (a tuple of arrays or None, one per output, for a
