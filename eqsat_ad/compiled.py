@@ -104,6 +104,19 @@ class _Stage:
 BACKENDS = ("numpy", "numba")
 
 
+def _numpy_guards(compiled: Any, naive: Program, report: Any) -> bool:
+    """Whether a Numba program runs no loop nest (only the NumPy backend's program) while its
+    optimized program's price left out exact-range passes the NumPy backend's guard takes
+    (:func:`eqsat_ad.plan.guard_price.exact_ranges`): the Numba backend's price assumes the
+    loops check the arguments they read."""
+    if not getattr(compiled, "numpy_only", False) or report is None or report.same_code:
+        return False
+    from .plan.guard_price import exact_ranges
+
+    return compiled.program != naive and bool(exact_ranges(naive, compiled.program,
+                                                           report.sizes))
+
+
 def _check_backend(backend: str, structured: bool) -> str:
     if backend not in BACKENDS:
         raise ProgramError(f"unknown backend {backend!r}: expected one of {BACKENDS}")
@@ -211,6 +224,12 @@ class Compiled:
         program, report = _optimize(naive, optimize, rules, limits, all_sizes, self.structured,
                                     self._progress, self._verbose, self.backend)
         compiled = _compile(program, self.structured, self.backend)
+        if self.backend == "numba" and optimize and _numpy_guards(compiled, naive, report):
+            # no loop nest runs: the NumPy program runs under the NumPy backend's guard, whose
+            # exact-range passes the Numba backend's price left out; priced as it runs
+            program, report = _optimize(naive, optimize, rules, limits, all_sizes,
+                                        self.structured, self._progress, self._verbose)
+            compiled = _compile(program, self.structured, self.backend)
         if optimize:
             # inlining is finite-only: a non-finite call reruns the naive program. (NumPy code
             # decides per call signature whether it is the naive program's very code, which

@@ -104,3 +104,28 @@ def test_the_optimizer_keeps_logsumexp_for_numpy_and_rewrites_it_for_numba() -> 
 def test_an_unknown_backend_is_named() -> None:
     with pytest.raises(ea.EqsatError, match="unknown backend 'jax'"):
         ea.optimize(ea.parse(SQUARES), backend="jax")
+
+
+ATTENTION = """
+def attention(Q: [T, D], K: [T, D], V: [T, D], Wo: [T, D]):
+    E[t: T, s: T] = exp(0.125 * Sum[d: D](Q[t, d] * K[s, d]))
+    Z[t: T] = Sum[s: T](E[t, s])
+    O[t: T, d: D] = Sum[s: T](E[t, s] * V[s, d]) / Z[t]
+    return Sum[t: T, d: D](Wo[t, d] * O[t, d])
+"""
+
+
+def test_a_numba_program_without_loops_is_priced_with_the_numpy_guard() -> None:
+    """Attention's Numba schedule runs the NumPy program whole (BLAS and NumPy passes): its
+    guard is the NumPy backend's, exact ranges included, so its program is the one the NumPy
+    backend's price chooses, not the one the loops' in-place checks would have allowed."""
+    sizes = {"T": 512, "D": 64}
+    prog = ea.parse(ATTENTION)
+    wrt = ("Q", "K", "V")
+    numba_priced = ea.optimize(ea.grad(prog, wrt=wrt, optimize=False).naive, sizes=sizes,
+                               backend="numba").program
+    g_np = ea.grad(prog, wrt=wrt, sizes=sizes)
+    g_nb = ea.grad(prog, wrt=wrt, sizes=sizes, backend="numba")
+    assert numba_priced != g_np.program  # the two prices differ here
+    assert g_nb.compiled.numpy_only
+    assert g_nb.program == g_np.program and g_nb.report.same_code
