@@ -44,3 +44,25 @@ def count_guard_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     monkeypatch.setattr(fused_program, "trusted", spy)
     return calls
+
+
+def kernel_text(source: str, name: str) -> str:
+    """The text of the generated kernel ``name`` in a fused module's ``source``."""
+    text = source[source.index(f"def {name}("):]
+    return text[:text.index("\n\n\n")] if "\n\n\n" in text else text
+
+
+def agree(got: object, want: object, rtol: float) -> None:
+    """Each output of ``got`` as ``want``'s (one array or a tuple): shapes, nan and ±inf
+    patterns exactly, finite values within ``rtol``."""
+    got_t = got if isinstance(got, tuple) else (got,)
+    want_t = want if isinstance(want, tuple) else (want,)
+    assert len(got_t) == len(want_t)
+    for g, w in zip(got_t, want_t, strict=True):
+        g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w))
+        np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w))
+        ok = np.isfinite(w)
+        np.testing.assert_allclose(g[ok], w[ok], rtol=rtol, atol=rtol)

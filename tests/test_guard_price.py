@@ -106,13 +106,15 @@ def test_an_unknown_backend_is_named() -> None:
         ea.optimize(ea.parse(SQUARES), backend="jax")
 
 
+
+
 ATTENTION = """
 def attention(Q: [T, D], K: [T, D], V: [T, D], Wo: [T, D]):
     E[t: T, s: T] = exp(0.125 * Sum[d: D](Q[t, d] * K[s, d]))
     Z[t: T] = Sum[s: T](E[t, s])
     O[t: T, d: D] = Sum[s: T](E[t, s] * V[s, d]) / Z[t]
     return Sum[t: T, d: D](Wo[t, d] * O[t, d])
-"""
+"""  # (the sweep's attention, as in tests/test_plan.py)
 
 
 def test_a_numba_program_without_loops_is_priced_with_the_numpy_guard() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba_inputs import agree, kernel_text, random_arguments
 
 import eqsat_ad as ea
 from eqsat_ad.backend.numpy import lower_program
@@ -28,7 +29,6 @@ from eqsat_ad.backend.fused.epilogue import (  # noqa: E402
     split_products,
 )
 from eqsat_ad.backend.fused.schedule import LOOP_RATIO, schedule  # noqa: E402
-from tests.numba_inputs import random_arguments  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
 
@@ -52,25 +52,6 @@ def _mlp() -> ea.Compiled:
     return ea.grad(MLP.program(), MLP.wrt, backend="numba")
 
 
-def _kernel(source: str, name: str) -> str:
-    text = source[source.index(f"def {name}("):]
-    return text[:text.index("\n\n\n")] if "\n\n\n" in text else text
-
-
-def _agree(got: object, want: object, rtol: float) -> None:
-    got_t = got if isinstance(got, tuple) else (got,)
-    want_t = want if isinstance(want, tuple) else (want,)
-    assert len(got_t) == len(want_t)
-    for g, w in zip(got_t, want_t, strict=True):
-        g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
-        assert g.shape == w.shape
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-        np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w))
-        np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w))
-        ok = np.isfinite(w)
-        np.testing.assert_allclose(g[ok], w[ok], rtol=rtol, atol=rtol)
-
-
 def test_mlp_runs_the_product_as_blas_and_the_tanh_epilogue_as_a_loop() -> None:
     g = _mlp()
     sched = g.compiled.schedule
@@ -78,7 +59,7 @@ def test_mlp_runs_the_product_as_blas_and_the_tanh_epilogue_as_a_loop() -> None:
     assert sched.placement["hid"] == "loop"
     # BLAS into a buffer kept from call to call, then one loop: bias and tanh in one pass
     assert "if not _product_into(_p_hid, X, W1.T):" in g.source
-    kernel = _kernel(g.source, "_k_hid")
+    kernel = kernel_text(g.source, "_k_hid")
     assert "_tanh(" in kernel and "_p_hid[" in kernel and "b1[" in kernel
     assert "np.tanh" not in g.source
     # tanh's derivative times hid_bar: one loop nest into an array both the weight
@@ -142,7 +123,7 @@ def test_a_product_under_a_bracket_is_not_split() -> None:
     args = random_arguments(prog, {"N": 7, "K": 5}, seed=3)
     args["A"][0, :] = np.inf  # row 0 of the product is inf: the bracket zeroes y[i < j]...
     with np.errstate(all="ignore"):
-        _agree(gn(**args), evaluate(gn.program, **args), 1e-12)
+        agree(gn(**args), evaluate(gn.program, **args), 1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -157,8 +138,8 @@ def test_mlp_gradient_is_the_interpreters(dtype: type, sizes: tuple[int, ...]) -
     assert all(np.asarray(v).dtype == dtype for v in got)
     want = evaluate(g.program, **{n: v.astype(np.float64) for n, v in args.items()})
     rtol = 1e-10 if dtype == np.float64 else 5e-4
-    _agree(got, want, rtol)
-    _agree(got, ea.grad(MLP.program(), MLP.wrt)(**args), rtol)
+    agree(got, want, rtol)
+    agree(got, ea.grad(MLP.program(), MLP.wrt)(**args), rtol)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -170,7 +151,7 @@ def test_mlp_gradient_with_nonfinite_arguments(dtype: type, poison: float) -> No
     with np.errstate(all="ignore"):
         got = g(**args)
         want = evaluate(g.program, **{n: v.astype(np.float64) for n, v in args.items()})
-    _agree(got, tuple(np.asarray(w, dtype=dtype) for w in want),
+    agree(got, tuple(np.asarray(w, dtype=dtype) for w in want),
            1e-10 if dtype == np.float64 else 5e-4)
 
 
@@ -180,7 +161,7 @@ def test_one_nonfinite_entry_reaches_the_epilogue_as_the_interpreter_says(name: 
     args = random_arguments(g.program, {"B": 5, "D": 4, "H": 6, "K": 3}, seed=2)
     args[name].reshape(-1)[1] = np.inf
     with np.errstate(all="ignore"):
-        _agree(g(**args), evaluate(g.program, **args), 1e-10)
+        agree(g(**args), evaluate(g.program, **args), 1e-10)
 
 
 def test_product_into_runs_blas_only_on_finite_operands() -> None:

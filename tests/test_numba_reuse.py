@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba_inputs import agree, kernel_text
 
 import eqsat_ad as ea
 from eqsat_ad.compiled import Compiled
@@ -39,26 +40,6 @@ def softmax_xent(z, Y):
 pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
-def _kernel(source: str, name: str) -> str:
-    """The text of the generated kernel ``name``."""
-    text = source[source.index(f"def {name}("):]
-    return text[:text.index("\n\n\n")] if "\n\n\n" in text else text
-
-
-def _agree(got: object, want: object, rtol: float) -> None:
-    got_t = got if isinstance(got, tuple) else (got,)
-    want_t = want if isinstance(want, tuple) else (want,)
-    assert len(got_t) == len(want_t)
-    for g, w in zip(got_t, want_t, strict=True):
-        g, w = np.asarray(g), np.asarray(w, dtype=np.float64)
-        assert g.shape == w.shape
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-        np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w))
-        np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w))
-        ok = np.isfinite(w)
-        np.testing.assert_allclose(g[ok], w[ok], rtol=rtol, atol=rtol)
-
-
 def _logsumexp() -> Compiled:
     g = ea.grad(ea.parse(LOGSUMEXP), ("x", "w"), backend="numba")
     assert g.compiled.schedule.placement == {"x_bar": "loop", "w_bar": "loop"}, \
@@ -66,9 +47,9 @@ def _logsumexp() -> Compiled:
     return g
 
 
-def test_logsumexp_computes_each_exp_once_in_one_kernel() -> None:
+def test_logsumexp_computes_each_exp_once_in_onekernel_text() -> None:
     g = _logsumexp()
-    kernel = _kernel(g.source, "_k_x_bar")
+    kernel = kernel_text(g.source, "_k_x_bar")
     assert kernel.startswith("def _k_x_bar(_out0, _out1, ")  # w_bar in x_bar's kernel
     assert kernel.count("_exp(") == 1 and kernel.count("_pairwise(") == 1
     # the exps stored in x_bar's row as they are computed, scaled there in cache
@@ -87,9 +68,9 @@ def test_logsumexp_gradient_is_the_interpreters(dtype: type, sizes: tuple[int, i
     got = g(x=x, w=w)
     assert all(np.asarray(v).dtype == dtype for v in got)
     want = evaluate(g.program, x=x.astype(np.float64), w=w.astype(np.float64))
-    _agree(got, want, 1e-12 if dtype == np.float64 else 2e-5)
+    agree(got, want, 1e-12 if dtype == np.float64 else 2e-5)
     # the NumPy backend's values within rounding (vmath's exp against np.exp)
-    _agree(got, ea.grad(ea.parse(LOGSUMEXP), ("x", "w"))(x=x, w=w),
+    agree(got, ea.grad(ea.parse(LOGSUMEXP), ("x", "w"))(x=x, w=w),
            1e-12 if dtype == np.float64 else 2e-5)
 
 
@@ -113,7 +94,7 @@ def test_logsumexp_gradient_with_nonfinite_arguments(dtype: type) -> None:
         want = evaluate(g.program, x=x.astype(np.float64), w=w.astype(np.float64))
     if dtype == np.float32:  # (800 overflows float32's exp at the float64 program's 800 too)
         want = tuple(np.asarray(v, dtype=np.float32) for v in want)
-    _agree(got, want, 1e-12 if dtype == np.float64 else 2e-5)
+    agree(got, want, 1e-12 if dtype == np.float64 else 2e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -129,7 +110,7 @@ def test_softmax_xent_reads_its_exps_back(dtype: type, sizes: tuple[int, int]) -
     assert got.dtype == dtype
     placement = g.compiled.schedule.placement
     assert set(placement.values()) == {"loop"}, g.compiled.schedule.why
-    kernel = _kernel(g.source, "_k_" + next(iter(placement)))
+    kernel = kernel_text(g.source, "_k_" + next(iter(placement)))
     assert kernel.count("_exp(") == 1 and "_out[i, np.uintp(j)]" in kernel
     e = np.exp(z.astype(np.float64))
     want = e / e.sum(axis=1, keepdims=True) - y
@@ -164,7 +145,7 @@ def test_a_row_statement_shares_its_siblings_sum(dtype: type) -> None:
     f = ea.compile(ea.parse(ROWS), backend="numba")
     placement = f.compiled.schedule.placement
     assert placement == {"y": "loop", "r": "loop"}, f.compiled.schedule.why
-    kernel = _kernel(f.source, "_k_y")
+    kernel = kernel_text(f.source, "_k_y")
     assert kernel.startswith("def _k_y(_out0, _out1, ")
     assert kernel.count("_pairwise(") == 1 and "_k_r" not in f.source
     for b, n in ((1, 1), (4, 9), (3, 300)):
@@ -175,7 +156,7 @@ def test_a_row_statement_shares_its_siblings_sum(dtype: type) -> None:
         with np.errstate(all="ignore"):
             got = f(x=x, w=w)
             want = evaluate(f.program, x=x.astype(np.float64), w=w.astype(np.float64))
-        _agree(got, want, 1e-12 if dtype == np.float64 else 2e-5)
+        agree(got, want, 1e-12 if dtype == np.float64 else 2e-5)
         assert np.isnan(got[1][0]) and np.isnan(got[0][0]).all()
 
 
@@ -194,7 +175,7 @@ def test_a_row_with_zeros_outside_a_range_keeps_its_terms_apart(body: str, n: in
     f = ea.compile(ea.parse(f"def f(x: [B, N], w: [B]):\n    y[i: B, j: N] = {body}\n"
                             "    return y\n"), backend="numba")
     assert f.compiled.schedule.placement == {"y": "loop"}, f.compiled.schedule.why
-    kernel = _kernel(f.source, "_k_y")
+    kernel = kernel_text(f.source, "_k_y")
     if BOUNDED[body]:
         assert "_terms_N_0[np.uintp(j)]" in kernel and "_pairwise(_out[" not in kernel
         assert "where a bracket is false" in kernel
@@ -206,7 +187,7 @@ def test_a_row_with_zeros_outside_a_range_keeps_its_terms_apart(body: str, n: in
     with np.errstate(all="ignore"):
         got = f(x=x, w=w)
         want = evaluate(f.program, x=x, w=w)
-    _agree(got, want, 1e-12)
+    agree(got, want, 1e-12)
     assert (got[:, 0] == 0).all() and not np.signbit(got[:, 0]).any()
 
 
@@ -230,7 +211,7 @@ def test_a_term_that_may_be_a_strong_zero_is_not_read_back() -> None:
     with np.errstate(all="ignore"):
         got = f(x=x, w=w)
     want = evaluate(f.program, x=x, w=w)
-    _agree(got, want, 1e-12)
+    agree(got, want, 1e-12)
     assert (got[:, 1] == 0).all()
 
 
