@@ -49,6 +49,12 @@ def _cache(numba_cache: None, monkeypatch: pytest.MonkeyPatch) -> None:
     _with_chunk(monkeypatch, CHUNK)
 
 
+# The optimizer stops on conv1d's gradient at its node limit (14,223 nodes, 0.6-0.9 s of CPU
+# time): a generous time limit keeps a loaded machine from cutting it short, so every build
+# is the same program (the tests here are about its schedule, not the optimizer's speed).
+STEADY = ea.Limits(seconds=30)
+
+
 def _with_chunk(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """Drivers generated from now on take ``chunk`` points per chunk (programs rebuilt)."""
     monkeypatch.setattr(fused_windows, "CHUNK", chunk)
@@ -77,14 +83,14 @@ SIZES = [(1, 1), (1, 16), (2, 16), (15, 16), (16, 16), (17, 16), (300, 5),
 def test_conv1d_adjoint_runs_its_producer_in_a_sliding_window(
         monkeypatch: pytest.MonkeyPatch) -> None:
     prog = ea.parse(STENCILS["conv1d"].source)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=STEADY)
     sched = g.compiled.schedule
     assert sched.placement["c_bar"] == "window" and sched.placement["x_bar"] == "loop"
     win = sched.windows["c_bar"]
     assert win.consumer == "x_bar" and str(win.low) == "-K + 1" and str(win.high) == "0"
     assert "_bad |= _k_x_bar_window(x_bar, w, x, y, N, K, _box)" in g.source
     assert "_tmp" not in g.source.split("def run")[1].split("\n", 1)[1]  # c_bar never stored
-    stored = _stored(monkeypatch, lambda: ea.grad(prog, "x", backend="numba"))
+    stored = _stored(monkeypatch, lambda: ea.grad(prog, "x", backend="numba", limits=STEADY))
     assert "c_bar = _tmp.get('c_bar')" in stored.source
     for dtype in (np.float64, np.float32):
         for n, k in SIZES:
@@ -103,10 +109,10 @@ def test_the_default_chunk_gives_the_same_values(monkeypatch: pytest.MonkeyPatch
     # driver's, the interpreter's values and nan patterns, float32 kept; sizes across the
     # chunk, below it, odd, and N < K
     prog = ea.parse(STENCILS["conv1d"].source)
-    small = ea.grad(prog, "x", backend="numba")
-    stored = _stored(monkeypatch, lambda: ea.grad(prog, "x", backend="numba"))
+    small = ea.grad(prog, "x", backend="numba", limits=STEADY)
+    stored = _stored(monkeypatch, lambda: ea.grad(prog, "x", backend="numba", limits=STEADY))
     _with_chunk(monkeypatch, DEFAULT_CHUNK)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=STEADY)
     assert f"range(0, N, {DEFAULT_CHUNK})" in g.source
     assert f"range(0, N, {CHUNK})" in small.source
     big = 2 * DEFAULT_CHUNK + 37
@@ -131,8 +137,8 @@ def test_the_default_chunk_gives_the_same_values(monkeypatch: pytest.MonkeyPatch
 
 def test_a_window_keeps_inf_and_nan_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
     prog = ea.parse(STENCILS["conv1d"].source)
-    g = ea.grad(prog, "x", backend="numba")
-    stored = _stored(monkeypatch, lambda: ea.grad(prog, "x", backend="numba"))
+    g = ea.grad(prog, "x", backend="numba", limits=STEADY)
+    stored = _stored(monkeypatch, lambda: ea.grad(prog, "x", backend="numba", limits=STEADY))
     # (one program, with and without the window: an optimizer cut short would say why here)
     assert g.program == stored.program, (g.report.stats, stored.report.stats)
     args = _args(g.program, CHUNK + 300, 16, np.float64, seed=3)
@@ -199,7 +205,7 @@ def test_the_window_checks_its_arguments_against_the_guards_box(
     # guard's scans, and an entry outside it (nan, inf, a large value; in any chunk) hands the
     # decision back to the guard, so values and nan patterns stay the interpreter's.
     prog = ea.parse(STENCILS["conv1d"].source)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=STEADY)
     assert g.compiled.checked == ["x", "y"], g.report.stats
     calls = count_guard_calls(monkeypatch)
     args = _args(g.program, 2 * CHUNK + 37, 16, np.float64, seed=11)

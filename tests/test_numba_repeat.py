@@ -15,6 +15,9 @@ pytest.importorskip("numba")
 
 from numba_inputs import count_guard_calls  # noqa: E402
 
+from eqsat_ad.backend.fused import compile_numba  # noqa: E402
+from eqsat_ad.backend.guard import with_fallback  # noqa: E402
+
 pytestmark = pytest.mark.usefixtures("numba_cache")
 
 
@@ -115,7 +118,8 @@ def test_a_sliding_window_repeated_with_nan_or_inf_follows_the_interpreter(monke
     """conv1d's window driver checks x and y a chunk at a time: the same on the remembered
     binding, float32 kept."""
     prog = ea.parse(CONV)
-    g = ea.grad(prog, "x", backend="numba")
+    # (a generous time limit: the optimizer stops at its node limit, in 0.6-0.9 s, on any load)
+    g = ea.grad(prog, "x", backend="numba", limits=ea.Limits(seconds=30))
     assert g.compiled.schedule.placement["c_bar"] == "window"
     rng = np.random.default_rng(5)
     for dtype in (np.float64, np.float32):
@@ -209,3 +213,29 @@ def blur(x: [H, W], w: [H, W], s: []):
         np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(got[~finite], want[~finite])
     assert calls["n"] == 0
+
+
+def test_each_guarded_copy_remembers_its_own_bindings(monkeypatch) -> None:
+    """Gradients of one program share its compiled kernels, each guarded by its own
+    unoptimized program; what one copy's calls remember (bounded per copy) never crowds out
+    another's: the 70th copy still takes the remembered binding."""
+    g = ea.grad(ea.parse(BLUR), "x", backend="numba")
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
+    want = g(x, w)
+    base = compile_numba(g.program)
+    for _ in range(70):
+        guarded = with_fallback(base, g.naive)
+        guarded(x, w)
+        guarded(x, w)
+    calls = {"n": 0}
+    real = guarded.numpy.bind
+
+    def spy(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(guarded.numpy, "bind", spy)
+    _same(guarded(x, w), want)
+    assert calls["n"] == 0
+    assert guarded._modules is base._modules  # the kernels are compiled once

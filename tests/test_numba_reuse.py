@@ -47,7 +47,7 @@ def _logsumexp() -> Compiled:
     return g
 
 
-def test_logsumexp_computes_each_exp_once_in_onekernel_text() -> None:
+def test_logsumexp_computes_each_exp_once_in_one_kernel() -> None:
     g = _logsumexp()
     kernel = kernel_text(g.source, "_k_x_bar")
     assert kernel.startswith("def _k_x_bar(_out0, _out1, ")  # w_bar in x_bar's kernel

@@ -13,6 +13,7 @@ Numba's on-disk cache serves later processes. One module per float type: ``F`` i
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 import time
@@ -150,6 +151,16 @@ class NumbaProgram(NestWriter):
         self._bounds_by: dict[tuple[int, str], tuple[Any, np.ndarray]] = {}
         self._no_buffers = (None,) * len(prog.outputs)
         self._recycler = Recycler()  # outputs a caller dropped, reused by repeat calls
+
+    def with_own_fallback_state(self) -> NumbaProgram:
+        """A shallow copy for another fallback (:func:`..guard.with_fallback`): the kernels
+        and the module are shared, what calls remember of a fallback's decisions (the
+        bindings of repeat calls, exactness, proven boxes, outputs to reuse) is its own, so
+        the bounded caches of one fallback never fill with another's."""
+        twin = copy.copy(self)
+        twin._repeats, twin._exact_by, twin._bounds_by = {}, {}, {}
+        twin._recycler = Recycler()
+        return twin
 
     # --- generation ----------------------------------------------------------------------------
     def _schedule(self, plan: Any, whole: Any) -> Schedule:
