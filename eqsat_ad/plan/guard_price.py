@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping
 
 from ..ir.bounds import program_is_finite
+from ..ir.index import dim_value
 from ..ir.program import Program
 
 __all__ = ["exact_ranges", "unit_extreme", "unit_magnitude"]
@@ -38,16 +39,6 @@ def unit_extreme(n: int) -> float:
     return math.sqrt(2 * math.log(n)) if n > 2 else 1.0
 
 
-def _entries(shape: tuple, sizes: Mapping[str, int]) -> int | None:
-    n = 1
-    for d in shape:
-        v = d if isinstance(d, int) else sizes.get(getattr(d, "name", ""))
-        if v is None:
-            return None
-        n *= int(v)
-    return n
-
-
 def exact_ranges(naive: Program, optimized: Program, sizes: Mapping[str, int]
                  ) -> frozenset[str]:
     """The tensor arguments whose exact range the guard of ``optimized`` (guarded by
@@ -58,10 +49,10 @@ def exact_ranges(naive: Program, optimized: Program, sizes: Mapping[str, int]
     entries: dict[str, int] = {}
     for p in naive.params:
         if p.kind == "tensor" and p.name in read:
-            n = _entries(p.shape, sizes)
-            if n is None:
+            try:
+                entries[p.name] = math.prod(dim_value(d, sizes) for d in p.shape)
+            except KeyError:
                 return frozenset()  # sizes unknown: the one-pass price stands
-            entries[p.name] = n
     box = {p.name: (0.0, 0.0) for p in naive.params if p.kind == "tensor"}
     for name, n in entries.items():
         box[name] = (-unit_magnitude(n), unit_magnitude(n))
