@@ -324,6 +324,13 @@ def children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+def product_factors(e: Expr) -> list[Expr]:
+    """The factors of a product tree ``a * (b * c) * ...`` (``e`` itself when it is none)."""
+    if isinstance(e, Binary) and e.op == "*":
+        return product_factors(e.lhs) + product_factors(e.rhs)
+    return [e]
+
+
 def free_indices(e: Expr) -> frozenset[str]:
     """Index variables that occur in ``e`` without being bound by an enclosing ``Sum`` or ``Max``
     in ``e``."""

@@ -37,6 +37,7 @@ from ..ir.expr import (
     Rel,
     Sum,
     free_indices,
+    product_factors,
     substitute,
 )
 from ..ir.functions import lookup
@@ -463,14 +464,8 @@ def divisions_out_of_sums(factors: list[Expr | Term], summed: set[str]
     for f in factors:
         if (isinstance(f, Binary) and f.op == "/" and not isinstance(f.rhs, Const)
                 and free_indices(f.lhs) & summed):
-            out += [*_product_factors(f.lhs), Pow(f.rhs, -1.0)]
+            out += [*product_factors(f.lhs), Pow(f.rhs, -1.0)]
         else:
             out.append(f)
     return out
 
-
-def _product_factors(e: Expr) -> list[Expr]:
-    """The factors of a product ``a * (b * c)``: each its own operand of the contraction."""
-    if isinstance(e, Binary) and e.op == "*":
-        return _product_factors(e.lhs) + _product_factors(e.rhs)
-    return [e]

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...ir.expr import Binary, Bracket, Const, Expr, Sum, children, free_indices
+from ...ir.expr import Binary, Bracket, Const, Expr, Sum, children, free_indices, product_factors
 from ...ir.index import Affine, Dim, IndexVar, dim_str
 from ...plan.poly import ONE, Poly, compare
 from .brackets import cmps
@@ -99,7 +99,7 @@ def band_form(e: Sum) -> BandForm | None:
     highs: list[Affine] = []
     near: list[Affine] = []  # j >= i + a
     far: list[Affine] = []  # j < i + b
-    for f in _factors(e.body):
+    for f in product_factors(e.body):
         conds = cmps(f)
         if conds is None:
             rest.append(f)
@@ -135,12 +135,6 @@ def band_form(e: Sum) -> BandForm | None:
     if i in free_indices(body):
         return None
     return BandForm(iv, i, near[0], int(width.const), tuple(lows), tuple(highs), body)
-
-
-def _factors(e: Expr) -> list[Expr]:
-    if isinstance(e, Binary) and e.op == "*":
-        return _factors(e.lhs) + _factors(e.rhs)
-    return [e]
 
 
 def band_work(e: Sum, plain: Poly, price: Callable[[Expr], Poly]) -> Poly | None:

@@ -40,8 +40,10 @@ from ...ir.expr import (
     Pow,
     Sum,
     accessed_names,
+    children,
     free_indices,
     map_children,
+    product_factors,
 )
 from ...ir.index import Affine, Dim, IndexVar
 from ...ir.program import Param, Program, Statement
@@ -84,22 +86,10 @@ def plain(e: Expr, relations: frozenset[str]) -> bool:
     return False
 
 
-def _factors(e: Expr) -> list[Expr]:
-    if isinstance(e, Binary) and e.op == "*":
-        return _factors(e.lhs) + _factors(e.rhs)
-    return [e]
-
-
 def _product(s: Sum, relations: frozenset[str]) -> bool:
     """``s`` is a matrix product: two reads at plain indices, multiplied."""
-    fs = _factors(s.body)
+    fs = product_factors(s.body)
     return len(fs) == 2 and all(_plain_read(f, relations) for f in fs)
-
-
-def _children(e: Expr) -> list[Expr]:
-    out: list[Expr] = []
-    map_children(e, lambda c: out.append(c) or c)
-    return out
 
 
 def _passes(s: Statement, numpy_plan: Callable[[Statement], Plan]) -> bool:
@@ -118,7 +108,7 @@ def _passes(s: Statement, numpy_plan: Callable[[Statement], Plan]) -> bool:
 def _has_ufunc(e: Expr) -> bool:
     """``e`` calls a NumPy ufunc (:data:`_PLAIN_CALLS`: its value is a new array)."""
     return (isinstance(e, Call) and e.fn in _PLAIN_CALLS) or any(
-        _has_ufunc(c) for c in _children(e))
+        _has_ufunc(c) for c in children(e))
 
 
 def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
@@ -149,7 +139,7 @@ def _match(pattern: Expr, e: Expr, names: dict[str, str]) -> bool:
         return False
     if isinstance(pattern, Call) and pattern.fn != e.fn:  # type: ignore[union-attr]
         return False
-    mine, theirs = _children(pattern), _children(e)
+    mine, theirs = children(pattern), children(e)
     return len(mine) == len(theirs) and all(
         _match(a, b, names) for a, b in zip(mine, theirs, strict=True))
 
@@ -217,7 +207,7 @@ def _factor(s: Statement, relations: frozenset[str], numpy_plan: Callable[[State
 def _accesses(e: Expr) -> list[Access]:
     if isinstance(e, Access):
         return [e]
-    return [a for c in _children(e) for a in _accesses(c)]
+    return [a for c in children(e) for a in _accesses(c)]
 
 
 def split_products(prog: Program, plan: Plan, relations: frozenset[str] = frozenset()
@@ -293,7 +283,7 @@ def fresh(s: Statement, plan: Plan) -> bool:
 
 
 def _has_sum(e: Expr) -> bool:
-    return isinstance(e, Sum) or any(_has_sum(c) for c in _children(e))
+    return isinstance(e, Sum) or any(_has_sum(c) for c in children(e))
 
 
 def product_into(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
@@ -317,7 +307,7 @@ def product_operands(s: Statement) -> tuple[str, str] | None:
     matrix read at plain indices: ``X``, ``W1.T``), or None."""
     if len(s.indices) != 2 or not isinstance(s.body, Sum) or len(s.body.indices) != 1:
         return None
-    fs = _factors(s.body.body)
+    fs = product_factors(s.body.body)
     if len(fs) != 2 or not all(isinstance(f, Access) and len(f.indices) == 2 for f in fs):
         return None
     i, j = (iv.name for iv in s.indices)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.expr import And, Binary, Bracket, Cmp, Const, Expr, Sum, free_indices
+from ...ir.expr import And, Binary, Bracket, Cmp, Const, Expr, Sum, children, free_indices
 from ...ir.index import Affine
 
 __all__ = ["ScanForm", "scan_form"]
@@ -97,7 +97,7 @@ def statement_scans(body: Expr, outer: str | None) -> dict[Sum, ScanForm]:
             if form is not None:
                 found[e] = form
             return
-        for c in _children(e):
+        for c in children(e):
             walk(c)
 
     walk(body)
@@ -105,8 +105,3 @@ def statement_scans(body: Expr, outer: str | None) -> dict[Sum, ScanForm]:
         return {}
     return found
 
-
-def _children(e: Expr) -> tuple[Expr, ...]:
-    from ...ir.expr import children
-
-    return children(e)
