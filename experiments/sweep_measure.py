@@ -27,7 +27,7 @@ from sweep_jax import JaxUnavailable, jax_gradient
 from sweep_programs import SweepProgram
 
 import eqsat_ad as ea
-from eqsat_ad.backend.same_code import same_code as same_source
+from eqsat_ad.plan.same_code import same_code as same_source
 
 __all__ = ["einsum_optimal_cost", "measure", "report_prices", "same_code"]
 
@@ -198,7 +198,7 @@ def same_code(naive: str, optimized: str) -> bool:
     """Whether the naive and optimized gradients run the same code, up to the names of
     temporaries, the order of independent lines and einsum letters (then any measured difference
     between them is the machine's, not the optimizer's; the library itself runs the naive code
-    for such a call: eqsat_ad.backend.same_code)."""
+    for such a call: eqsat_ad.plan.same_code)."""
     return same_source(naive, optimized)
 
 

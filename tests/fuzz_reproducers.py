@@ -241,7 +241,7 @@ FIXED_REPRODUCERS = frozenset({
     "s2027_gradient_index_grad_001.py",
     "s2027_gradient_numpy_grad_002.py",
     "s2027b_nan_pattern_index_compile_010.py",
-    # class 6 (strict code): a factor's brackets guard the whole product (backend/reduce.py)
+    # class 6 (strict code): a factor's brackets guard the whole product (plan/lower/reduce.py)
     "s2027b_gradient_index_grad_optimize_false_005.py",
     "s2027b_gradient_index_grad_006.py",
     "s2027b_numpy_numpy_translate_011.py",  # np.sign is the IEEE built-in sign
@@ -287,7 +287,7 @@ FIXED_REPRODUCERS = frozenset({
     # sum (branch sem9, tests/test_fuzz_orders.py)
     "s2031_gradient_numpy_grad_1377.py",
     # the run at d6ad598: a scalar write's guard is a conditional expression (lazy), not
-    # np.where (backend/statements.py; tests/test_fuzz_2033.py)
+    # np.where (plan/lower/statements.py; tests/test_fuzz_2033.py)
     "s2033_internal_index_grad_1796.py",
     "s2033_internal_index_grad_optimize_false_2880.py",
     "s2034_internal_index_grad_1816.py",
@@ -299,7 +299,7 @@ FIXED_REPRODUCERS = frozenset({
     "s2033_fd_index_gradient_interpreter_2856.py",
     "s2034_gradient_index_grad_1482.py",
     # the run at ec56296: a negated Σ of guarded terms keeps the strong zero's +0.0
-    # (backend/reads.py, reduce.py); the rounding model's constants-first scales a Σ's terms
+    # (plan/lower/reads.py, reduce.py); the rounding model's constants-first scales a Σ's terms
     # and its summed-first order (ir/labeled.py); a window term with a pole is not narrowed by
     # its reads' ranges (plan/windows.py; all in tests/test_fuzz_2035.py)
     "s2035_nan_pattern_index_compile_optimize_false_120.py",
@@ -310,7 +310,7 @@ FIXED_REPRODUCERS = frozenset({
     "s2035_gradient_index_grad_4922.py",
     "s2036_gradient_index_grad_optimize_false_1914.py",
     "s2036_gradient_index_grad_1914.py",
-    # the run at f6d926c: a scan over a narrowed range (backend/reduce.py); a Σ split into its
+    # the run at f6d926c: a scan over a narrowed range (plan/lower/reduce.py); a Σ split into its
     # terms' Σs (the rounding model's every_sum_split; tests/test_fuzz_2037.py)
     "s2037_gradient_index_grad_optimize_false_2048.py",
     "s2037_gradient_index_grad_2048.py",
@@ -322,7 +322,7 @@ FIXED_REPRODUCERS = frozenset({
     "s2037_gradient_numpy_grad_2617.py",
     "s2038_gradient_index_grad_optimize_false_1808.py",
     "s2038_gradient_index_grad_1808.py",
-    # the run at 8908cbe: a masked value is as risky as what it masks (backend/emit.py;
+    # the run at 8908cbe: a masked value is as risky as what it masks (plan/lower/emit.py;
     # tests/test_fuzz_2039.py)
     "s2040_gradient_numpy_grad_optimize_false_3569.py",
     "s2040_gradient_numpy_grad_3569.py",

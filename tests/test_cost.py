@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from strategies import programs, tensor_params
 
 from eqsat_ad.ad import vjp
-from eqsat_ad.backend.numpy import compile_program, lower_program
+from eqsat_ad.backend.numpy import compile_program
 from eqsat_ad.cost import contraction_path, materialized_sizes, program_cost
 from eqsat_ad.cost.poly import Poly, as_poly, big_o, compare, degree, leading_terms
 from eqsat_ad.frontend.index_lang import parse
 from eqsat_ad.ir import Access, Affine, EqsatError, IndexVar, ProgramError, Statement
 from eqsat_ad.ir.index import size
+from eqsat_ad.plan.lower import lower_program
 
 N, R, M = size("N"), size("R"), size("M")
 

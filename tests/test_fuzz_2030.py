@@ -146,7 +146,7 @@ def test_a_statically_false_bracket_added_to_a_negative_zero(body: str, want: fl
 
 def test_a_temporary_of_a_guarded_loop_term_is_not_reused_after_the_guard() -> None:
     """fuzz 2030:3306 (internal error, finite inputs): a small axis run as a loop tests a
-    term's conditions on the loop variable with an ``if`` (backend/loops.py); the sum both
+    term's conditions on the loop variable with an ``if`` (plan/lower/loops.py); the sum both
     terms share was computed inside the first term's ``if`` and reused by the second term
     after it: UnboundLocalError where the condition was false. A temporary defined under the
     ``if`` is now forgotten after it."""

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import eqsat_ad as ea
-from eqsat_ad.backend.numpy import lower_program
+from eqsat_ad.plan.lower import lower_program
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

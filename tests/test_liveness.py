@@ -18,7 +18,8 @@ from strategies import programs, random_inputs, tensor_params
 
 import eqsat_ad as ea
 from eqsat_ad.ad import vjp
-from eqsat_ad.backend.numpy import Lowered, _load, lower_program
+from eqsat_ad.backend.numpy import _load
+from eqsat_ad.plan.lower import Lowered, lower_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 from sweep_programs import NBODY  # noqa: E402
@@ -305,8 +306,8 @@ def f(V: [M, N], W: [M, R], H: [R, N]):
 
 
 def _lowered_without_in_place(prog, sizes):
-    from eqsat_ad.backend import liveness
-    from eqsat_ad.backend.statements import Codegen
+    from eqsat_ad.plan.lower import liveness
+    from eqsat_ad.plan.lower.statements import Codegen
 
     old = liveness.IN_PLACE_MIN
     liveness.IN_PLACE_MIN = 1 << 62

@@ -39,8 +39,8 @@ from eqsat_ad.backend.fused.schedule import (  # noqa: E402
     schedule,
     strided,
 )
-from eqsat_ad.backend.numpy import lower_program  # noqa: E402
 from eqsat_ad.plan.kernels import Fill  # noqa: E402
+from eqsat_ad.plan.lower import lower_program  # noqa: E402
 from eqsat_ad.plan.poly import Poly, compare  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))

@@ -15,7 +15,7 @@ pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused.bands import BAND_MIN, band_form, banded  # noqa: E402
 from eqsat_ad.backend.fused.schedule import LOOP_RATIO, loop_price  # noqa: E402
-from eqsat_ad.backend.numpy import lower_program  # noqa: E402
+from eqsat_ad.plan.lower import lower_program  # noqa: E402
 from eqsat_ad.plan.poly import compare  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("numba_cache")

@@ -15,7 +15,7 @@ pytest.importorskip("numba")
 
 from eqsat_ad.backend.fused.brackets import solve_order, sum_points  # noqa: E402
 from eqsat_ad.backend.fused.schedule import dominated, loop_price  # noqa: E402
-from eqsat_ad.backend.numpy import lower_program  # noqa: E402
+from eqsat_ad.plan.lower import lower_program  # noqa: E402
 from eqsat_ad.plan.poly import Poly  # noqa: E402
 
 CONV1D = """\
@@ -174,7 +174,7 @@ def test_a_loop_nest_never_grows_faster_than_the_numpy_plan(src: str) -> None:
 def test_numpy_nested_sum_keeps_the_strong_zero() -> None:
     # y[i] = Σ_j x[j]·Σ_k [i == j + k]·w[k]: where no k fits, the inner sum is a strong zero
     # and x[j] = nan does not reach y[i] (the strict code masks the product by the inner sum's
-    # count of live terms, backend/reduce.py split_guards).
+    # count of live terms, plan/lower/reduce.py split_guards).
     prog = ea.parse(NESTED[0])
     args = _inputs(prog, 2, True)
     with np.errstate(all="ignore"):

@@ -15,9 +15,9 @@ import pytest
 from numba_inputs import agree, kernel_text, random_arguments
 
 import eqsat_ad as ea
-from eqsat_ad.backend.numpy import lower_program
 from eqsat_ad.examples import WORKED_EXAMPLES
 from eqsat_ad.ir.interpreter import evaluate
+from eqsat_ad.plan.lower import lower_program
 from eqsat_ad.plan.poly import compare
 
 pytest.importorskip("numba")

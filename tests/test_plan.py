@@ -24,11 +24,12 @@ from strategies import programs, random_inputs, tensor_params
 
 import eqsat_ad as ea
 from eqsat_ad.ad import vjp
-from eqsat_ad.backend.numpy import _load, lower_program
+from eqsat_ad.backend.numpy import _load
 from eqsat_ad.cost import CostReport, program_cost
 from eqsat_ad.egraph.optimize import Limits, optimize
 from eqsat_ad.ir.index import size
 from eqsat_ad.plan import OPTIMAL_LIMIT, contraction_path
+from eqsat_ad.plan.lower import lower_program
 from eqsat_ad.plan.poly import Poly, degree
 
 CHAIN_SIZES = (64, 4, 4, 64, 64, 16, 256, 1024, 64)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 import eqsat_ad as ea
-from eqsat_ad.backend.numpy import lower_program
 from eqsat_ad.ir.expr import free_indices
 from eqsat_ad.ir.index import Affine, size
+from eqsat_ad.plan.lower import lower_program
 from eqsat_ad.plan.normal import FreshNames, Term, expand
 from eqsat_ad.plan.ranges import statement_term, sum_term
 

@@ -1,5 +1,5 @@
 """Optimized code that is the naive program's very code runs as optimize=False runs it
-(backend/same_code.py, CompiledProgram._plain): no guard, no pass over an argument, the same
+(plan/same_code.py, CompiledProgram._plain): no guard, no pass over an argument, the same
 function object; real rewrites stay guarded. Counted, never timed."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 import eqsat_ad as ea
 from eqsat_ad.backend import guard
 from eqsat_ad.backend import numpy as backend
-from eqsat_ad.backend.same_code import canonical_code, same_code
 from eqsat_ad.examples import example
 from eqsat_ad.ir.interpreter import evaluate
+from eqsat_ad.plan.same_code import canonical_code, same_code
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

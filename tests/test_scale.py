@@ -247,8 +247,8 @@ def _chain_adjoint(n: int) -> ea.Program:
 def test_finiteness_notes_cost_linear_comparisons(monkeypatch) -> None:
     """Counting, not timing: recording that a parameter is scanned for inf/nan compares
     decisions a bounded number of times per read, not once per decision taken so far."""
-    from eqsat_ad.backend.numpy import lower_program
-    from eqsat_ad.backend.values import Decision
+    from eqsat_ad.plan.lower import lower_program
+    from eqsat_ad.plan.lower.values import Decision
 
     calls = [0]
     eq = Decision.__eq__
@@ -295,7 +295,7 @@ def test_program_cost_scans_the_plan_once(monkeypatch) -> None:
 def test_grad_lowers_the_optimized_program_once(monkeypatch) -> None:
     """Counting: the cost report's lowering of the optimized program is the one compiled (one
     lowering for the naive adjoint, one for the optimized), and it is the same code."""
-    from eqsat_ad.backend import statements
+    from eqsat_ad.plan.lower import statements
 
     lowered = []
     program = statements.Codegen.program
@@ -307,7 +307,7 @@ def test_grad_lowers_the_optimized_program_once(monkeypatch) -> None:
     monkeypatch.setattr(statements.Codegen, "program", counting)
     g = ea.grad(ea.parse(statement_chain(30)), "x")
     assert len(lowered) == 2 and lowered[1] is g.program, len(lowered)
-    from eqsat_ad.backend.numpy import Codegen
+    from eqsat_ad.plan.lower.statements import Codegen
 
     assert g.source == program(Codegen(g.program, None, False, False, frozenset())).source
     x = RNG.standard_normal(8)

@@ -261,7 +261,7 @@ def test_a_guarded_sum_of_terms_times_an_infinite_factor_keeps_its_strong_zero(
         source: str, want: list[float]) -> None:
     """A factor ``[p] * (a + b)`` evaluated alone holds a plain 0.0 where p is false; the
     strict code applies p to the whole product instead, so another factor's inf does not make
-    it nan (the strict code's guard masks, backend/reduce.py ``split_guards``)."""
+    it nan (the strict code's guard masks, plan/lower/reduce.py ``split_guards``)."""
     A, B = np.array([[1.0, np.inf], [1.0, -1.0]]), -np.inf
     got = _value(source, A=A, B=B)
     np.testing.assert_array_equal(got, want)
@@ -414,7 +414,7 @@ def test_a_sum_of_guarded_terms_as_a_factor_is_a_strong_zero(source: str, shapes
     """``w * ([p] a + gt(x, y))`` is 0 where p and the comparison are false, even for w nan or
     inf: both terms are strong zeros, and so is their sum (docs/semantics.md). The strict code
     multiplied the sum, an ordinary 0.0 there, by w (nan); it now guards the product by the
-    disjunction of the terms' guards (backend/reads.py ``zero_guard``). The nan of the first
+    disjunction of the terms' guards (plan/lower/reads.py ``zero_guard``). The nan of the first
     program comes from finite inputs (log of a negative number)."""
     got = np.asarray(_value(source, **inputs))
     assert got.flat[-1] == 0.0 if got.ndim else got == 0.0
@@ -461,7 +461,7 @@ def test_the_derivative_of_a_max_at_a_tie_of_equal_expressions_is_shared() -> No
     interpreter's tie is exact; the generated code summed ``(a - t) - (a - t)`` as ``a - t - a
     + t`` (and the optimizer's ``s + (-s)`` as one sum of their terms), a rounding error whose
     step is 0 or 1: gradients 0 or 3 instead of 1.5. The argument of a function that jumps at
-    0 (step, sign, gt0) is now computed side by side (backend/reads.py ``difference``)."""
+    0 (step, sign, gt0) is now computed side by side (plan/lower/reads.py ``difference``)."""
     x = np.array([-1.18775964, 1.80001655, -1.96578588, 1.86672638])
     p = ea.grad(_tie, optimize=False, shapes={"x": (4,)}).program
     want = evaluate(p, x=x)

@@ -9,9 +9,9 @@ import pytest
 import scipy.sparse as sp
 
 import eqsat_ad as ea
-from eqsat_ad.backend.numpy import lower_program
 from eqsat_ad.ir.errors import ArgumentTypeError, ProgramError, ShapeError
 from eqsat_ad.ir.relations import SparseRelation, prefer_dense, relation_argument
+from eqsat_ad.plan.lower import lower_program
 from eqsat_ad.plan.price import program_cost
 
 LAP = """

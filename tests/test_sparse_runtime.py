@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import eqsat_ad as ea
-from eqsat_ad.backend.numpy import _load, lower_program
+from eqsat_ad.backend.numpy import _load
 from eqsat_ad.ir.errors import ArgumentTypeError, ShapeError
 from eqsat_ad.ir.relations import relation_argument
+from eqsat_ad.plan.lower import lower_program
 
 sys.path.insert(0, str(Path(__file__).parent))
 from plan_probe import line_peaks  # noqa: E402

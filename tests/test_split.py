@@ -1,4 +1,4 @@
-"""A small axis run as a loop (eqsat_ad.plan.split, eqsat_ad.backend.loops): counted, not timed.
+"""A small axis run as a loop (eqsat_ad.plan.split, eqsat_ad.plan.lower.loops): counted, not timed.
 
 * The N-body gradient's plan allocates nothing over N x N x 3 (the array of differences the
   function builds is recomputed where it is read, one coordinate at a time); its largest array is
@@ -24,7 +24,8 @@ from strategies import programs, random_inputs, tensor_params
 import eqsat_ad as ea
 import eqsat_ad.plan.split as split
 from eqsat_ad.ad import vjp
-from eqsat_ad.backend.numpy import _load, lower_program
+from eqsat_ad.backend.numpy import _load
+from eqsat_ad.plan.lower import lower_program
 from eqsat_ad.plan.order import invariant_first
 from eqsat_ad.plan.price import program_cost
 

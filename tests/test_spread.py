@@ -8,8 +8,8 @@ import pytest
 
 import eqsat_ad as ea
 from eqsat_ad.backend.numpy import _load
-from eqsat_ad.backend.statements import Codegen
 from eqsat_ad.ir.expr import Access
+from eqsat_ad.plan.lower.statements import Codegen
 from eqsat_ad.plan.normal import FreshNames, Term, expand
 from eqsat_ad.plan.spread import SPREAD_LIMIT, spread_reads
 

@@ -19,10 +19,11 @@ from strategies import programs, random_inputs, sizes_strategy, tensor_params
 
 import eqsat_ad as ea
 from eqsat_ad.ad import vjp
-from eqsat_ad.backend.numpy import compile_program, lower_program
+from eqsat_ad.backend.numpy import compile_program
 from eqsat_ad.backend.structured import Diagonal, Sparse, SparseBuilder
 from eqsat_ad.examples import WORKED_EXAMPLES, example, k_reads, k_traces
 from eqsat_ad.ir.interpreter import evaluate
+from eqsat_ad.plan.lower import lower_program
 
 
 def _tuple(x):

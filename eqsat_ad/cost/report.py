@@ -240,9 +240,9 @@ def _fmt(v: Fraction | float) -> str:
 def _same_code(naive: Program, optimized: Program, tie: Mapping[str, int] | None,
                structured: bool) -> bool:
     """Whether both programs lower to the same code, up to the names of temporaries and the
-    order of independent lines (:func:`eqsat_ad.backend.same_code.same_code`; programs with
+    order of independent lines (:func:`eqsat_ad.plan.same_code.same_code`; programs with
     rolled loops, which lower through their bodies, are not compared: False)."""
-    from ..backend.same_code import same_code
+    from ..plan.same_code import same_code
 
     if naive.folds or optimized.folds:
         return False

@@ -5,7 +5,7 @@ An integer array parameter used as an index is an *index array*: the relation
 length of the axis it indexes. So ``x[idx]`` is ``Σ_i [idx[e] == i] · x[i]``, ``np.bincount(idx,
 w, minlength=N)`` is ``Σ_e [idx[e] == i] · w[e]`` and ``np.add.at(a, idx, b)`` is ``a`` plus that
 scatter: the AD and the rules see an ordinary relation, the backend runs gathers and
-``np.bincount`` (see :mod:`eqsat_ad.backend.gathers`). An index value outside ``0 .. N-1``
+``np.bincount`` (see :mod:`eqsat_ad.plan.lower.gathers`). An index value outside ``0 .. N-1``
 (negative ones included: they do not wrap around) is an error when the function is called.
 """
 

@@ -1,7 +1,7 @@
 """Peak memory of a plan: the arrays its code holds at each line, from their live ranges.
 
 The generated code releases every array after its last use (``del``, placed by
-:mod:`eqsat_ad.backend.liveness`), so what it holds at a line is the arrays defined before it and
+:mod:`eqsat_ad.plan.lower.liveness`), so what it holds at a line is the arrays defined before it and
 released after it, plus what the line itself holds while it runs (:func:`line_peak`: the
 temporaries of its expression, each freed once the kernel that reads it has run, and the array it
 defines). The plan's peak is the largest such sum over its lines. It is an upper bound on what

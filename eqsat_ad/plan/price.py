@@ -176,7 +176,7 @@ def program_code(prog: Program, sizes: Mapping[str, int] | None = None,
 def _lowered(prog: Program, sizes: Mapping[str, int] | None, structured: bool) -> Any:
     """The backend's lowering of ``prog`` at ``sizes`` (cached by the backend: the plan and the
     code come from one lowering)."""
-    from ..backend.numpy import lower_program
+    from .lower import lower_program
 
     checked = _check(prog, sizes)
     return lower_program(prog, checked, structured=structured,

@@ -17,7 +17,7 @@ the loop's calls. So the choice is priced by :func:`split_price`:
 
 and the lowering keeps the split form when it allocates a smaller largest array (a split that
 saves no array over the small axis only adds calls) and is priced lower (:func:`prefer`;
-:meth:`eqsat_ad.backend.loops.Loops.statement_split`).
+:meth:`eqsat_ad.plan.lower.loops.Loops.statement_split`).
 An array over a small axis that is computed elementwise and read by others is a candidate for
 recomputation where it is read (:func:`inline_small_arrays`): the whole program is lowered both
 ways and the cheaper plan kept. Splitting reorders a sum (Σ_k Σ_rest, not Σ_rest Σ_k): exact for

@@ -5,7 +5,7 @@ read (``Σ_k W[i, k] · (x[i, j] - x[k, j])``) is a broadcast over indices the r
 the factor alone is an N x N array built from two columns. Distributed over the term, each addend
 is a contraction of arrays already there (``x[i, j] · Σ_k W[i, k] - Σ_k W[i, k] x[k, j]``, a
 matrix product). The statement lowering prices both forms at the call's sizes and keeps the
-spread one where it is priced no higher (:meth:`eqsat_ad.backend.statements.Codegen.statement`).
+spread one where it is priced no higher (:meth:`eqsat_ad.plan.lower.statements.Codegen.statement`).
 """
 
 from __future__ import annotations

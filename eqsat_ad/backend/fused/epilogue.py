@@ -48,8 +48,8 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, IndexVar
 from ...ir.program import Param, Program, Statement
 from ...plan.kernels import Plan
+from ...plan.lower import lower_program
 from ...plan.poly import Poly, compare
-from ..numpy import lower_program
 from ..runtime import finite
 from .schedule import Schedule, blas_contraction
 from .walks import top_sums

@@ -12,8 +12,9 @@ from ...egraph import cache
 from ...ir.printer import print_program
 from ...ir.program import Program
 from ...ir.relations import SparseRelation
-from ..numpy import CompiledProgram, lower_program
-from ..same_code import same_code
+from ...plan.lower import lower_program
+from ...plan.same_code import same_code
+from ..numpy import CompiledProgram
 
 __all__ = ["exact_on_disk"]
 

@@ -25,9 +25,10 @@ import numpy as np
 
 from ...ir.expr import Access, Expr, accessed_names
 from ...ir.program import Param, Program, Statement
+from ...plan.lower import lower_program
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
-from ..numpy import CompiledProgram, _finish, compile_program, lower_program
+from ..numpy import CompiledProgram, _finish, compile_program
 from .checks import bounds, call_box
 from .epilogue import PRODUCT_IMPORT, cheaper, fresh, product_run, split_products
 from .exact import exact_on_disk

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..ir.index import Dim
-from ..plan.kernels import Contract, Elementwise, Kernel, Reduce, View
-from ..plan.order import contraction_path, invariant_first
-from ..plan.poly import ZERO
-from ..plan.ranges import Axis
+from ...ir.index import Dim
+from ..kernels import Contract, Elementwise, Kernel, Reduce, View
+from ..order import contraction_path, invariant_first
+from ..poly import ZERO
+from ..ranges import Axis
 from .gathers import Gathers
 from .loops import _NAME
 from .values import _ATOM, _LETTERS, _MUL, Value
@@ -25,7 +25,7 @@ class Contractions(Gathers):
         out_axes = tuple(a for a in allaxes if a not in summed)
         if self.indent and len(vals) > 2:
             # in a loop: the operands that do not change with it are contracted first, in a
-            # step hoisted out of the loop (eqsat_ad.backend.loops)
+            # step hoisted out of the loop (eqsat_ad.plan.lower.loops)
             variant = self.loop_variant()
             hoisted = invariant_first([v.axes for v in vals],
                                       [bool(set(_NAME.findall(v.code)) & variant) for v in vals],

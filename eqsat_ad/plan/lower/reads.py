@@ -7,8 +7,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ..ir.errors import ProgramError
-from ..ir.expr import (
+from ...ir.errors import ProgramError
+from ...ir.expr import (
     Access,
     Binary,
     Bracket,
@@ -21,18 +21,18 @@ from ..ir.expr import (
     Sum,
     substitute,
 )
-from ..ir.functions import lookup
-from ..ir.index import Affine, IndexVar
-from ..plan.kernels import (
+from ...ir.functions import lookup
+from ...ir.index import Affine, IndexVar
+from ..kernels import (
     Elementwise,
     Gather,
     Mask,
     Reduce,
     View,
 )
-from ..plan.normal import Term, common_denominator, conditions, expand, without_brackets
-from ..plan.poly import ONE, ZERO, Poly
-from ..plan.ranges import Axis
+from ..normal import Term, common_denominator, conditions, expand, without_brackets
+from ..poly import ONE, ZERO, Poly
+from ..ranges import Axis
 from .emit import Emitter
 from .values import (
     _ADD,

@@ -14,21 +14,21 @@ from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
-from ..ir.index import Affine, Dim
-from ..ir.program import Statement
-from ..plan import split as plan_split
-from ..plan.kernels import Fill, Kernel
-from ..plan.normal import Cond, Term, decide_static
-from ..plan.poly import Poly
-from ..plan.split import SplitPrice, is_small, split_price
-from ..plan.windows import read_ranges
+from ...ir.index import Affine, Dim
+from ...ir.program import Statement
+from .. import split as plan_split
+from ..kernels import Fill, Kernel
+from ..normal import Cond, Term, decide_static
+from ..poly import Poly
+from ..split import SplitPrice, is_small, split_price
+from ..windows import read_ranges
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.*)$")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 class Loops:
-    """Mixin of the code generator (:class:`eqsat_ad.backend.statements.Codegen`)."""
+    """Mixin of the code generator (:class:`eqsat_ad.plan.lower.statements.Codegen`)."""
 
     def split_axes(self, s: Statement, terms: list[Term]) -> list[tuple[str, str | Dim]]:
         """The small axes ``s`` (expanded into ``terms``) may run as a loop over: generators

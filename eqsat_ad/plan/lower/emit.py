@@ -9,22 +9,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..ir.errors import ProgramError
-from ..ir.expr import (
+from ...ir.errors import ProgramError
+from ...ir.expr import (
     Access,
 )
-from ..ir.index import Affine, Dim
-from ..ir.program import Program
-from ..plan.kernels import (
+from ...ir.index import Affine, Dim
+from ...ir.program import Program
+from ..kernels import (
     Elementwise,
     Fill,
     Kernel,
     Mask,
 )
-from ..plan.normal import Cond, FreshNames, common_denominator, sign_known
-from ..plan.poly import ONE, ZERO, Poly
-from ..plan.ranges import Axis
-from ..plan.split import SplitPrice
+from ..normal import Cond, FreshNames, common_denominator, sign_known
+from ..poly import ONE, ZERO, Poly
+from ..ranges import Axis
+from ..split import SplitPrice
 from .values import (
     _ADD,
     _ATOM,
@@ -72,11 +72,11 @@ class Emitter:
         self.stmt = ""
         self.tmp = 0
         self.options = (structured, frozenset(sparse))  # (to lower a variant of the program)
-        self.indent = 0  # loops the next line is in (eqsat_ad.backend.loops)
+        self.indent = 0  # loops the next line is in (eqsat_ad.plan.lower.loops)
         self.loop_symbols: set[str] = set()  # their variables: size-like symbols in indices
         self.loop_calls = 0  # kernel calls the loops run beyond one of each
         self.loop_start = 0  # the first line of the loop body being emitted
-        self.trials = 0  # trial lowerings run (eqsat_ad.backend.loops.Loops.trial)
+        self.trials = 0  # trial lowerings run (eqsat_ad.plan.lower.loops.Loops.trial)
         self.trial_prices: dict[tuple, SplitPrice] = {}  # the statement's: Loops.trial_price
         self.aranges: dict[tuple, str] = {}
         self.memo: dict[str, str] = {}  # code -> temporary already holding it

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ..plan.kernels import (
+from ..kernels import (
     Kernel,
     Plan,
 )
-from ..plan.poly import ONE, Poly
+from ..poly import ONE, Poly
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _RESERVED = frozenset({"np", "max", "min", "range", "float", "int", "abs", "sum", "len", "print"})

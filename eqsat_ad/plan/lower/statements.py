@@ -7,8 +7,8 @@ import keyword
 from dataclasses import replace
 from fractions import Fraction
 
-from ..ir.errors import ProgramError
-from ..ir.expr import (
+from ...ir.errors import ProgramError
+from ...ir.expr import (
     Access,
     Binary,
     Bracket,
@@ -16,11 +16,11 @@ from ..ir.expr import (
     Neg,
     free_indices,
 )
-from ..ir.index import Affine, IndexVar
-from ..ir.printer import print_expr, print_statement
-from ..ir.program import Statement
-from ..plan import split as plan_split
-from ..plan.kernels import (
+from ...ir.index import Affine, IndexVar
+from ...ir.printer import print_expr, print_statement
+from ...ir.program import Statement
+from .. import split as plan_split
+from ..kernels import (
     Elementwise,
     Fill,
     Kernel,
@@ -29,7 +29,7 @@ from ..plan.kernels import (
     SliceUpdate,
     StridedSliceUpdate,
 )
-from ..plan.normal import (
+from ..normal import (
     Term,
     by_component,
     conditions,
@@ -37,11 +37,11 @@ from ..plan.normal import (
     outer_groups,
     static_truth,
 )
-from ..plan.poly import ZERO, Poly
-from ..plan.ranges import Axis, StatementTerm, statement_term
-from ..plan.split import SplitPrice, inline_small_arrays, split_price
-from ..plan.spread import spread_reads
-from ..plan.windows import unroll_windows
+from ..poly import ZERO, Poly
+from ..ranges import Axis, StatementTerm, statement_term
+from ..split import SplitPrice, inline_small_arrays, split_price
+from ..spread import spread_reads
+from ..windows import unroll_windows
 from .liveness import release_dead
 from .loops import Loops, _calls
 from .reads import _is_zero, _leaf_factors

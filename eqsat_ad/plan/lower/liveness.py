@@ -18,9 +18,9 @@ import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..plan.kernels import Kernel
-from ..plan.memory import Lifetime
-from ..plan.poly import ZERO, Poly
+from ..kernels import Kernel
+from ..memory import Lifetime
+from ..poly import ZERO, Poly
 
 __all__ = ["Released", "release_dead"]
 

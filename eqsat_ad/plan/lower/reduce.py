@@ -7,19 +7,19 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..ir.expr import Access, Bracket, Const, Expr, children, free_indices
-from ..ir.index import Affine
-from ..plan.kernels import (
+from ...ir.expr import Access, Bracket, Const, Expr, children, free_indices
+from ...ir.index import Affine
+from ..kernels import (
     Elementwise,
     Reduce,
     RunningSum,
     Scan,
 )
-from ..plan.normal import Cond, Term, without_brackets
-from ..plan.order import joining_operands, same_axes_groups
-from ..plan.poly import ZERO
-from ..plan.ranges import Axis, sum_term
-from ..plan.windows import scan_split
+from ..normal import Cond, Term, without_brackets
+from ..order import joining_operands, same_axes_groups
+from ..poly import ZERO
+from ..ranges import Axis, sum_term
+from ..windows import scan_split
 from .contract import Contractions
 from .reads import _strong_factors
 from .values import (

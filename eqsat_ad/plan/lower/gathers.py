@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from ..ir.expr import (
+from ...ir.expr import (
     Access,
     Binary,
     Bracket,
@@ -32,12 +32,12 @@ from ..ir.expr import (
     Sum,
     free_indices,
 )
-from ..ir.index import Affine, Dim, IndexVar, size
-from ..plan.kernels import Elementwise, Reduce, RelationGather, SegmentSum
-from ..plan.normal import Cond, Term
-from ..plan.order import linked_groups
-from ..plan.poly import Poly
-from ..plan.ranges import Axis
+from ...ir.index import Affine, Dim, IndexVar, size
+from ..kernels import Elementwise, Reduce, RelationGather, SegmentSum
+from ..normal import Cond, Term
+from ..order import linked_groups
+from ..poly import Poly
+from ..ranges import Axis
 from .reads import Reads
 from .values import _ATOM, _MUL, Value, _factor
 
