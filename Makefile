@@ -28,15 +28,17 @@ test: $(STAMP)
 
 # Differential fuzzing (interpreter vs compiled, optimize=False vs optimized, gradients vs finite
 # differences): FUZZ_N programs from seed FUZZ_SEED; minimized reproducers go to FUZZ_OUT.
+# FUZZ_BACKEND=numba compiles them with the fused loop backend instead of NumPy.
 # Exits non-zero when it finds a defect.
 FUZZ_N ?= 200
 FUZZ_SEED ?= 0
 FUZZ_OUT ?= fuzz_out
 FUZZ_TIME_LIMIT ?= 60
+FUZZ_BACKEND ?= numpy
 
 fuzz: $(STAMP)
 	$(PY) -m eqsat_ad.fuzz --n $(FUZZ_N) --seed $(FUZZ_SEED) --out $(FUZZ_OUT) \
-		--time-limit $(FUZZ_TIME_LIMIT)
+		--time-limit $(FUZZ_TIME_LIMIT) --backend $(FUZZ_BACKEND)
 
 lint: $(STAMP)
 	$(PY) -m ruff check eqsat_ad tests experiments

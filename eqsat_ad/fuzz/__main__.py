@@ -28,14 +28,25 @@ def main(argv: list[str] | None = None) -> int:
                     help="stop generating after this many seconds")
     ap.add_argument("--reduce-seconds", type=float, default=90.0,
                     help="time to minimize each failure (default 90)")
+    ap.add_argument("--backend", choices=("numpy", "numba"), default="numpy",
+                    help="what compiles the programs and gradients (default numpy; numba "
+                         "needs the extra: pip install eqsat-ad[numba])")
     args = ap.parse_args(argv)
     gens = tuple(g for g in args.generators.split(",") if g)
     unknown = [g for g in gens if g not in GENERATORS]
     if unknown or args.n < 0:
         ap.error(f"unknown generator(s) {unknown}" if unknown else "--n must be >= 0")
+    if args.backend == "numba":
+        from ..backend.fused import require_numba
+
+        try:
+            require_numba()  # the extra's clear error, not one finding per program
+        except ImportError as exc:
+            ap.error(str(exc))
     result = fuzz(args.n, args.seed, args.out, args.time_limit, gens, args.max_reductions,
-                  args.max_seconds, args.reduce_seconds)
-    print(f"\n{result.programs} programs, seed {args.seed}, {result.seconds:.0f} s\n")
+                  args.max_seconds, args.reduce_seconds, backend=args.backend)
+    print(f"\n{result.programs} programs, seed {args.seed}, backend {args.backend}, "
+          f"{result.seconds:.0f} s\n")
     print(result.table())
     if result.defects:
         print("\nfindings (program, inputs, outcome, stage, detail):")

@@ -130,11 +130,12 @@ def _is_scalar(value: Any) -> bool:
 class _Stages:
     """The compiled variants of one case, built once and called on every input set."""
 
-    def __init__(self, case: Case) -> None:
+    def __init__(self, case: Case, backend: str = "numpy") -> None:
         import eqsat_ad as ea
 
         self.ea = ea
         self.case = case
+        self.backend = backend
         self.target = load_target(case)  # EqsatError: rejected (raised to the caller)
         self.forward: Program | None = self.target if isinstance(self.target, Program) else None
         self.compiled: dict[bool, Any] = {}
@@ -166,22 +167,29 @@ class _Stages:
 
     def compiled_fn(self, optimize: bool) -> Any:
         if optimize not in self.compiled:
-            self.compiled[optimize] = self.ea.compile(self.target, optimize=optimize)
+            self.compiled[optimize] = self.ea.compile(self.target, optimize=optimize,
+                                                      backend=self.backend)
         return self.compiled[optimize]
 
     def grad_fn(self, optimize: bool, wrt: tuple[str, ...]) -> Any:
         if optimize not in self.grads:
-            self.grads[optimize] = self.ea.grad(self.target, wrt=wrt, optimize=optimize)
+            self.grads[optimize] = self.ea.grad(self.target, wrt=wrt, optimize=optimize,
+                                                backend=self.backend)
         return self.grads[optimize]
 
 
 def check_case(case: Case, inputs_by_kind: Mapping[str, Mapping[str, Any]],
-               fd: bool = True) -> dict[str, list[Finding]]:
-    """Every finding for ``case`` on each input set (an empty list: all stages agree)."""
+               fd: bool = True, backend: str = "numpy") -> dict[str, list[Finding]]:
+    """Every finding for ``case`` on each input set (an empty list: all stages agree).
+
+    ``backend``: what compiles the program and its gradient (``"numpy"`` or ``"numba"``);
+    the interpreter, the finite differences and NumPy's own run are the same either way, and
+    a compiled stage's name says which backend ran it when it is not NumPy
+    (``compile[numba]``)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            stages = _Stages(case)
+            stages = _Stages(case, backend)
         except EqsatError as exc:
             return {k: [Finding("rejected", "parse", f"{type(exc).__name__}: {exc}")]
                     for k in inputs_by_kind}
@@ -208,9 +216,11 @@ def _check_inputs(st: _Stages, kind: str, inputs: dict[str, Any], fd: bool) -> l
     except Exception as exc:  # noqa: BLE001
         return [_error("interpreter", exc)]
     findings: list[Finding] = []
+    tag = "" if st.backend == "numpy" else f"[{st.backend}]"
 
     def compare(stage: str, expected: Any, call: Callable[[], Any], outcome: str | None,
                 reference: Program) -> Any:
+        stage += tag
         try:
             got = call()
         except Exception as exc:  # noqa: BLE001

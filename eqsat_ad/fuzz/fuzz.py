@@ -55,14 +55,15 @@ def fuzz(n: int, seed: int = 0, out: Path | None = None, time_limit: float = 60.
          generators: Sequence[str] = tuple(GENERATORS), max_reductions: int = 20,
          max_seconds: float | None = None, reduce_seconds: float = 90.0,
          runner: Runner | None = None,
-         log: Callable[[str], None] | None = print) -> FuzzResult:
+         log: Callable[[str], None] | None = print, backend: str = "numpy") -> FuzzResult:
     """Run ``n`` programs (alternating generators); minimize the first failure of each distinct
-    signature into ``out`` (when given)."""
+    signature into ``out`` (when given). ``backend``: what compiles the programs (``"numpy"``
+    or ``"numba"``; a given ``runner`` brings its own)."""
     result = FuzzResult()
     start = time.monotonic()
     first: dict[tuple, tuple[Case, str, dict, Finding]] = {}
     own = runner is None
-    runner = runner or Runner(time_limit)
+    runner = runner or Runner(time_limit, backend=backend)
     try:
         for k in range(n):
             if max_seconds is not None and time.monotonic() - start > max_seconds:
@@ -85,14 +86,16 @@ def fuzz(n: int, seed: int = 0, out: Path | None = None, time_limit: float = 60.
                     f"{time.monotonic() - start:.0f} s")
         if out is not None and first:
             out.mkdir(parents=True, exist_ok=True)
-            origin = f"`python -m eqsat_ad.fuzz --n {n} --seed {seed}`"
+            flag = "" if runner.backend == "numpy" else f" --backend {runner.backend}"
+            origin = f"`python -m eqsat_ad.fuzz --n {n} --seed {seed}{flag}`"
             for index, (key, (case, kind, ins, f)) in enumerate(first.items()):
                 if index >= max_reductions:
                     break
                 if log:
                     log(f"# minimizing {' / '.join(filter(None, key))}")
                 reduced = reduce_case(runner, case, kind, ins, f, max_seconds=reduce_seconds)
-                result.reproducers.append(write_reproducer(out, reduced, kind, origin, index))
+                result.reproducers.append(write_reproducer(out, reduced, kind, origin, index,
+                                                           runner.backend))
     finally:
         if own:
             runner.close()

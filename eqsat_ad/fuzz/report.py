@@ -57,7 +57,8 @@ def _source_literal(source: str) -> str:
     return repr(source)
 
 
-def write_reproducer(folder: Path, reduced: Reduced, kind: str, origin: str, index: int) -> Path:
+def write_reproducer(folder: Path, reduced: Reduced, kind: str, origin: str, index: int,
+                     backend: str = "numpy") -> Path:
     """A standalone script: the minimized source, its inputs, expected and actual results.
 
     Run it from the repository root (``PYTHONPATH=. python <file>``): it prints the program and
@@ -86,12 +87,13 @@ INPUTS = {{
 {inputs},
 }}
 STAGE = {f.stage!r}
+BACKEND = {backend!r}
 EXPECTED = {f.expected!r}  # the reference (interpreter, or NumPy for a "numpy" finding)
 ACTUAL = {f.actual!r}
 
 if __name__ == "__main__":
     print(SOURCE)
-    for finding in check_case(CASE, {{KIND: INPUTS}})[KIND]:
+    for finding in check_case(CASE, {{KIND: INPUTS}}, backend=BACKEND)[KIND]:
         print(finding.outcome, finding.stage, finding.detail, sep=" | ")
 '''
     path.write_text(text)

@@ -36,10 +36,12 @@ def _package_root() -> str:
 class Runner:
     """Runs :func:`check_case` under a per-case time limit (seconds)."""
 
-    def __init__(self, time_limit: float = 60.0, isolate: bool = True, fd: bool = True) -> None:
+    def __init__(self, time_limit: float = 60.0, isolate: bool = True, fd: bool = True,
+                 backend: str = "numpy") -> None:
         self.time_limit = time_limit
         self.isolate = isolate
         self.fd = fd
+        self.backend = backend
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Runner:
@@ -51,9 +53,9 @@ class Runner:
     def run(self, case: Case, inputs_by_kind: Mapping[str, Mapping[str, Any]]
             ) -> dict[str, list[Finding]]:
         if not self.isolate:
-            return check_case(case, inputs_by_kind, self.fd)
+            return check_case(case, inputs_by_kind, self.fd, self.backend)
         proc = self._worker()
-        payload = pickle.dumps((case, dict(inputs_by_kind), self.fd))
+        payload = pickle.dumps((case, dict(inputs_by_kind), self.fd, self.backend))
         try:
             assert proc.stdin is not None
             proc.stdin.write(_HEADER.pack(len(payload)) + payload)
@@ -123,8 +125,8 @@ def _serve() -> None:
         header = inp.read(_HEADER.size)
         if len(header) < _HEADER.size:
             return
-        case, inputs, fd = pickle.loads(inp.read(_HEADER.unpack(header)[0]))
-        answer = pickle.dumps(check_case(case, inputs, fd))
+        case, inputs, fd, backend = pickle.loads(inp.read(_HEADER.unpack(header)[0]))
+        answer = pickle.dumps(check_case(case, inputs, fd, backend))
         out.write(_HEADER.pack(len(answer)) + answer)
         out.flush()
 
