@@ -5,16 +5,23 @@ the fuzzer's own comparison), for the forward program and its gradient."""
 
 from __future__ import annotations
 
+import runpy
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import eqsat_ad as ea
 from eqsat_ad.api import gradient_program
-from eqsat_ad.fuzz import make_case
-from eqsat_ad.fuzz.check import load_target
+from eqsat_ad.fuzz import Case, check_case, make_case, outcome_of
+from eqsat_ad.fuzz.case import draw_inputs
+from eqsat_ad.fuzz.check import Finding, load_target
 from eqsat_ad.fuzz.compare import mismatch
+from eqsat_ad.fuzz.reduce import Reduced
+from eqsat_ad.fuzz.report import write_reproducer
 from eqsat_ad.ir.interpreter import evaluate
 from eqsat_ad.ir.program import Program
 
@@ -22,6 +29,7 @@ pytest.importorskip("numba")
 
 SEED = 15
 CASES = 24
+ROOT = Path(__file__).resolve().parents[1]
 
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
@@ -54,3 +62,46 @@ def test_numba_agrees_with_the_interpreter_where_numpy_does(number: int) -> None
                 assert m_nb is None or m_np is not None, (kind, case.source, m_nb)
                 compared += m_nb is None
     assert compared > 0  # the Numba backend agreed with the interpreter somewhere
+
+
+# --- the fuzzer itself on the Numba backend (python -m eqsat_ad.fuzz --backend numba) ----------
+SMALL = Case("index", "def f(x: [N], w: []):\n    return w * Sum[i: N](exp(x[i]) * x[i])\n",
+             {"x": ("N",), "w": ()}, {"N": 3})
+
+
+def test_the_fuzzers_check_runs_the_backend_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_case(backend="numba") compiles with the fused loop backend: a wrong result from it
+    is a finding at its compiled stages (named so), and the NumPy check never runs it."""
+    from eqsat_ad.backend.fused.program import NumbaProgram
+
+    inputs = {"finite": draw_inputs(SMALL, "finite", np.random.default_rng(1))}
+    assert outcome_of(check_case(SMALL, inputs, backend="numba")["finite"]) == "agree"
+    real = NumbaProgram.__call__
+
+    def wrong(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        out = real(self, *args, **kwargs)
+        return out if isinstance(out, tuple) else out * (1 + 1e-4) + 1e-4
+
+    monkeypatch.setattr(NumbaProgram, "__call__", wrong)
+    found = {(f.outcome, f.stage) for f in check_case(SMALL, inputs, backend="numba")["finite"]}
+    assert {("value", "compile[numba]"), ("value", "compile(optimize=False)[numba]")} <= found
+    assert outcome_of(check_case(SMALL, inputs)["finite"]) == "agree"  # NumPy: not run
+
+
+def test_a_reproducer_reruns_on_the_backend_that_found_it(tmp_path: Path) -> None:
+    finding = Finding("value", "compile[numba]", "at (): 1.0 vs 2.0", "1.0", "2.0")
+    inputs = draw_inputs(SMALL, "finite", np.random.default_rng(1))
+    path = write_reproducer(tmp_path, Reduced(SMALL, inputs, finding, 1, 1), "finite",
+                            "a test", 0, backend="numba")
+    assert runpy.run_path(str(path))["BACKEND"] == "numba"
+    assert "backend=BACKEND" in path.read_text()
+
+
+def test_a_seeded_numba_run_from_the_command_line_finds_no_defect(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "eqsat_ad.fuzz", "--n", "4", "--seed", "11", "--backend",
+         "numba", "--out", str(tmp_path)],
+        capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert "4 programs, seed 11, backend numba" in proc.stdout, proc.stdout + proc.stderr
+    assert "| all | all | 12 | 12 |" in proc.stdout, proc.stdout  # every run agreed
+    assert proc.returncode == 0 and not list(tmp_path.glob("*.py"))
