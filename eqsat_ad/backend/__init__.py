@@ -1,5 +1,8 @@
-"""The NumPy backend: Tensor SSA programs lowered to readable NumPy source (docs/design.md,
-"The backend"). :func:`lower` gives the source, :func:`compile_program` a cached callable."""
+"""Running plans: the NumPy backend loads the function the plan package built
+(:func:`eqsat_ad.plan.lower.lower_program`) and calls it (docs/design.md, "The plan and the
+backend"); :func:`lower` gives that source, :func:`compile_program` a cached callable. The Numba
+backend (:mod:`.fused`) runs the same program as fused loop nests, and what it does not fuse as
+the plan's NumPy lines."""
 
 from .numpy import CompiledProgram, Decision, Lowered, compile_program, lower, lower_program
 
