@@ -149,8 +149,9 @@ def grad(
     returned. Without ``out=``, a call reuses the arrays the previous call (same thread, same
     argument shapes) returned once nothing refers to them any more, as a caching allocator
     would (a fresh array's page faults can cost more than the loops that fill it); an array
-    the caller, a container or a view still holds is never written. NumPy
-    (``backend="numpy"``) is the default.
+    the caller, a container or a view still holds is never written. A program with rolled
+    loops (a long Python loop, run as a fold) runs as the NumPy backend runs it, its results
+    copied into ``out=``. NumPy (``backend="numpy"``) is the default.
 
     A Python function is translated at its first call with each new signature of arguments and
     compiled once per signature (cached; ``.specializations`` lists them):

@@ -474,16 +474,32 @@ def test_out_buffers_are_checked() -> None:
         g_np(**args, out=np.empty((9, 7)))
 
 
-def test_rolled_loops_are_a_clear_error() -> None:
+def test_rolled_loops_run_as_the_numpy_backend_runs_them() -> None:
+    """A long Python loop is a fold; under backend="numba" it runs the NumPy backend's rolled
+    loop (a Numba program's call costs more than the loop's call of its body), with the same
+    values, and out= gets the result, checked as for loop nests."""
     def ema(x):
         s = 0.0
         for i in range(x.shape[0]):
-            s = 0.9 * s + x[i]
+            s = 0.9 * s + x[i] * x[i]
         return s
 
-    g = ea.grad(ema, backend="numba")
-    with pytest.raises(ea.ProgramError, match=r"does not run rolled loops \(Fold\)"):
-        g(np.ones(50))
+    x = np.random.default_rng(3).standard_normal(50)
+    g, g_np = ea.grad(ema, backend="numba"), ea.grad(ema)
+    want = g_np(x)
+    np.testing.assert_array_equal(g(x), want)
+    assert g.program.folds and not isinstance(g.compiled, NumbaProgram)
+    buf = np.full(50, np.nan)
+    assert g(x, out=buf) is buf
+    np.testing.assert_array_equal(buf, want)
+    for bad, message in [(np.empty(49), "shape"), (np.empty(50, np.float32), "float32"),
+                         (x, "shares memory with an input")]:
+        with pytest.raises(ea.ShapeError, match=message):
+            g(x, out=bad)
+    f = ea.compile(ema, backend="numba")
+    assert f(x) == ea.compile(ema)(x)
+    with pytest.raises(ea.ShapeError, match="it is a scalar"):
+        f(x, out=np.empty(()))
 
 
 @pytest.mark.parametrize("sizes", [{"N": 3, "K": 4}, {"N": 4, "K": 4}, {"N": 40, "K": 1},
