@@ -23,7 +23,12 @@ from eqsat_ad.ir.interpreter import evaluate
 
 pytest.importorskip("numba")
 
-from eqsat_ad.backend.fused.compact import extreme, hoist_constants  # noqa: E402
+from eqsat_ad.backend.fused.compact import (  # noqa: E402
+    MAX_BRANCHES,
+    extreme,
+    hoist_constants,
+    within_budget,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 STENCILS = importlib.import_module("fused_programs").PROGRAMS
@@ -108,3 +113,36 @@ def test_constants_are_named_once_at_the_top() -> None:
                        "    _cst3 = F(-np.inf)", "    _cst4 = F(1e-05)", "    _cst5 = F(-2)"]
     assert out[6:] == ["    a = _cst0 + _cst1 * x[_cst0]", "    # F(3) in a comment",
                        "    b = _F(2) + _cst2 - _cst3 + _cst4 + _cst5"]
+
+
+def test_the_branch_budget_counts_conditionals_and_loops_per_kernel() -> None:
+    def kernel(n: int) -> str:
+        reads = " + ".join(f"(x[{k}] if {k} < n else 0.0)" for k in range(n))
+        return f"def _k(x, n):\n    return {reads}\n"
+
+    assert within_budget(kernel(MAX_BRANCHES)) and not within_budget(kernel(MAX_BRANCHES + 1))
+    loops = "def _k(x):\n" + "".join(f"    for i{k} in range(3):\n        pass\n"
+                                      for k in range(MAX_BRANCHES + 1))
+    assert not within_budget(loops)
+    assert within_budget(kernel(MAX_BRANCHES) + "\n" + kernel(MAX_BRANCHES).replace("_k", "_j"))
+
+
+def fuzzed(x, y):  # the fuzzer's seed 3001, case 57 (a NumPy-subset function)
+    for _ in range(3):
+        y = (x[-1] - np.sum(x[::2]))  # noqa: F841 - as the fuzzer wrote it
+    return np.min((np.einsum('ij,j->i', np.full((x.shape[0], x[1:].shape[0],), 100.0), x[1:])
+                   * np.maximum(x, x)), axis=0)
+
+
+def test_a_statement_past_the_branch_budget_runs_as_numpy_code() -> None:
+    """The unoptimized gradient of ``fuzzed``: x_bar's kernel (step and max of guarded reads,
+    its one-term sums unrolled) held 702 branches and took 135 s to compile cold (t1_bar:
+    336, 25 s); past the budget they run as the NumPy backend's code, with its values."""
+    x, y = np.array([0.3, -1.2, 0.7]), 0.5
+    g = ea.grad(fuzzed, argnums=(0, 1), optimize=False, backend="numba")
+    got = g(x, y)
+    placement = g.compiled.schedule.placement
+    assert placement["x_bar"] == placement["t1_bar"] == "numpy", placement
+    want = ea.grad(fuzzed, argnums=(0, 1), optimize=False)(x, y)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)

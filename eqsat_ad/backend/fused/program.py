@@ -30,6 +30,7 @@ from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program
 from .checks import bounds, call_box
+from .compact import within_budget
 from .epilogue import PRODUCT_IMPORT, cheaper, fresh, product_run, split_products
 from .exact import exact_on_disk
 from .functions import HELPERS
@@ -176,10 +177,10 @@ class NumbaProgram(NestWriter):
 
     def _loopable(self, s: Statement) -> bool:
         try:
-            self._kernel([s], {})
+            code, _ = self._kernel([s], {})
         except Unsupported:
             return False
-        return True
+        return within_budget(code)  # (else Numba's compile would take minutes)
 
     def _stmt(self, name: str) -> Statement:
         return next(s for s in self._prog.statements if s.name == name)
@@ -190,10 +191,10 @@ class NumbaProgram(NestWriter):
         if form is None:
             return None
         try:
-            self._pair_kernel(s, form, {})
+            code, _ = self._pair_kernel(s, form, {})
         except Unsupported:
             return None
-        return form
+        return form if within_budget(code) else None
 
     def _pair_kernel(self, s: Statement, form: PairForm, fused: dict[str, Statement]
                      ) -> tuple[str, list[str]]:
