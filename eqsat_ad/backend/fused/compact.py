@@ -25,26 +25,60 @@ import ast
 import re
 from collections.abc import Iterable
 
-__all__ = ["JIT", "MAX_BRANCHES", "extreme", "hoist_constants", "within_budget"]
+__all__ = ["INLINED", "JIT", "MAX_BRANCHES", "OverBudget", "branches", "extreme",
+           "hoist_constants", "kernel_within_budget", "within_budget"]
 
 JIT = '@nb.njit(cache=True, error_model="numpy", no_cfunc_wrapper=True)'
 """A kernel's decorator."""
 
 MAX_BRANCHES = 256
-"""Conditional expressions, ``if``, ``for`` and ``while`` a kernel may hold. Measured cold
-compiles (one core): 196 (the blur window sum's gradient, one kernel) about 6 s of its first
-call's 8.9 s; 336 and 702 (a fuzzer's program: step and max of guarded reads, its terms
-unrolled) 25 s and 135 s, in Numba's SSA reconstruction."""
+"""Branches a kernel may hold: conditional expressions, ``if``, ``for`` and ``while``, each
+further comparison of a chain (``0 <= k < N``) or operand of ``and``/``or``, and each call of
+a helper Numba inlines into the kernel (:data:`INLINED`). Measured cold compiles (one core):
+217 (the blur window sum's gradient) about 6 s of its first call's 8.9 s; a fuzzed gradient's
+456 and 1087 (step and max of guarded reads, its terms unrolled) 25 s and 135 s, a program's
+two sums of 130 shifted ``exp`` and ``sin`` reads (396 and 266) 72 s, in Numba's SSA
+reconstruction."""
+
+INLINED = {"_exp": 1, "_expm1": 1, "_tanh": 1, "_sigmoid": 1, "_softplus": 1, "_step": 4}
+"""The generated module's helpers compiled into each caller (``inline="always"``: a block of
+their own at each call), with the branches each brings."""
+
+
+def branches(fn: ast.FunctionDef) -> int:
+    """The branches of a kernel, as :data:`MAX_BRANCHES` counts them."""
+    n = 0
+    for node in ast.walk(fn):
+        if isinstance(node, ast.IfExp | ast.If | ast.For | ast.While):
+            n += 1
+        elif isinstance(node, ast.BoolOp):
+            n += len(node.values) - 1
+        elif isinstance(node, ast.Compare):
+            n += len(node.comparators) - 1
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            n += INLINED.get(node.func.id, 0)
+    return n
 
 
 def within_budget(code: str) -> bool:
     """Whether the kernels in ``code`` each hold at most :data:`MAX_BRANCHES` branches."""
-    for fn in ast.parse(code).body:
-        if isinstance(fn, ast.FunctionDef) and sum(
-                isinstance(n, ast.IfExp | ast.If | ast.For | ast.While)
-                for n in ast.walk(fn)) > MAX_BRANCHES:
-            return False
-    return True
+    return all(branches(fn) <= MAX_BRANCHES for fn in ast.parse(code).body
+               if isinstance(fn, ast.FunctionDef))
+
+
+class OverBudget(Exception):
+    """A kernel of the statements :attr:`names` is past the branch budget."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__(f"kernel of {sorted(names)} past {MAX_BRANCHES} branches")
+        self.names = names
+
+
+def kernel_within_budget(code: str, names: set[str]) -> str:
+    """``code`` (a kernel of the statements ``names``), or :class:`OverBudget`."""
+    if not within_budget(code):
+        raise OverBudget(names)
+    return code
 
 
 # a float constant of the module's type, as :func:`.code.literal` writes it

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program
 from .checks import bounds, call_box
-from .compact import within_budget
+from .compact import OverBudget, kernel_within_budget, within_budget
 from .epilogue import PRODUCT_IMPORT, cheaper, fresh, product_run, split_products
 from .exact import exact_on_disk
 from .functions import HELPERS
@@ -39,6 +39,7 @@ from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
 from .outputs import Recycler, caller_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
+from .repeat import Repeat, signature
 from .reuse import row_sibling
 from .rows import PAIRWISE
 from .scans import statement_scans
@@ -47,38 +48,6 @@ from .specialize import fix_sizes, small_sizes
 from .windows import Window, driver
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
-
-class _Repeat(NamedTuple):
-    """What the binding of a call found, for later calls with arguments of the same shapes
-    and float types (:meth:`NumbaProgram._repeat`)."""
-
-    sizes: dict[str, int]
-    size_values: tuple[int, ...]  # in the order the module's ``run`` takes them
-    dt: np.dtype
-    exact: bool  # the unoptimized program's values on every input: no guard
-    numpy: bool  # NumPy statements run between the loop nests
-
-
-def _signature(names: tuple[str, ...], args: tuple, kwargs: Mapping[str, Any]
-               ) -> tuple | None:
-    """The shapes and dtypes of a call's arguments, all NumPy arrays given either all by
-    position or all by name (in parameter order); None otherwise."""
-    if kwargs:
-        if args or len(kwargs) != len(names):
-            return None
-        try:
-            args = tuple(kwargs[n] for n in names)
-        except KeyError:
-            return None
-    elif len(args) != len(names):
-        return None
-    key = []
-    for a in args:
-        if type(a) is not np.ndarray:
-            return None
-        key += (a.shape, a.dtype, a.strides)
-    return tuple(key)
-
 
 def _with_outputs(prog: Program) -> Program:
     """Outputs that are expressions (not whole arrays) become scalar statements ``_out<k>``."""
@@ -120,23 +89,22 @@ class NumbaProgram(NestWriter):
         self._relations = frozenset(p.name for p in prog.params if p.kind == "relation")
         self._tensors = frozenset(p.name for p in prog.params if p.kind == "tensor")
         self._sizes = prog.size_names()
-        plan = lower_program(self._prog).plan
-        self.schedule: Schedule = self._schedule(plan, plan)
-        split = split_products(self._prog, plan, self._relations)
-        if split is not None:  # matrix products apart from their elementwise work: if cheaper
-            unsplit, self._prog = (self._prog, self._pairs), split
-            self._shapes.update({s.name: s.shape for s in split.statements})
-            trial = self._schedule(split_plan := lower_program(split).plan, plan)
-            if cheaper(trial, self.schedule):
-                self.schedule, plan = trial, split_plan
-            else:
-                self._prog, self._pairs = unsplit
-        self._plan = plan  # (of self._prog)
-        self._numpy_parts: dict[str, CompiledProgram] = {}
-        # the tensor parameters whose entries a loop nest checks against a proven box, in the
-        # order of their bounds in _box (see _checks)
-        self.checked: list[str] = []
-        self.source = self._module_source()
+        # past the branch budget (.compact): statements run as NumPy code, siblings not grouped
+        self._over: set[str] = set()
+        self._apart: set[str] = set()
+        whole = self._prog
+        while True:
+            self._choose_schedule(whole)
+            self._numpy_parts: dict[str, CompiledProgram] = {}
+            # the tensor parameters whose entries a loop nest checks against a proven box, in
+            # the order of their bounds in _box (see _checks)
+            self.checked: list[str] = []
+            try:
+                self.source = self._module_source()
+                break
+            except OverBudget as over:  # (fusion made a kernel Numba would compile for long)
+                grouped = len(over.names) > 1 and not over.names <= self._apart
+                (self._apart if grouped else self._over).update(over.names)
         self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
         self.runner: Any = self.numpy if self.numpy_only else self
         self._modules: dict[str, ModuleType] = {}
@@ -149,7 +117,7 @@ class NumbaProgram(NestWriter):
         self._local = threading.local()
         self._names = self.program.param_names
         # (fallback, the arguments' shapes and dtypes) -> what its binding found: _repeat
-        self._repeats: dict[tuple, _Repeat] = {}
+        self._repeats: dict[tuple, Repeat] = {}
         self._bounds_by: dict[tuple[int, str], tuple[Any, np.ndarray]] = {}
         self._no_buffers = (None,) * len(prog.outputs)
         self._recycler = Recycler()  # outputs a caller dropped, reused by repeat calls
@@ -165,6 +133,23 @@ class NumbaProgram(NestWriter):
         return twin
 
     # --- generation ----------------------------------------------------------------------------
+    def _choose_schedule(self, prog: Program) -> None:
+        """The schedule of ``prog``, or of its matrix products split from their elementwise
+        work (:mod:`.epilogue`) where that is priced cheaper."""
+        self._prog = prog
+        plan = lower_program(prog).plan
+        self.schedule: Schedule = self._schedule(plan, plan)
+        split = split_products(prog, plan, self._relations)
+        if split is not None:
+            unsplit, self._prog = (prog, self._pairs), split
+            self._shapes.update({s.name: s.shape for s in split.statements})
+            trial = self._schedule(split_plan := lower_program(split).plan, plan)
+            if cheaper(trial, self.schedule):
+                self.schedule, plan = trial, split_plan
+            else:
+                self._prog, self._pairs = unsplit
+        self._plan = plan  # (of self._prog)
+
     def _schedule(self, plan: Any, whole: Any) -> Schedule:
         """The schedule of ``self._prog`` (``plan``: its plan; ``whole``: the NumPy program's)."""
         loopable = {s.name: self._loopable(s) for s in self._prog.statements}
@@ -176,6 +161,8 @@ class NumbaProgram(NestWriter):
                         relations=self._relations, whole=whole)
 
     def _loopable(self, s: Statement) -> bool:
+        if s.name in self._over:
+            return False
         try:
             code, _ = self._kernel([s], {})
         except Unsupported:
@@ -188,7 +175,7 @@ class NumbaProgram(NestWriter):
     def _pair_form(self, s: Statement) -> PairForm | None:
         """``s`` as a pair loop (:mod:`.pairs`) when the loop writer lowers it so."""
         form = pair_form(s, self._shapes, self._relations)
-        if form is None:
+        if form is None or s.name in self._over:
             return None
         try:
             code, _ = self._pair_kernel(s, form, {})
@@ -212,6 +199,8 @@ class NumbaProgram(NestWriter):
             if place[s.name] in ("fused", "window"):  # (a window: run by its consumer's)
                 continue
             last = groups[-1] if groups else None
+            if s.name in self._apart:  # (with its siblings, past the branch budget)
+                last = None
             if last is not None and self._row_of(last, s, fused, slid):
                 # over the rows of last's points, sharing a row sum: once per row in its kernel
                 last.append(s)
@@ -363,7 +352,7 @@ class NumbaProgram(NestWriter):
                        None)
             if win is not None:  # s's nest a chunk at a time, its producer in a buffer
                 code, reads = self._window_kernels(win, fused)
-                kernels.append(code)
+                kernels.append(kernel_within_budget(code, {win.name, s.name}))
                 k = position.get(s.name)
                 new = f"np.empty(({', '.join(str(d) for d in s.shape)},), dtype=F)"
                 run.append(f"    # {win.name}: {self.schedule.why[win.name]}")
@@ -375,7 +364,7 @@ class NumbaProgram(NestWriter):
                 checks = self._checks(group, fused) if place[s.name] == "loop" else {}
                 code, reads = (self._kernel(group, fused, checks) if place[s.name] == "loop"
                                else self._pair_kernel(s, self._pairs[s.name], fused))
-                kernels.append(code)
+                kernels.append(kernel_within_budget(code, {t.name for t in group}))
                 for t in group:
                     shape = ", ".join(str(d) for d in t.shape) or "1"
                     new = f"np.empty(({shape},), dtype=F)"
@@ -464,7 +453,7 @@ class NumbaProgram(NestWriter):
         program returning a tuple) of the result's shape and float type to write into; it
         is returned. (A parameter named ``out`` is an input, as written.)"""
         if out is None:  # a signature called before (:meth:`_repeat`)
-            hit = self._repeats.get((self.fallback, _signature(self._names, args, kwargs)))
+            hit = self._repeats.get((self.fallback, signature(self._names, args, kwargs)))
             if hit is not None:
                 return self._repeat(hit, args, kwargs)
         if "out" in self.program.param_names and out is not None:
@@ -520,18 +509,18 @@ class NumbaProgram(NestWriter):
         """Keep what this call's binding decided for later calls with arguments of the same
         shapes and float types (:meth:`_repeat`), where the binding passed every argument on
         as it was (tensors of the float type ``dt``: nothing converted)."""
-        sig = _signature(self._names, args, kwargs)
+        sig = signature(self._names, args, kwargs)
         if sig is None or len(self._repeats) >= 64:
             return
         given = args or tuple(kwargs[n] for n in self._names)
         if any(a is not b or a.dtype != dt for a, b in zip(arrays, given, strict=True)) or \
                 any(p.kind != "tensor" for p in self.program.params):
             return
-        self._repeats[self.fallback, sig] = _Repeat(
+        self._repeats[self.fallback, sig] = Repeat(
             dict(sizes), tuple(sizes[n] for n in self._sizes), dt, exact,
             bool(self._numpy_parts))
 
-    def _repeat(self, r: _Repeat, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _repeat(self, r: Repeat, args: tuple, kwargs: dict[str, Any]) -> Any:
         """A call whose arguments have the shapes and float types of one before (no output
         arrays given): the binding, the sizes and whether a guard is needed as that call
         found them; the box and the guard's decision as in :meth:`__call__`."""
