@@ -490,3 +490,40 @@ def test_an_unrolled_window_sum_of_negative_zeros_is_positive_zero() -> None:
     for optimize in (False, True):
         assert ea.compile(ea.parse(src), optimize=optimize)(x) == -np.inf
     _agree(src, {"x": (3,)}, {}, {"x": x})
+
+
+# --- found by the fuzzer's run on the Numba backend (python -m eqsat_ad.fuzz --backend numba) --
+def _agree_on(backend: str, source: str, shapes: dict, sizes: dict, inputs: dict) -> None:
+    findings = check_case(Case("index", source, shapes, sizes), {"nonfinite": inputs}, fd=False,
+                          backend=backend)["nonfinite"]
+    assert [f for f in findings if f.outcome in DEFECTS] == []
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_sum_an_equality_removes_still_starts_at_plus_zero(backend: str) -> None:
+    """``Σ_i [i == 0] y`` is ``0.0 + y``: +0.0 at y = -0.0, so 1 / it is +inf. Both backends
+    wrote it as ``y`` (seed 3001, case 773: -inf); now with the + 0.0 where its sign can show
+    (a scalar, or a statement a divisor reads)."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    scalar = "def f(y: []):\n    s1 = Sum[i: 3]((i == 0) * y)\n    return 1 / s1\n"
+    assert _value(scalar, y=-0.0) == np.inf
+    _agree_on(backend, scalar, {"y": ()}, {}, {"y": -0.0})
+    array = ("def f(y: [N]):\n    s1[j: N] = Sum[i: N]((i == j) * y[i])\n"
+             "    return Sum[j: N](1 / s1[j])\n")
+    y = np.array([-0.0, 2.0])
+    assert _value(array, y=y) == np.inf
+    _agree_on(backend, array, {"y": ("N",)}, {"N": 2}, {"y": y})
+
+
+def test_a_negated_strong_zero_is_plus_zero_in_the_loop_nests() -> None:
+    """``(-(0)) ** (-1)`` is +inf (a strong zero is +0.0, negated too); the Numba loop nests
+    negated the 0.0 (seed 3001, case 750: -inf)."""
+    pytest.importorskip("numba")
+    src = "def f(x: [N]):\n    t0[i: N, j: 2] = (j > i - 1) * (-(0)) ** (-1)\n    return t0[1, 1]\n"
+    x = np.zeros(3)
+    assert _value(src, x=x) == np.inf
+    _agree_on("numba", src, {"x": ("N",)}, {"N": 3}, {"x": x})
+    masked = "def f(x: [N]):\n    return 1 / -((N < 0) * x[0])\n"
+    assert _value(masked, x=np.array([2.0])) == np.inf
+    _agree_on("numba", masked, {"x": ("N",)}, {"N": 1}, {"x": np.array([2.0])})

@@ -187,6 +187,25 @@ class Program:
                 read |= accessed_names(o)
         return frozenset(whole - read - set(self.param_names))
 
+    def zero_sign_reads(self) -> frozenset[str]:
+        """Statements whose value can reach a divisor or a negative power's base, where the
+        sign of a zero shows (``1 / -0.0`` is -inf): read there, or by such a statement."""
+        from .expr import Binary, Pow, children
+
+        found: set[str] = set()
+        stack = [s.body for s in self.statements] + list(self.outputs)
+        while stack:
+            e = stack.pop()
+            if isinstance(e, Binary) and e.op == "/":
+                found |= accessed_names(e.rhs)
+            elif isinstance(e, Pow) and e.exponent < 0:
+                found |= accessed_names(e.base)
+            stack.extend(children(e))
+        for s in reversed(self.statements):  # (a statement reads only earlier ones)
+            if s.name in found:
+                found |= s.reads()
+        return frozenset(found & {s.name for s in self.statements})
+
     def size_names(self) -> tuple[str, ...]:
         """Size symbols used in parameter shapes, in order of first appearance."""
         seen: list[str] = []

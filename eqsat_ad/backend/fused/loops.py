@@ -251,7 +251,10 @@ class LoopWriter:
             return f"(F(1) if {c} else F(0))", f"not ({c})"
         if isinstance(e, Neg):
             v, z = self.expr(e.arg, env)
-            return f"(-{v})", z
+            if z is None:
+                return f"(-{v})", None
+            # a negated strong zero is +0.0 (docs/semantics.md): its reciprocal is +inf
+            return ("F(0)", "True") if z == "True" else (f"(F(0) if {z} else -{v})", z)
         if isinstance(e, Binary):
             return self.binary(e, env)
         if isinstance(e, Pow):

@@ -83,6 +83,8 @@ class Emitter:
         self.facts: list[Affine] = []  # index-free a >= 0 known to hold (guarded by an if)
         # Statements returned whole: they must be fresh arrays (others may be read-only views).
         self.returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
+        # Statements read by a divisor or a negative power's base (the sign of a zero shows).
+        self.zero_sign = prog.zero_sign_reads()
         # Outputs that may be returned as a Diagonal / Sparse: returned whole and read by nothing.
         self.structured: frozenset[str] = prog.unread_outputs() if structured else frozenset()
 

@@ -103,6 +103,12 @@ class Codegen(Loops, Reductions):
                 plan = self.plan_term(t, s)
                 if plan is not None:
                     plans.append(plan)
+                    # a sum an equality removed whole is that term plus the +0.0 the sum
+                    # started from: Σ_i [i == 0] y is +0.0 at y = -0.0 (1 / it is +inf).
+                    # Added where the sign can show: a scalar (free), or a divisor's read
+                    # (a coefficient < 0 stays as written: -Σ and Σ - are one term here)
+                    plus_zero |= bool(t.sums) and not plan[0].sums and t.coef > 0 and (
+                        not gens or s.name in self.zero_sign)
         if not gens:
             total = self.to_num(self.combine([t for t, _, _ in plans], {}))
             self.decide("assign", "scalar")
