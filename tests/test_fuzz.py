@@ -133,6 +133,15 @@ def test_a_wrong_gradient_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any(f.outcome == "fd" for f in findings), findings
 
 
+def test_rounding_that_swamps_the_finite_differences_is_no_finding() -> None:
+    """Seed 3001, case 615 (a NumPy function): at h = 1e-5 the differences of B[0, 2] carry
+    the rounding of intermediates far larger than the value (0.0710588 against the exact
+    0.0710606; at 1e-3 they give 0.0710606). A 100x wider step, where the function is still
+    smooth, agrees: no ``fd`` finding (a 0.1 % wrong derivative still is one, above)."""
+    case, inputs = make_case(3001, 615, ("index", "numpy"))
+    assert check_case(case, {"finite": inputs["finite"]})["finite"] == []
+
+
 def test_the_chain_rules_ieee_zero_times_inf_is_its_own_outcome(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Class 2 (docs/semantics.md, "The chain rule is IEEE too"): ``t1[N]`` reads outside

@@ -314,21 +314,18 @@ def _check_fd(forward: Program, inputs: dict[str, Any], wrt: tuple[str, ...], gr
         picks = rng.permutation(x0.size)[:FD_COMPONENTS]
         for k in picks:
             h = 1e-5 * max(1.0, abs(float(x0.ravel()[k])))
-
-            fm2, fm1, fp1, fp2 = (_shifted(forward, inputs, name, x0, int(k), t * h)
-                                  for t in (-2, -1, 1, 2))
-            vals = np.array([fm2, fm1, f0, fp1, fp2])
-            if not np.all(np.isfinite(vals)):
+            smooth = _estimate(forward, inputs, name, x0, int(k), h, f0)
+            if smooth is None:
                 continue
-            left, right = (f0 - fm1) / h, (fp1 - f0) / h
-            c1, c2 = (fp1 - fm1) / (2 * h), (fp2 - fm2) / (4 * h)
-            mag = max(1.0, abs(c1), float(np.max(np.abs(vals))) * 1e-5)
-            # a kink or a jump within 2h: one-sided slopes or the two central ones disagree
-            if abs(left - right) > 1e-3 * mag or abs(c1 - c2) > 1e-4 * mag:
-                continue
-            est = (4 * c1 - c2) / 3
+            est, noise = smooth
             gk = float(g.ravel()[k])
-            noise = 50 * np.finfo(float).eps * float(np.max(np.abs(vals))) / h
+            if not _close(gk, est, noise):
+                # rounding inside the function (cancellations of intermediates far larger
+                # than its value) can swamp the differences at h: at 100 h, where it is still
+                # smooth, the estimate agreeing is agreement (seed 3001, case 615)
+                wider = _estimate(forward, inputs, name, x0, int(k), 100 * h, f0)
+                if wider is not None and _close(gk, *wider):
+                    continue
             if not _close(gk, est, noise):
                 at = np.unravel_index(int(k), x0.shape) if x0.shape else ()
                 where = f"d/d{name}{list(map(int, at))}: {gk!r} vs finite differences {est!r}"
@@ -365,6 +362,23 @@ _DIAGNOSES = (
                              "cancellation: the chain rule's IEEE inf - inf)"),
 )
 _SATURATION = {"saturates": 1e100, "saturates moderately": 2.0 ** 30}
+
+
+def _estimate(forward: Program, inputs: dict[str, Any], name: str, x0: np.ndarray, k: int,
+              h: float, f0: float) -> tuple[float, float] | None:
+    """Richardson-extrapolated central differences of component ``k`` at step ``h`` and their
+    rounding noise; None where the function is not smooth within 2h (one-sided slopes or the
+    two central ones disagree, a value not finite)."""
+    fm2, fm1, fp1, fp2 = (_shifted(forward, inputs, name, x0, k, t * h) for t in (-2, -1, 1, 2))
+    vals = np.array([fm2, fm1, f0, fp1, fp2])
+    if not np.all(np.isfinite(vals)):
+        return None
+    left, right = (f0 - fm1) / h, (fp1 - f0) / h
+    c1, c2 = (fp1 - fm1) / (2 * h), (fp2 - fm2) / (4 * h)
+    mag = max(1.0, abs(c1), float(np.max(np.abs(vals))) * 1e-5)
+    if abs(left - right) > 1e-3 * mag or abs(c1 - c2) > 1e-4 * mag:
+        return None
+    return (4 * c1 - c2) / 3, 50 * np.finfo(float).eps * float(np.max(np.abs(vals))) / h
 
 
 def _close(g: float, est: float, noise: float) -> bool:
