@@ -167,3 +167,21 @@ def test_a_statement_past_the_branch_budget_runs_as_numpy_code() -> None:
     want = ea.grad(fuzzed, argnums=(0, 1), optimize=False)(x, y)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def fuzzed_zero_sum(x, y, C):  # the fuzzer's seed 3002, case 31
+    s1 = 0.0
+    for _ in range(len(C)):
+        s1 += np.dot(np.square(np.full((C[1:].shape[0],), 0.0)),
+                     np.full((C[1:].shape[0],), 2.0))
+    t2 = C[0]
+    return np.sin(np.where(-(s1) >= (y / np.trace(C)), (t2[::2] @ t2[::2]), t2[0]))
+
+
+def test_a_loop_whose_terms_are_all_strong_zeros_is_not_written() -> None:
+    """``s1`` sums a sum of zeros: its accumulator loop got no line inside (every term a
+    strong zero), and the kernel was a ``for`` with no body, a syntax error at compile time.
+    An empty loop or guard is now left out."""
+    args = {"x": 0.5, "y": -1.0, "C": np.arange(9.0).reshape(3, 3) + 1}
+    got = ea.compile(fuzzed_zero_sum, backend="numba")(**args)
+    assert got == ea.compile(fuzzed_zero_sum)(**args) == np.sin(1.0 + 9.0)

@@ -155,6 +155,11 @@ class LoopWriter:
     def close(self) -> None:
         self.blocks.pop()
         self.depth -= 1
+        head = self.lines[-1] if self.lines else ""
+        if (head.split("#")[0].rstrip().endswith(":") and head.startswith("    " * self.depth)
+                and not head.startswith("    " * self.depth + " ")):
+            # nothing was written inside (every term a strong zero): no loop, no guard
+            self.lines.pop()
 
     def fresh(self, base: str) -> str:
         self.counter += 1
