@@ -61,8 +61,13 @@ def branches(fn: ast.FunctionDef) -> int:
 
 
 def within_budget(code: str) -> bool:
-    """Whether the kernels in ``code`` each hold at most :data:`MAX_BRANCHES` branches."""
-    return all(branches(fn) <= MAX_BRANCHES for fn in ast.parse(code).body
+    """Whether the kernels in ``code`` each hold at most :data:`MAX_BRANCHES` branches (False
+    for code that does not parse: a writer's defect, run as NumPy code rather than crash)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    return all(branches(fn) <= MAX_BRANCHES for fn in tree.body
                if isinstance(fn, ast.FunctionDef))
 
 
