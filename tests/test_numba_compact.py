@@ -131,6 +131,7 @@ def test_the_branch_budget_counts_what_splits_a_kernels_blocks() -> None:
                                       for k in range(MAX_BRANCHES + 1))
     assert not within_budget(loops)
     assert within_budget(kernel(MAX_BRANCHES) + "\n" + kernel(MAX_BRANCHES).replace("_k", "_j"))
+    assert not within_budget("def _k(x):\n    for i in range(3):\n")  # (runs as NumPy code)
 
 
 def test_siblings_past_the_branch_budget_run_as_kernels_of_their_own() -> None:
