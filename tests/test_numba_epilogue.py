@@ -187,3 +187,26 @@ def test_product_operands_orient_the_matrices() -> None:
     stmts = {s.name: s for s in g.compiled._prog.statements}
     assert product_operands(stmts["_p_hid"]) == ("X", "W1.T")
     assert product_operands(stmts["hid"]) is None
+
+
+def test_a_product_of_part_of_a_matrix_is_not_written_as_its_whole_product() -> None:
+    """``t[i: 1, j: 2] = Σ_k B[i, k] B[k, j]`` reads B's first row only: BLAS into t's kept
+    buffer wrote ``B @ B`` (2 x 2) into a 1 x 2 array, a ValueError (the fuzzer's numba run,
+    seed 3003, case 183). Only a matrix read whole is an operand."""
+    src = """
+def f(x: [], B: [2, 2]):
+    t[i: 1, j: 2] = Sum[k: 2](B[i, k] * B[k, j])
+    t1[i: 1, j: 2] = x / t[i, j]
+    t2[i: 2] = (B[i, i] + B[i, i]) * t1[0, i]
+    return Sum[i: 2](t2[i])
+"""
+    prog = ea.parse(src)
+    shapes = {p.name: p.shape for p in prog.params}
+    (t, *_) = prog.statements
+    assert product_operands(t, shapes) is None
+    whole = ea.parse("def g(B: [2, 2]):\n    t[i: 2, j: 2] = Sum[k: 2](B[i, k] * B[j, k])\n"
+                     "    return t\n").statements[0]
+    assert product_operands(whole, shapes) == ("B", "B.T")
+    args = {"x": 0.7, "B": np.array([[1.5, -2.0], [0.25, 3.0]])}
+    f = ea.compile(prog, optimize=False, backend="numba")
+    np.testing.assert_allclose(f(**args), evaluate(prog, **args), rtol=1e-12)

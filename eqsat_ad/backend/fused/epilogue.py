@@ -26,7 +26,7 @@ the cheaper of the two schedules), not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -302,9 +302,11 @@ def product_into(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
     return finite(out)
 
 
-def product_operands(s: Statement) -> tuple[str, str] | None:
+def product_operands(s: Statement, shapes: Mapping[str, tuple[Dim, ...]]
+                     ) -> tuple[str, str] | None:
     """Code of the two operands whose matrix product is ``s`` (``_p[i, j] = Σ_k a·b``, each a
-    matrix read at plain indices: ``X``, ``W1.T``), or None."""
+    matrix read whole at plain indices: ``X``, ``W1.T``; ``shapes``: the arrays'), or None (a
+    read of part of a matrix, ``t[i: 1, j: 2] = Σ_k B[i, k] B[k, j]``, is no such product)."""
     if len(s.indices) != 2 or not isinstance(s.body, Sum) or len(s.body.indices) != 1:
         return None
     fs = product_factors(s.body.body)
@@ -318,7 +320,10 @@ def product_operands(s: Statement) -> tuple[str, str] | None:
         a, b = b, a
         names.reverse()
     codes = []
+    extents = {iv.name: iv.extent for iv in (*s.indices, *s.body.indices)}
     for f, got, want in ((a, names[0], [i, k]), (b, names[1], [k, j])):
+        if tuple(shapes[f.name]) != tuple(extents.get(n) for n in got):  # type: ignore[union-attr]
+            return None
         if got == want:
             codes.append(f.name)  # type: ignore[union-attr]
         elif got == want[::-1]:
@@ -328,13 +333,14 @@ def product_operands(s: Statement) -> tuple[str, str] | None:
     return codes[0], codes[1]
 
 
-def product_run(s: Statement, part_call: str) -> list[str] | None:
+def product_run(s: Statement, part_call: str, shapes: Mapping[str, tuple[Dim, ...]]
+                ) -> list[str] | None:
     """The run function's lines for the matrix product ``s`` (neither returned nor read by
     NumPy code that may keep a view of it: a split product, read by its epilogue, or a
     product such as mlp's ``hid_bar``): BLAS into a buffer kept from call to call, the NumPy
     part (``part_call``) where an operand holds inf or nan (:func:`product_into`); None when
-    ``s`` is no such product."""
-    ops = product_operands(s)
+    ``s`` is no such product (``shapes``: the arrays')."""
+    ops = product_operands(s, shapes)
     if ops is None:
         return None
     shape = ", ".join(str(iv.extent) for iv in s.indices)

@@ -393,7 +393,7 @@ class NumbaProgram(NestWriter):
                 call = f"np.asarray({fn}({args}), dtype=F)"
                 # a matrix product no caller sees: BLAS into a buffer kept from call to call
                 blas = None if s.name in position or s.name in seen_by_numpy else \
-                    product_run(s, call)
+                    product_run(s, call, self._shapes)
                 run += blas or [f"    {s.name} = {call}" + ("" if s.shape else ".reshape(1)")]
         outs = []
         for o in self._prog.outputs:
