@@ -185,8 +185,9 @@ def test_product_into_runs_blas_only_on_finite_operands() -> None:
 def test_product_operands_orient_the_matrices() -> None:
     g = _mlp()
     stmts = {s.name: s for s in g.compiled._prog.statements}
-    assert product_operands(stmts["_p_hid"]) == ("X", "W1.T")
-    assert product_operands(stmts["hid"]) is None
+    shapes = g.compiled._shapes
+    assert product_operands(stmts["_p_hid"], shapes) == ("X", "W1.T")
+    assert product_operands(stmts["hid"], shapes) is None
 
 
 def test_a_product_of_part_of_a_matrix_is_not_written_as_its_whole_product() -> None:
