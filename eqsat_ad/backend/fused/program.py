@@ -104,7 +104,10 @@ class NumbaProgram(NestWriter):
                 break
             except OverBudget as over:  # (fusion made a kernel Numba would compile for long)
                 grouped = len(over.names) > 1 and not over.names <= self._apart
+                known = len(self._over) + len(self._apart)
                 (self._apart if grouped else self._over).update(over.names)
+                if len(self._over) + len(self._apart) == known:  # (no progress: all NumPy)
+                    self._over.update(s.name for s in whole.statements)
         self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
         self.runner: Any = self.numpy if self.numpy_only else self
         self._modules: dict[str, ModuleType] = {}
