@@ -113,37 +113,19 @@ class _Stage:
 def _written_into(result: Any, out: Any, inputs: Sequence[Any], name: str) -> Any:
     """``result`` written into the caller's ``out=`` arrays (one per output, None where not
     wanted), checked as the Numba backend checks them; what the call returns."""
+    from .backend.fused.outputs import check_buffer, given_buffers
+
     several = isinstance(result, tuple)
     results = result if several else (result,)
-    given = tuple(out) if several and isinstance(out, tuple | list) else (out,)
     where = f"out= of {name}"
-    if len(given) != len(results):
-        raise ShapeError(f"{where}: expected {len(results)} array(s) (None where not wanted), "
-                         f"got {len(given)}")
+    given = given_buffers(out, len(results), several, where)
     for k, (b, r) in enumerate(zip(given, results, strict=True)):
-        if b is None:
-            continue
-        r = np.asarray(r)
-        if not r.shape:
-            raise ShapeError(f"{where}: output {k} needs no buffer (it is a scalar): pass None")
-        if not isinstance(b, np.ndarray) or b.shape != r.shape or b.dtype != r.dtype \
-                or not b.flags.writeable:
-            raise ShapeError(f"{where}: output {k} is {r.dtype.name} of shape {r.shape}; got "
-                             f"{_described(b)}")
-        if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in inputs):
-            raise ShapeError(f"{where}: output {k} shares memory with an input")
+        check_buffer(where, k, b, np.shape(r), np.asarray(r).dtype, inputs)
     for b, r in zip(given, results, strict=True):
         if b is not None:
             np.copyto(b, r)
     kept = tuple(r if b is None else b for b, r in zip(given, results, strict=True))
     return kept if several else kept[0]
-
-
-def _described(b: Any) -> str:
-    if not isinstance(b, np.ndarray):
-        return type(b).__name__
-    return (f"a {'read-only ' if not b.flags.writeable else ''}{b.dtype.name} array of shape "
-            f"{b.shape}")
 
 
 BACKENDS = ("numpy", "numba")

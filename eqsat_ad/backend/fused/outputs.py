@@ -15,7 +15,7 @@ from ...ir.expr import Access, Expr
 from ...ir.index import Dim, dim_value
 from ...ir.program import Program
 
-__all__ = ["Recycler", "caller_buffers"]
+__all__ = ["Recycler", "caller_buffers", "check_buffer", "given_buffers"]
 
 
 def caller_buffers(program: Program, outputs: Sequence[Expr],
@@ -23,31 +23,43 @@ def caller_buffers(program: Program, outputs: Sequence[Expr],
                    dt: np.dtype, arrays: list[Any]) -> tuple[np.ndarray | None, ...]:
     """The caller's output arrays, one per output of ``program`` (``outputs``: each one's
     stored array, of ``shapes``; None: allocate), checked."""
-    n = len(program.outputs)
     if out is None:
-        return (None,) * n
-    several = program.returns_tuple
-    given = tuple(out) if several and isinstance(out, tuple | list) else (out,)
+        return (None,) * len(program.outputs)
     where = f"out= of {program.name}"
+    given = given_buffers(out, len(program.outputs), program.returns_tuple, where)
+    for k, (b, o) in enumerate(zip(given, outputs, strict=True)):
+        assert isinstance(o, Access)
+        check_buffer(where, k, b, tuple(dim_value(d, sizes) for d in shapes[o.name]), dt,
+                     arrays)
+    return given
+
+
+def given_buffers(out: Any, n: int, several: bool, where: str) -> tuple[Any, ...]:
+    """``out=`` as one entry per output (``n`` of them; a tuple or list where the program
+    returns ``several``), or a ShapeError naming ``where``."""
+    given = tuple(out) if several and isinstance(out, tuple | list) else (out,)
     if len(given) != n:
         raise ShapeError(f"{where}: expected {n} array(s) (None where not wanted), "
                          f"got {len(given)}")
-    for k, (b, o) in enumerate(zip(given, outputs, strict=True)):
-        if b is None:
-            continue
-        assert isinstance(o, Access)
-        shape = tuple(dim_value(d, sizes) for d in shapes[o.name])
-        if not isinstance(b, np.ndarray) or not shape:
-            raise ShapeError(f"{where}: output {k} needs " + (
-                f"a NumPy array of shape {shape}, got {type(b).__name__}" if shape
-                else "no buffer (it is a scalar): pass None"))
-        if b.shape != shape or b.dtype != dt or not b.flags.writeable:
-            raise ShapeError(f"{where}: output {k} is {dt.name} of shape {shape}; got a "
-                             f"{'read-only ' if not b.flags.writeable else ''}"
-                             f"{b.dtype.name} array of shape {b.shape}")
-        if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
-            raise ShapeError(f"{where}: output {k} shares memory with an input")
     return given
+
+
+def check_buffer(where: str, k: int, b: Any, shape: tuple[int, ...], dt: np.dtype,
+                 arrays: Sequence[Any]) -> None:
+    """A ShapeError unless ``b`` (output ``k``'s entry of ``out=``; None: not wanted) is a
+    writeable array of ``shape`` and ``dt`` sharing no memory with the call's ``arrays``."""
+    if b is None:
+        return
+    if not isinstance(b, np.ndarray) or not shape:
+        raise ShapeError(f"{where}: output {k} needs " + (
+            f"a NumPy array of shape {shape}, got {type(b).__name__}" if shape
+            else "no buffer (it is a scalar): pass None"))
+    if b.shape != shape or b.dtype != dt or not b.flags.writeable:
+        raise ShapeError(f"{where}: output {k} is {dt.name} of shape {shape}; got a "
+                         f"{'read-only ' if not b.flags.writeable else ''}"
+                         f"{b.dtype.name} array of shape {b.shape}")
+    if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
+        raise ShapeError(f"{where}: output {k} shares memory with an input")
 
 
 def _unshared(a: np.ndarray) -> bool:
