@@ -14,9 +14,10 @@ what LLVM makes of them:
   generated code calls kernels only from Python (:data:`JIT`: none).
 
 What no form removes: each conditional expression or statement of a kernel splits its blocks,
-and Numba's SSA pass grows about quadratically with them in one function. A statement whose
-kernel alone has more than :data:`MAX_BRANCHES` of them runs as NumPy code instead
-(:func:`within_budget`).
+and Numba's SSA pass grows about quadratically with them in one function. A module's kernel
+with more than :data:`MAX_BRANCHES` of them is not written (:func:`kernel_within_budget`): the
+program is scheduled again with its statements as kernels of their own (siblings of one pass)
+or, for one statement, as NumPy code.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program
 from .checks import bounds, call_box
-from .compact import OverBudget, kernel_within_budget, within_budget
+from .compact import OverBudget, kernel_within_budget
 from .epilogue import PRODUCT_IMPORT, cheaper, fresh, product_run, split_products
 from .exact import exact_on_disk
 from .functions import HELPERS
@@ -102,7 +102,7 @@ class NumbaProgram(NestWriter):
             try:
                 self.source = self._module_source()
                 break
-            except OverBudget as over:  # (fusion made a kernel Numba would compile for long)
+            except OverBudget as over:  # (a kernel Numba would compile for long: again)
                 grouped = len(over.names) > 1 and not over.names <= self._apart
                 known = len(self._over) + len(self._apart)
                 (self._apart if grouped else self._over).update(over.names)
@@ -167,10 +167,10 @@ class NumbaProgram(NestWriter):
         if s.name in self._over:
             return False
         try:
-            code, _ = self._kernel([s], {})
+            self._kernel([s], {})
         except Unsupported:
             return False
-        return within_budget(code)  # (else Numba's compile would take minutes)
+        return True
 
     def _stmt(self, name: str) -> Statement:
         return next(s for s in self._prog.statements if s.name == name)
@@ -181,10 +181,10 @@ class NumbaProgram(NestWriter):
         if form is None or s.name in self._over:
             return None
         try:
-            code, _ = self._pair_kernel(s, form, {})
+            self._pair_kernel(s, form, {})
         except Unsupported:
             return None
-        return form if within_budget(code) else None
+        return form
 
     def _pair_kernel(self, s: Statement, form: PairForm, fused: dict[str, Statement]
                      ) -> tuple[str, list[str]]:
