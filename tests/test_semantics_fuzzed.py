@@ -516,6 +516,32 @@ def test_a_sum_an_equality_removes_still_starts_at_plus_zero(backend: str) -> No
     _agree_on(backend, array, {"y": ("N",)}, {"N": 2}, {"y": y})
 
 
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("body, want", [
+    ("-Sum[i: N]((i == 0) * y[i])", -np.inf),  # -(0.0 + y): -0.0 at y = ±0.0
+    ("Sum[i: N](-((i == 0) * y[i]))", np.inf),  # 0.0 + -y: +0.0 at y = ±0.0
+    ("-2.0 * Sum[i: N]((i == 0) * y[i])", -np.inf),
+    ("-Sum[i: N]((i == 0) * y[i]) - Sum[i: N]((i == 1) * y[i])", -np.inf),  # (N >= 2 kept)
+])
+def test_a_negated_sum_an_equality_removes_is_minus_zero(backend: str, body: str,
+                                                          want: float) -> None:
+    """``-Σ_i [i == 0] y`` is ``-(0.0 + y)``: -0.0 at y = -0.0, so 1 / it is -inf. Both
+    backends wrote ``-y`` (+0.0): the normal form's negative coefficient is applied to the
+    sum, and the + 0.0 the sum starts from was added only to positive terms (found while
+    fixing seed 3001, case 773). A coefficient written inside the sum keeps the sum +0.0."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    src = f"def f(y: [N]):\n    s1 = {body}\n    return 1.0 / s1\n"
+    for y in ([-0.0, -0.0, 2.0], [0.0, -0.0, 2.0], [-0.0, 0.0, 2.0]):
+        assert _value(src, y=np.array(y)) == want
+        _agree_on(backend, src, {"y": ("N",)}, {"N": 3}, {"y": np.array(y)})
+    array = ("def f(y: [N], x: [N]):\n    s[j: N] = -Sum[i: N]((i == j) * y[i])\n"
+             "    return Sum[j: N](x[j] / s[j])\n")
+    inputs = {"y": np.array([-0.0, 0.0, 1.0]), "x": np.array([1.0, 1.0, 1.0])}
+    assert _value(array, **inputs) == -np.inf
+    _agree_on(backend, array, {"y": ("N",), "x": ("N",)}, {"N": 3}, inputs)
+
 def test_a_negated_strong_zero_is_plus_zero_in_the_loop_nests() -> None:
     """``(-(0)) ** (-1)`` is +inf (a strong zero is +0.0, negated too); the Numba loop nests
     negated the 0.0 (seed 3001, case 750: -inf)."""

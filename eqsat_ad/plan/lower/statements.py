@@ -12,6 +12,7 @@ from ...ir.expr import (
     Access,
     Binary,
     Bracket,
+    Const,
     Expr,
     Neg,
     free_indices,
@@ -101,14 +102,17 @@ class Codegen(Loops, Reductions):
             plus_zero |= len(unrolled) != 1 or unrolled[0] is not t0
             for t in unrolled:
                 plan = self.plan_term(t, s)
-                if plan is not None:
-                    plans.append(plan)
-                    # a sum an equality removed whole is that term plus the +0.0 the sum
-                    # started from: Σ_i [i == 0] y is +0.0 at y = -0.0 (1 / it is +inf).
-                    # Added where the sign can show: a scalar (free), or a divisor's read
-                    # (a coefficient < 0 stays as written: -Σ and Σ - are one term here)
-                    plus_zero |= bool(t.sums) and not plan[0].sums and t.coef > 0 and (
-                        not gens or s.name in self.zero_sign)
+                if plan is None:
+                    continue
+                # a sum an equality removed whole is that term plus the +0.0 the sum started
+                # from: Σ_i [i == 0] y is +0.0 at y = -0.0 (1 / it is +inf). Added where the
+                # sign can show: a scalar (free), or a divisor's read
+                shows = bool(t.sums) and not plan[0].sums and (
+                    not gens or s.name in self.zero_sign)
+                plus_zero |= shows and t.coef > 0
+                if shows and t.coef < 0:
+                    plan = _zero_inside(plan)
+                plans.append(plan)
         if not gens:
             total = self.to_num(self.combine([t for t, _, _ in plans], {}))
             self.decide("assign", "scalar")
@@ -473,3 +477,22 @@ def _static_zero(e: Expr) -> bool:
         isinstance(f, Bracket) and any(not c.indices() and static_truth(c) is False
                                        for c in conditions(f.pred))
         for f in _leaf_factors(e))
+
+
+def _zero_inside(plan: StatementTerm) -> StatementTerm:
+    """A term ``c · Σ_J f`` (c < 0) whose sums an equality removed, as ``c · (f + 0.0)``: the
+    sum starts at +0.0 before its coefficient applies (``-Σ_i [i == 0] y`` is -0.0 at
+    y = ±0.0, where ``-y`` would be +0.0 at y = -0.0). The strict lowering applies a term's
+    coefficient outside its sums (:func:`~eqsat_ad.plan.normal.expand`), so this is exact
+    there; the fast code, where ``-Σ f`` and ``Σ -f`` are one term, reruns the strict code
+    when such a zero reaches a division (an inf). A term with nested sums left is kept as it
+    was (its value is not one expression); its conditions still guard the whole."""
+    t, axes, solved = plan
+    if any(isinstance(f, Term) for f in t.factors):
+        return plan
+    body: Expr = Const(1.0)
+    for k, f in enumerate(t.factors):
+        assert not isinstance(f, Term)
+        body = f if k == 0 else Binary("*", body, f)
+    return StatementTerm(replace(t, factors=[Binary("+", body, Const(0.0))]), axes, solved)
+
