@@ -107,7 +107,6 @@ points, and each NumPy pass also writes and reads back its result (about ``2 · 
 point) where the loop nest keeps values in registers. A loop nest dearer than this many times
 the plan's price (``Σ_t [i == t]·x[t]`` per point against ``k`` point writes) stays NumPy."""
 
-
 STRIDED = 8 * MEMORY
 """Extra price of a read that walks a row-major array down a column: a cache line (8 float64)
 fetched for the one element used (NumPy's ``.sum(axis=0)`` and BLAS walk rows instead)."""
@@ -578,9 +577,8 @@ def _fuse(prog: Program, placement: dict[str, str], why: dict[str, str],
         users = readers[s.name]
         if (placement[s.name] != "loop" or s.name in returned or not users or not s.indices
                 or any(placement[u.name] == "numpy" for u in users)
-                # a running sum carried along its points: alone O(1) a point, while each
-                # evaluation where it is read would be the whole sum (a prefix sum fused
-                # into its reader runs in O(N²))
+                # a running sum carried along its points: alone O(1) a point, each evaluation
+                # where it is read the whole sum (a prefix sum fused into its reader: O(N²))
                 or statement_scans(s.body, s.indices[-1].name) or has_band(s.body)):
             continue
         reads = ZERO
