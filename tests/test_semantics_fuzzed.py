@@ -542,6 +542,29 @@ def test_a_negated_sum_an_equality_removes_is_minus_zero(backend: str, body: str
     assert _value(array, **inputs) == -np.inf
     _agree_on(backend, array, {"y": ("N",), "x": ("N",)}, {"N": 3}, inputs)
 
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("body, y, want", [
+    ("(j > 0) * y[j]", [1.0, -0.0, 2.0], np.inf),  # s[1] = -0.0: -1 / s[1] is +inf
+    ("-(j > 0) * Sum[i: N]((i == j) * y[i])", [1.0, 0.0, 2.0], np.inf),  # -(0.0 + 0.0)
+    ("-Sum[i: N]((i == 0) * (j == 1) * y[i])", [-0.0, 1.0, 2.0], np.inf),  # a point write
+    ("-(j > 0) * y[j]", [1.0, 0.0, 2.0], np.inf),  # -0.0 at j = 1
+])
+def test_a_statement_of_one_term_keeps_its_sign_of_zero(backend: str, body: str, y: list,
+                                                         want: float) -> None:
+    """A statement whose one term writes part of its array was written into zeros by
+    ``+=`` / ``-=``: ``0.0 + t`` is +0.0 where the term is -0.0, and ``0.0 - t`` +0.0 where
+    it is +0.0, where the interpreter has the term itself. The NumPy backend now assigns the
+    term (``np.negative(t, out=...)`` for a negative one); the Numba backend's NumPy-run
+    statement keeps the sign a later divisor reads (``lower_program``'s ``signed``)."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    src = (f"def f(y: [N], x: [N]):\n    s[j: N] = {body}\n"
+           "    return Sum[j: N](x[j] / s[j])\n")
+    inputs = {"y": np.array(y), "x": np.array([1.0, -1.0, 1.0])}
+    assert _value(src, **inputs) == want  # (+0.0 at j = 1 would add -inf: nan)
+    _agree_on(backend, src, {"y": ("N",), "x": ("N",)}, {"N": 3}, inputs)
+
 def test_a_negated_strong_zero_is_plus_zero_in_the_loop_nests() -> None:
     """``(-(0)) ** (-1)`` is +inf (a strong zero is +0.0, negated too); the Numba loop nests
     negated the 0.0 (seed 3001, case 750: -inf)."""

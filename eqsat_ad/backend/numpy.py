@@ -82,10 +82,12 @@ class CompiledProgram:
     its own compiled function (the same code; contraction orders may use the concrete sizes).
     """
 
-    def __init__(self, prog: Program, structured: bool = False) -> None:
+    def __init__(self, prog: Program, structured: bool = False,
+                 signed: frozenset[str] = frozenset()) -> None:
         self.program = prog
         self.structured = structured
-        self._lowered = lower_program(prog, structured=structured)
+        self.signed = signed  # (see lower_program)
+        self._lowered = lower_program(prog, structured=structured, signed=signed)
         self._by_signature: dict[tuple, Any] = {}
         self._by_arrays: dict[tuple, tuple] = {}  # (shape, dtype) per argument -> fn, sizes
         self._plain_by: dict[tuple, CompiledProgram | None] = {}  # sizes -> see _plain
@@ -221,17 +223,19 @@ class CompiledProgram:
                 hit = self._by_signature.get(key)
                 if hit is None:
                     lowered = lower_program(self.program, sizes, strict=strict,
-                                            structured=self.structured, sparse=sparse)
+                                            structured=self.structured, sparse=sparse,
+                                            signed=self.signed)
                     check = not strict and (
                         lower_program(self.program, sizes, strict=True,
-                                      structured=self.structured, sparse=sparse).source
+                                      structured=self.structured, sparse=sparse,
+                                      signed=self.signed).source
                         != lowered.source
                     )
                     hit = (_load(lowered), check)
                     self._by_signature[key] = hit
                     if sparse and not strict:  # .source shows the code run by the members
                         self._lowered = lower_program(self.program, structured=self.structured,
-                                                      sparse=sparse)
+                                                      sparse=sparse, signed=self.signed)
         return hit
 
     fallback: Any = None
@@ -265,9 +269,10 @@ class CompiledProgram:
         plain = None
         naive = self.fallback.compiled() if self.fallback.same_code else None
         if isinstance(naive, CompiledProgram) and naive.structured == self.structured \
-                and naive.program.params == self.program.params \
+                and naive.signed == self.signed and naive.program.params == self.program.params \
                 and naive.program.returns_tuple == self.program.returns_tuple:
-            mine, theirs = (lower_program(p, sizes, structured=self.structured, sparse=sparse)
+            mine, theirs = (lower_program(p, sizes, structured=self.structured, sparse=sparse,
+                                          signed=self.signed)
                             for p in (self.program, naive.program))
             if same_code(mine.source, theirs.source):
                 plain = naive
@@ -398,18 +403,20 @@ _CACHE_LIMIT = 256
 on_register(_CACHE.clear)
 
 
-def compile_program(prog: Program, structured: bool = False) -> CompiledProgram:
+def compile_program(prog: Program, structured: bool = False,
+                    signed: frozenset[str] = frozenset()) -> CompiledProgram:
     """The compiled form of ``prog`` (cached per program; per shape/dtype inside).
 
-    ``structured``: return diagonal / point-sparse outputs as such (see :func:`lower_program`).
+    ``structured``: return diagonal / point-sparse outputs as such; ``signed``: statements
+    whose sign of zero the caller observes (see :func:`lower_program`).
     """
     if not isinstance(prog, Program):
         raise ProgramError(f"expected a Program, got {type(prog).__name__}")
-    key = (prog, bool(structured))
+    key = (prog, bool(structured), frozenset(signed))
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    compiled = CompiledProgram(prog, bool(structured))
+    compiled = CompiledProgram(prog, bool(structured), frozenset(signed))
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = compiled

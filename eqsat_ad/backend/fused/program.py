@@ -304,12 +304,17 @@ class NumbaProgram(NestWriter):
         params = self.program.params + tuple(Param(n, self._shapes[n]) for n in stored)
         return Program(params, (s,), (Access(s.name),), False, f"_np_{s.name}")
 
+    def _signed(self, s: Statement) -> frozenset[str]:
+        """``{s.name}`` where a later statement's divisor reads ``s`` (its part keeps its
+        sign of zero as the interpreter has it: ``lower_program``'s ``signed``), else empty."""
+        return frozenset({s.name}) & self._prog.zero_sign_reads()
+
     def _alone_price(self, s: Statement) -> Poly:
         """The price of ``s``'s NumPy code run on its own (what a NumPy-placed statement
         runs), less the copy that keeps a program's output apart from its inputs (the
         fused program passes the part's result on without one)."""
         price = ZERO
-        for k in lower_program(self._part(s)).plan.kernels:
+        for k in lower_program(self._part(s), signed=self._signed(s)).plan.kernels:
             if k.detail != "copy":
                 price = price + k.cost
         return price
@@ -317,7 +322,7 @@ class NumbaProgram(NestWriter):
     def _numpy_part(self, s: Statement) -> tuple[str, list[str]]:
         """The NumPy backend's code for the one statement ``s`` and the arrays it reads."""
         stored = sorted(accessed_names(s.body) - set(self.program.param_names))
-        self._numpy_parts[s.name] = compile_program(self._part(s))
+        self._numpy_parts[s.name] = compile_program(self._part(s), signed=self._signed(s))
         return f"_np_{s.name}", [*self.program.param_names, *stored]
 
     def _module_source(self) -> str:

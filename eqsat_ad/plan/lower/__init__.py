@@ -55,6 +55,7 @@ __all__ = ["Decision", "Lowered", "lower_program"]
 def lower_program(
     prog: Program, sizes: Mapping[str, int] | None = None, *, strict: bool = False,
     structured: bool = False, sparse: frozenset[str] | set[str] = frozenset(),
+    signed: frozenset[str] = frozenset(),
 ) -> Lowered:
     """The plan of ``prog`` and its NumPy source, with the lowering's decisions.
 
@@ -66,6 +67,8 @@ def lower_program(
     product of factors over disjoint indices as an :class:`~eqsat_ad.backend.structured.Outer`.
     ``sparse``: relation parameters passed as :class:`~eqsat_ad.ir.relations.SparseRelation`
     (their members): sums over them iterate the members (gathers and segment sums, O(nnz)).
+    ``signed``: statements whose sign of zero the caller observes as a divisor would (a part of
+    a larger program, :mod:`eqsat_ad.backend.fused`): kept as the interpreter has it.
     """
     if not isinstance(prog, Program):
         raise ProgramError(f"expected a Program, got {type(prog).__name__}")
@@ -73,15 +76,17 @@ def lower_program(
     # compilation) reuses the lowering: by identity, so no deep hash of a long program.
     try:
         key = (id(prog), None if sizes is None else tuple(sorted(dict(sizes).items())),
-               bool(strict), bool(structured), frozenset(sparse))
+               bool(strict), bool(structured), frozenset(sparse), frozenset(signed))
         hash(key)
     except TypeError:  # sizes Codegen will reject: no reuse, its error
-        return Codegen(prog, sizes, strict, structured, frozenset(sparse)).program()
+        return Codegen(prog, sizes, strict, structured, frozenset(sparse),
+                       frozenset(signed)).program()
     with _LOWERED_LOCK:
         hit = _LOWERED.get(key)
     if hit is not None and hit[0] is prog:
         return hit[1]
-    lowered = Codegen(prog, sizes, strict, structured, frozenset(sparse)).program()
+    lowered = Codegen(prog, sizes, strict, structured, frozenset(sparse),
+                      frozenset(signed)).program()
     with _LOWERED_LOCK:
         if len(_LOWERED) >= _LOWERED_LIMIT:
             _LOWERED.pop(next(iter(_LOWERED)))

@@ -42,7 +42,8 @@ from .values import (
 
 class Emitter:
     def __init__(self, prog: Program, sizes: Mapping[str, int] | None, strict: bool,
-                 structured: bool = False, sparse: frozenset[str] = frozenset()) -> None:
+                 structured: bool = False, sparse: frozenset[str] = frozenset(),
+                 signed: frozenset[str] = frozenset()) -> None:
         self.prog = prog
         # Relations passed by their members (SparseRelation): read dense only as a fallback.
         self.sparse = frozenset(n for n in sparse
@@ -71,7 +72,8 @@ class Emitter:
             self.py[f"nnz_{n}"] = self._pyname(f"nnz_{n}", taken)
         self.stmt = ""
         self.tmp = 0
-        self.options = (structured, frozenset(sparse))  # (to lower a variant of the program)
+        # (to lower a variant of the program)
+        self.options = (structured, frozenset(sparse), frozenset(signed))
         self.indent = 0  # loops the next line is in (eqsat_ad.plan.lower.loops)
         self.loop_symbols: set[str] = set()  # their variables: size-like symbols in indices
         self.loop_calls = 0  # kernel calls the loops run beyond one of each
@@ -84,7 +86,7 @@ class Emitter:
         # Statements returned whole: they must be fresh arrays (others may be read-only views).
         self.returned = {o.name for o in prog.outputs if isinstance(o, Access) and not o.indices}
         # Statements read by a divisor or a negative power's base (the sign of a zero shows).
-        self.zero_sign = prog.zero_sign_reads()
+        self.zero_sign = prog.zero_sign_reads() | signed
         # Outputs that may be returned as a Diagonal / Sparse: returned whole and read by nothing.
         self.structured: frozenset[str] = prog.unread_outputs() if structured else frozenset()
 

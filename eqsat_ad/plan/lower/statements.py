@@ -164,7 +164,8 @@ class Codegen(Loops, Reductions):
             self.emit(f"{py} = np.zeros({shape}, dtype=_dt)",
                       self.kernel(Fill, n, n, "zero-fill"))
         for t, axes, solved in rest:
-            risky |= self.write(py, s, t, axes, solved)
+            risky |= self.write(py, s, t, axes, solved,
+                                alone=not dense and len(rest) == 1 and not more)
         # (the strict code: outside a term's region the term is a strong zero, whose +0.0
         # IEEE adds to the dense terms' -0.0; the fast code reruns the strict code where the
         # sign of a zero could show, a division by it)
@@ -264,11 +265,14 @@ class Codegen(Loops, Reductions):
         return True
 
     def write(self, py: str, s: Statement, t: Term, axes: dict[str, Axis],
-              solved: dict[str, Affine], sparse: bool = False) -> bool:
+              solved: dict[str, Affine], sparse: bool = False, alone: bool = False) -> bool:
+        """Write term ``t`` into ``py`` (zeros, or the terms before it) over ``axes``, at the
+        points ``solved`` gives. ``alone``: the statement's only term, into zeros: assigned,
+        not added (``0.0 + t`` is +0.0 where ``t`` is -0.0: docs/semantics.md)."""
         sign = 1
         if t.coef < 0:
             sign, t = -1, replace(t, coef=-t.coef)
-        op = "+=" if sign > 0 else "-="
+        op = "=" if alone else "+=" if sign > 0 else "-="
         grid = dict(axes)
         # Conditions on the remaining generators: masks applied at the write.
         mask_conds = list(t.conds)
@@ -291,6 +295,14 @@ class Codegen(Loops, Reductions):
         rem = list(axes)
         masks = [self.cond_mask(c, grid) for c in mask_conds]
         m = self.conj(masks, grid)
+        negate_into = alone and sign < 0 and not solved and m is None and not sparse
+        if alone and sign < 0 and not negate_into and not sparse and not (
+                solved and rem and m is not None):  # (a masked scatter adds with its sign)
+            # (-v where the mask holds, a strong zero +0.0 elsewhere)
+            ks, size = self.pass_over(Elementwise, v.axes, grid, "-", v)
+            v = Value(f"-{v.paren(_UNARY)}", v.axes, risky=v.risky, prec=_UNARY, kernels=ks,
+                      size=size)
+            sign = 1
         if not solved:
             region = []
             for iv in s.indices:
@@ -318,8 +330,11 @@ class Codegen(Loops, Reductions):
             # one contiguous block only when no axis but the first is cut (priced apart)
             cut = [k for k, r in enumerate(region) if r != ":"]
             update = SliceUpdate if cut in ([], [0]) else StridedSliceUpdate
-            self.emit(f"{lhs} {op} {self.align(val, target, False)}",
-                      val.kernels + self.kernel(update, n, ZERO, lhs))
+            view = f"{py}[...]" if lhs == py else lhs
+            code = self.align(val, target, False)
+            line = (f"np.negative({code}, out={view})" if negate_into
+                    else f"{view} = {code}" if alone else f"{lhs} {op} {code}")
+            self.emit(line, val.kernels + self.kernel(update, n, ZERO, lhs))
             return v.risky
         # Scatter: output coordinates from the remaining generators.
         coords: list[str] = []
