@@ -17,7 +17,7 @@ from fuzz_reproducers import FIXED_REPRODUCERS, IEEE_GRADIENTS, KNOWN_REPRODUCER
 import eqsat_ad as ea
 from eqsat_ad.backend.numpy import CompiledProgram
 from eqsat_ad.fuzz import Case, Runner, check_case, fuzz, make_case, outcome_of, reduce_case
-from eqsat_ad.fuzz.case import draw_inputs
+from eqsat_ad.fuzz.case import INPUT_KINDS, SIGNED_ZEROS, draw_inputs
 from eqsat_ad.fuzz.check import Finding, load_target
 from eqsat_ad.fuzz.compare import mismatch
 from eqsat_ad.fuzz.index_gen import generate_index
@@ -257,11 +257,25 @@ def test_a_reproducer_holds_its_case_and_inputs_exactly(tmp_path: Path) -> None:
         assert np.array_equal(got, v, equal_nan=True)
 
 
+
+def test_the_zeros_kind_draws_both_signs_of_zero() -> None:
+    """The ``zeros`` input kind: every entry from SIGNED_ZEROS, both zeros present in a long
+    vector (their signs decide a division), relations still booleans; the kinds before it keep
+    their draws (a case's finite, extreme and nonfinite inputs are those of earlier runs)."""
+    case = Case("index", "def f(x: [N], R: [N, N]):\n    return Sum[i: N](x[i])\n",
+                {"x": ("N",), "R": ("N", "N")}, {"N": 400}, frozenset({"R"}))
+    x = draw_inputs(case, "zeros", np.random.default_rng(3))["x"]
+    assert set(np.unique(x)) <= set(SIGNED_ZEROS)
+    zeros = x[x == 0]
+    assert np.signbit(zeros).any() and not np.signbit(zeros).all()
+    assert draw_inputs(case, "zeros", np.random.default_rng(3))["R"].dtype == bool
+    assert INPUT_KINDS[:3] == ("finite", "extreme", "nonfinite")
+
 # --- a seeded run -----------------------------------------------------------------------------
 def test_seeded_run_finds_no_defect() -> None:
     """What CI runs: a small seeded count, both generators, every input kind."""
     result = fuzz(16, seed=0, out=None, log=None)
-    assert result.programs == 16 and sum(result.counts.values()) == 16 * 3
+    assert result.programs == 16 and sum(result.counts.values()) == 16 * len(INPUT_KINDS)
     assert result.count("rejected") == 0  # the generators write valid programs
     assert [(k, kind, f.outcome, f.stage, f.detail) for k, kind, f in result.defects] == []
 
@@ -279,7 +293,8 @@ def test_a_finding_is_logged_when_it_happens() -> None:
     lines: list[str] = []
     result = fuzz(3, seed=5, out=None, runner=OneWrongCase(), log=lines.append)  # type: ignore[arg-type]
     logged = [line for line in lines if line.startswith("# finding:")]
-    assert len(logged) == len(result.defects) == 3  # case 1 (numpy generator), each input kind
+    # case 1 (numpy generator), each input kind
+    assert len(logged) == len(result.defects) == len(INPUT_KINDS)
     assert all(line.startswith("# finding: case 1 (numpy, ") for line in logged), logged
     assert "value at compile: 1.0 vs 2.0" in logged[0]
 

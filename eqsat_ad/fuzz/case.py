@@ -13,13 +13,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["INPUT_KINDS", "SPECIALS", "Case", "draw_inputs", "shrink_inputs"]
+__all__ = ["INPUT_KINDS", "SIGNED_ZEROS", "SPECIALS", "Case", "draw_inputs", "shrink_inputs"]
 
 # finite: moderate values away from 0 (gradients are checked against finite differences there);
-# extreme: +-0, huge and tiny values mixed in; nonfinite: inf, -inf and nan mixed in as well.
-INPUT_KINDS = ("finite", "extreme", "nonfinite")
+# extreme: +-0, huge and tiny values mixed in; nonfinite: inf, -inf and nan mixed in as well;
+# zeros: every entry +0.0, -0.0 or a small exact value, so that sums, differences and
+# products of them are often exact zeros and a division meets the sign of one (1 / -0.0 is
+# -inf): the sign-of-zero rules of docs/semantics.md.
+INPUT_KINDS = ("finite", "extreme", "nonfinite", "zeros")
 EXTREMES = (0.0, -0.0, 1e300, -1e300, 1e-300, -1e-300, 5e-324, 1e154, -1e154)
 SPECIALS = (np.inf, -np.inf, np.nan) + EXTREMES
+SIGNED_ZEROS = (0.0, -0.0, 1.0, -1.0, 0.5)
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,9 @@ def draw_inputs(case: Case, kind: str, rng: np.random.Generator) -> dict[str, np
             continue
         # finite values in +-[0.3, 2]: no ties at 0 for abs/sign/step, exp does not overflow
         x = rng.uniform(0.3, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-        if kind != "finite":
+        if kind == "zeros":
+            x = rng.choice(np.array(SIGNED_ZEROS), shape)
+        elif kind != "finite":
             pool = np.array(EXTREMES if kind == "extreme" else SPECIALS)
             mask = rng.random(shape) < 0.35
             x = np.where(mask, rng.choice(pool, shape), x)
