@@ -565,6 +565,21 @@ def test_a_statement_of_one_term_keeps_its_sign_of_zero(backend: str, body: str,
     assert _value(src, **inputs) == want  # (+0.0 at j = 1 would add -inf: nan)
     _agree_on(backend, src, {"y": ("N",), "x": ("N",)}, {"N": 3}, inputs)
 
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_masked_diagonal_of_one_term_keeps_its_sign_of_zero(backend: str) -> None:
+    """The masked scatter (``_rt.scatter_add``) of a statement's only term subtracted it from
+    zeros: ``s[2, 2] = -(y[2] + 0.0)`` was +0.0 at ``y[2] = 0``, so ``x[2] / s[2, 2]`` was
+    -inf, not +inf; it assigns now."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    src = ("def f(y: [N], x: [N]):\n"
+           "    s[j: N, k: N] = -(j != 1) * Sum[i: N]((i == j) * (i == k) * y[i])\n"
+           "    return Sum[j: N](x[j] / s[j, j])\n")
+    inputs = {"y": np.array([1.0, 0.0, 0.0]), "x": np.array([1.0, -1.0, 1.0])}
+    assert _value(src, **inputs) == -np.inf  # -1 / +0.0 (j = 1, masked) and 1 / -0.0
+    _agree_on(backend, src, {"y": ("N",), "x": ("N",)}, {"N": 3}, inputs)
+
 def test_a_negated_strong_zero_is_plus_zero_in_the_loop_nests() -> None:
     """``(-(0)) ** (-1)`` is +inf (a strong zero is +0.0, negated too); the Numba loop nests
     negated the 0.0 (seed 3001, case 750: -inf)."""

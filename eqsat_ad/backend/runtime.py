@@ -130,14 +130,19 @@ def gather(x: np.ndarray, nums: Sequence[object], dens: Sequence[int]) -> np.nda
 
 
 def scatter_add(
-    out: np.ndarray, idx: Sequence[object], value: object, mask: object, sign: int = 1
+    out: np.ndarray, idx: Sequence[object], value: object, mask: object, sign: int = 1,
+    assign: bool = False,
 ) -> None:
-    """``out[idx] += sign * value`` at the points where ``mask`` holds (all points distinct)."""
+    """``out[idx] += sign * value`` at the points where ``mask`` holds (all points distinct);
+    ``assign``: ``out[idx] = sign * value`` (a statement's only term, written into zeros:
+    ``0.0 + t`` would be +0.0 where ``t`` is -0.0)."""
     parts = np.broadcast_arrays(*[np.asarray(a) for a in idx], np.asarray(value), np.asarray(mask))
     m = parts[-1].astype(bool)
     coords = tuple(np.asarray(p[m], dtype=np.int64) for p in parts[:-2])
     vals = parts[-2][m]
-    if sign < 0:
+    if assign:
+        out[coords] = -vals if sign < 0 else vals
+    elif sign < 0:
         out[coords] -= vals
     else:
         out[coords] += vals

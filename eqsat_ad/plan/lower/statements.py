@@ -297,7 +297,7 @@ class Codegen(Loops, Reductions):
         m = self.conj(masks, grid)
         negate_into = alone and sign < 0 and not solved and m is None and not sparse
         if alone and sign < 0 and not negate_into and not sparse and not (
-                solved and rem and m is not None):  # (a masked scatter adds with its sign)
+                solved and rem and m is not None):  # (a masked scatter takes its sign)
             # (-v where the mask holds, a strong zero +0.0 elsewhere)
             ks, size = self.pass_over(Elementwise, v.axes, grid, "-", v)
             v = Value(f"-{v.paren(_UNARY)}", v.axes, risky=v.risky, prec=_UNARY, kernels=ks,
@@ -379,7 +379,7 @@ class Codegen(Loops, Reductions):
         else:
             self.emit(
                 f"_rt.scatter_add({py}, ({', '.join(coords)},), {self.align(v, rem, False)}, "
-                f"{self.align(m, rem, False)}, {sign})", ks,
+                f"{self.align(m, rem, False)}, {sign}{', True' if alone else ''})", ks,
             )
         return v.risky
 
