@@ -12,6 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # it found.
 REPROS = ROOT / "experiments" / "results" / "fuzz_repros"
 KNOWN_REPRODUCERS = {
+    "s3007_value_numpy_compile_000.py":
+        "optimizer (open): t1 = Sum[i: 2](max(2, 0.001)); t1 - t1 is optimized to "
+        "max(2, 0.001) (2.0, not 0): after 10 saturation steps the e-class of max(2, 0.001) "
+        "holds the sum and t1 - t1; needs a finite non-constant term (a call of constants: "
+        "max, min, logaddexp; not exp(2), not max(x[0], 0.001)), sum-unroll-short and the "
+        "finite-gated sumprod rules",
     "fd_numpy_gradient_interpreter_014.py":
         "AD/semantics: sqrt(x) * 0 is 0 under strong zero but its interpreted gradient is nan "
         "(sqrt'(x < 0) * 0); finite differences give 0",
