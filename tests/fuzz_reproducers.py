@@ -13,11 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 REPROS = ROOT / "experiments" / "results" / "fuzz_repros"
 KNOWN_REPRODUCERS = {
     "s3007_value_numpy_compile_000.py":
-        "optimizer (open): t1 = Sum[i: 2](max(2, 0.001)); t1 - t1 is optimized to "
-        "max(2, 0.001) (2.0, not 0): after 10 saturation steps the e-class of max(2, 0.001) "
-        "holds the sum and t1 - t1; needs a finite non-constant term (a call of constants: "
-        "max, min, logaddexp; not exp(2), not max(x[0], 0.001)), sum-unroll-short and the "
-        "finite-gated sumprod rules",
+        "optimizer: t1 = Sum[i: 2](max(2, 0.001)); t1 - t1 was optimized to max(2, 0.001) "
+        "(2.0, not 0): a cyclic e-class grew like-term coefficients to 2**64, where a + 1 "
+        "rounds to a, and the like-terms rules then put e and 2e in one class; they fire "
+        "only where the coefficients add exactly now",
     "fd_numpy_gradient_interpreter_014.py":
         "AD/semantics: sqrt(x) * 0 is 0 under strong zero but its interpreted gradient is nan "
         "(sqrt'(x < 0) * 0); finite differences give 0",
@@ -229,6 +228,7 @@ KNOWN_REPRODUCERS = {
 
 # fixed since the run (semantics, plan and sem branches): plain regression tests now
 FIXED_REPRODUCERS = frozenset({
+    "s3007_value_numpy_compile_000.py",
     "fd_numpy_gradient_interpreter_014.py",
     "gradient_index_grad_026.py",
     "gradient_numpy_grad_006.py",

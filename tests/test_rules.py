@@ -161,3 +161,20 @@ def test_checker_values_cover_non_finite_huge_tiny_and_sizes_0_and_1():
     # finite-only rules are never shown inf or nan
     finite = _settings(random.Random(0), 3, finite=True)
     assert all(np.isfinite(v).all() for _, a in finite for v in a.values() if v.dtype != bool)
+
+
+@pytest.mark.parametrize("term", ["max(2, 0.001)", "abs(2.0)", "tanh(2.0)", "min(2, 0.001)"])
+def test_like_terms_add_their_coefficients_exactly(term: str) -> None:
+    """``t1 - t1`` with ``t1 = Σ_{i<2} c`` (c a finite call of constants) was optimized to
+    ``c`` (fuzz seed 3007, case 2015): a cyclic e-class grew like-term coefficients to 2**64,
+    where ``a + 1`` rounds to ``a``, so ``a e + e = a e`` put e and 2e in one class. The
+    like-terms rules fire only where the coefficients add exactly."""
+    import numpy as np
+
+    import eqsat_ad as ea
+    from eqsat_ad.ir.interpreter import evaluate
+
+    prog = ea.parse(f"def f(x: [N]):\n    t1 = Sum[i: 2]({term})\n    return t1 - t1\n")
+    x = np.ones(3)
+    assert evaluate(prog, x=x) == 0.0
+    assert ea.compile(prog)(x=x) == 0.0
