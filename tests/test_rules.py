@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import eqsat_ad as ea
 from eqsat_ad.egraph.check import RuleCheck, RuleWarning, check_rules
 from eqsat_ad.egraph.rules import SHIPPED, RuleError, load_rule_file, rules_dir
 from eqsat_ad.ir.errors import EqsatError
+from eqsat_ad.ir.interpreter import evaluate
 
 BAD = Path(__file__).parent / "rules_bad.egg"
 
@@ -169,11 +172,6 @@ def test_like_terms_add_their_coefficients_exactly(term: str) -> None:
     ``c`` (fuzz seed 3007, case 2015): a cyclic e-class grew like-term coefficients to 2**64,
     where ``a + 1`` rounds to ``a``, so ``a e + e = a e`` put e and 2e in one class. The
     like-terms rules fire only where the coefficients add exactly."""
-    import numpy as np
-
-    import eqsat_ad as ea
-    from eqsat_ad.ir.interpreter import evaluate
-
     prog = ea.parse(f"def f(x: [N]):\n    t1 = Sum[i: 2]({term})\n    return t1 - t1\n")
     x = np.ones(3)
     assert evaluate(prog, x=x) == 0.0

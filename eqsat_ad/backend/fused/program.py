@@ -79,6 +79,7 @@ class NumbaProgram(NestWriter):
         self.program = prog
         self.numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
         self._prog = _with_outputs(prog)
+        self._zero_sign: tuple[Program | None, frozenset[str]] = (None, frozenset())
         self._checking: dict[str, int] = {}
         # the kernel being written runs a range of points of a sliding window (.windows):
         # "store" (the producer: its points at _out[i - _po]) or the producer's name (the
@@ -306,8 +307,11 @@ class NumbaProgram(NestWriter):
 
     def _signed(self, s: Statement) -> frozenset[str]:
         """``{s.name}`` where a later statement's divisor reads ``s`` (its part keeps its
-        sign of zero as the interpreter has it: ``lower_program``'s ``signed``), else empty."""
-        return frozenset({s.name}) & self._prog.zero_sign_reads()
+        sign of zero as the interpreter has it: ``lower_program``'s ``signed``), else empty.
+        The program's divisor reads are found once per scheduled program, not per part."""
+        if self._zero_sign[0] is not self._prog:
+            self._zero_sign = (self._prog, self._prog.zero_sign_reads())
+        return frozenset({s.name}) & self._zero_sign[1]
 
     def _alone_price(self, s: Statement) -> Poly:
         """The price of ``s``'s NumPy code run on its own (what a NumPy-placed statement

@@ -295,8 +295,9 @@ class Codegen(Loops, Reductions):
         rem = list(axes)
         masks = [self.cond_mask(c, grid) for c in mask_conds]
         m = self.conj(masks, grid)
-        negate_into = alone and sign < 0 and not solved and m is None and not sparse
-        if alone and sign < 0 and not negate_into and not sparse and not (
+        # (``alone`` never comes with ``sparse``: structured outputs add their terms)
+        negate_into = alone and sign < 0 and not solved and m is None
+        if alone and sign < 0 and not negate_into and not (
                 solved and rem and m is not None):  # (a masked scatter takes its sign)
             # (-v where the mask holds, a strong zero +0.0 elsewhere)
             ks, size = self.pass_over(Elementwise, v.axes, grid, "-", v)
