@@ -149,9 +149,9 @@ def test_a_chain_forward_at_thin_thick_sizes_is_the_naive_code(monkeypatch) -> N
 
 
 def test_real_rewrites_stay_guarded_with_one_pass_per_call(monkeypatch) -> None:
-    """E3's gradient reads the diagonal of B only (O(N), not O(N^2)): other code, so each call
-    is guarded, with one magnitude pass (per read argument) and no more."""
-    ex = example("E3")
+    """E2's gradient (of four traces of A) is one bracket times 4, the four terms merged: other
+    code, so each call is guarded, with one magnitude pass (per read argument) and no more."""
+    ex = example("E2")
     g = ea.grad(ex.program(), wrt=ex.wrt, sizes={"N": 5})
     scans = _count_scans(monkeypatch)
     inputs = ex.inputs({"N": 5}, seed=0)
@@ -175,8 +175,8 @@ def test_the_decision_is_made_once_per_signature(monkeypatch) -> None:
     for n in (4, 4, 4, 7, 7, 4):
         g(**ex.inputs({"N": n}))
     assert calls["n"] == 2
-    # where the cost report found other code (E3 reads B's diagonal only), no call compares
-    ex = example("E3")
+    # where the cost report found other code (E2's traces merged), no call compares
+    ex = example("E2")
     g = ea.grad(ex.program(), wrt=ex.wrt)
     assert not g.report.same_code
     for n in (4, 7):

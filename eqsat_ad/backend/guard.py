@@ -8,8 +8,9 @@ only when every argument, every value it computed and its result are finite; oth
 reruns the program as it was before optimization, compiled strictly (on first need, then
 cached), which agrees with the reference interpreter on every value. Finite calls pay at most
 one pass over each argument the programs read (and over the result where the optimized program
-is not proven finite itself); code the rewrites left unchanged is not guarded; a non-finite
-call pays the unoptimized program.
+is not proven finite itself); code the rewrites left unchanged is not guarded, nor are programs
+that only move data (:mod:`eqsat_ad.ir.selection`); a non-finite call pays the unoptimized
+program.
 
 Public: :func:`with_fallback`, :class:`Fallback`.
 """
@@ -26,6 +27,7 @@ import numpy as np
 
 from ..ir.bounds import program_is_finite
 from ..ir.program import Program
+from ..ir.selection import needs_guard
 from .runtime import finite_result
 from .structured import Outer, Sparse
 
@@ -79,6 +81,8 @@ def with_fallback(compiled: Any, naive: Program, structured: bool = False) -> An
     program, which other callers may share, is left as it is."""
     if naive == compiled.program or naive.param_names != compiled.program.param_names:
         return compiled  # nothing was rewritten (or no common signature: nothing to rerun)
+    if not needs_guard(naive, compiled.program):
+        return compiled  # both only move data: they agree on inf and nan (ir/selection.py)
     guarded = _own_copy(compiled)
     guarded.fallback = Fallback(naive, structured)
     if hasattr(guarded, "runner"):  # a Numba program: its NumPy twin (binding, NumPy-only runs)

@@ -25,6 +25,7 @@ from ..ir.errors import EqsatError
 from ..ir.expr import Binary, Expr, Neg
 from ..ir.printer import print_expr, print_fold, print_statement
 from ..ir.program import Fold, Param, Program
+from ..ir.selection import needs_guard
 from .guard_price import exact_ranges
 from .kernels import Check, Kernel, Plan, total
 from .poly import ZERO, Poly, big_o, compare
@@ -253,7 +254,8 @@ def call_cost(cost: ProgramCost, prog: Program, structured: bool = False,
     :func:`~eqsat_ad.plan.guard_price.exact_ranges`)."""
     if prog.folds:  # (a rolled loop's body scans its own inputs: priced by the body's plan)
         return cost
-    if guarded_by is not None:  # (_checks keeps the parameters among the names read)
+    if guarded_by is not None and needs_guard(guarded_by, prog):
+        # (_checks keeps the parameters among the names read)
         read = guarded_by.names_read() | prog.names_read()
         exact = frozenset() if guard_sizes is None else exact_ranges(guarded_by, prog,
                                                                      guard_sizes)
