@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")  # one core, as the other experiments
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                      "intra_op_parallelism_threads=1")  # JAX on one thread too
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from one_core import blas_core, configure  # noqa: E402
+
+configure()  # one core, as the other experiments; OpenBLAS on the CPU's own kernels
 
 import numpy as np  # noqa: E402
 
@@ -344,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         "with the NumPy backend, and a hand-written NumPy gradient; first call of a fresh "
         "process (s) with a cold and a warm Numba cache (build = parse + optimize + lower, "
         "first call = module load + Numba compile or cache load + one run). " + jax_note,
-        "One pinned core, one BLAS thread. The machine (2 cores) is shared with other jobs "
+        f"One pinned core, one BLAS thread (OpenBLAS's {blas_core()} kernels: "
+        "experiments/one_core.py). The machine (2 cores) is shared with other jobs "
         "while this runs: timings are noisy (ratios from one run). This run: commit "
         f"{commit}, started "
         f"{started}, load average {load0:.1f} at the start and {os.getloadavg()[0]:.1f} at "

@@ -11,17 +11,16 @@ between sweeps (the full sweep, experiments/sweep.py, takes minutes of a quiet m
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                      "intra_op_parallelism_threads=1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from one_core import configure  # noqa: E402
+
+configure()  # one thread each; OpenBLAS on the CPU's own kernels
 
 import numpy as np  # noqa: E402
 

@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# One core, one BLAS thread: set before NumPy starts its thread pool.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# One core, one BLAS thread, OpenBLAS on the CPU's own kernels: before NumPy starts.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from one_core import configure  # noqa: E402
+
+configure(xla=False)
 
 import numpy as np  # noqa: E402
 

@@ -22,21 +22,22 @@ run is in experiments/results/).
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
-# One BLAS thread in this process and (inherited) in every child: set before NumPy starts.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                      "intra_op_parallelism_threads=1")  # JAX on one thread too
+# One thread per library in this process and (inherited) in every child, OpenBLAS on the
+# CPU's own kernels (one_core.py): set before NumPy starts.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from one_core import blas_core, configure  # noqa: E402
+
+configure()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -178,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
               + "  ".join(f"{k} {v * 1e3:.3g} ms" for k, v in t.items()), flush=True)
     meta = {"quick": quick, "budget_s": budget, "repeats": repeats, "timeout_s": timeout,
             "mem_gb": args.mem_gb, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "command": "python experiments/sweep.py " + " ".join(argv or sys.argv[1:])}
+            "command": "python experiments/sweep.py " + " ".join(argv or sys.argv[1:]),
+            "blas": blas_core()}
     args.out.mkdir(parents=True, exist_ok=True)
     for path in write_results(rows, meta, args.out, as_json=args.json):
         print(f"wrote {path}")
