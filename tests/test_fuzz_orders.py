@@ -97,6 +97,32 @@ def test_an_einsum_path_and_the_written_order_decide_an_overflow_times_zero() ->
     assert _outcomes(_EINSUM_ORDER, "extreme", _EINSUM_AT) == {"ill-conditioned"}
 
 
+# 3009 #867 (numpy-subset, extreme inputs), minimized: a scalar statement times a read, in a Σ
+_SCALAR_LAST = Case("index", "def f(s: [N, N], a: [N]):\n    z = 0\n"
+                    "    t[i: N] = Sum[j: N](s[j, i] * (z * a[i]))\n"
+                    "    u = t[0] / t[N - 1]\n    return t[0]\n",
+                    {"s": ("N", "N"), "a": ("N",)}, {"N": 2})
+_SCALAR_LAST_AT = {"s": np.array([[1e300, 1.0], [1e300, 1.0]]), "a": np.array([1e300, 1.0])}
+
+
+def test_the_strict_code_multiplies_a_scalar_statement_into_the_sum_last() -> None:
+    """The interpreter multiplies ``s · (z · a)``: 0; the compiled code (its strict code: the
+    unused ``0 / 0`` of ``u`` sends the call there) contracts the indexed factors, ``Σ_j s ·
+    a`` (inf), then multiplies the scalar ``z`` in: nan. That order
+    (``scalars-last``) is among the rounding model's, so the value is ``ill-conditioned``;
+    a value no order gives stays a defect."""
+    prog = ea.parse(_SCALAR_LAST.source)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        assert ea.evaluate(prog, **_SCALAR_LAST_AT) == 0.0
+        assert np.isnan(ea.compile(prog, optimize=False)(**_SCALAR_LAST_AT))
+        with every_product_reordered("scalars-last"):
+            assert np.isnan(ea.evaluate(prog, **_SCALAR_LAST_AT))
+        with every_product_reordered("summed-first"):
+            assert ea.evaluate(prog, **_SCALAR_LAST_AT) == 0.0
+    assert _outcomes(_SCALAR_LAST, "extreme", _SCALAR_LAST_AT) <= {"ill-conditioned", "ok"}
+
+
 @pytest.mark.parametrize("wrong", [5.0, np.inf])
 def test_an_einsum_order_does_not_allow_any_value(monkeypatch: pytest.MonkeyPatch,
                                                   wrong: float) -> None:

@@ -33,7 +33,8 @@ _FINITE_FIRST: contextvars.ContextVar[bool] = \
 _SEQUENTIAL: contextvars.ContextVar[bool] = contextvars.ContextVar("sequential", default=False)
 _SUMMED: contextvars.ContextVar[frozenset[str]] = \
     contextvars.ContextVar("summed", default=frozenset())
-PRODUCT_ORDERS = ("written", "constants-first", "reversed", "summed-first", "reciprocals")
+PRODUCT_ORDERS = ("written", "constants-first", "reversed", "summed-first", "reciprocals",
+                  "scalars-last")
 
 
 @contextlib.contextmanager
@@ -132,8 +133,12 @@ def every_product_reordered(order: str) -> Iterator[None]:
     sum, a risky factor free of the summed indices last), ``reciprocals`` (as ``summed-first``,
     with every quotient ``a / d`` taken as the factors of ``a`` and the factor ``d ** -1``: the
     normal form's powers, whose reciprocal joins a product outside the quotient, so ``Σ t · (x
-    · (a / d))`` at ``t = 0``, ``d = 1e-308`` is 0, not ``0 · inf``). Strong zeros stay strong
-    whatever the order."""
+    · (a / d))`` at ``t = 0``, ``d = 1e-308`` is 0, not ``0 · inf``), ``scalars-last`` (the
+    factors that read a summed index, then the others that have an index, then those that have
+    none, each group as written: the strict code contracts the indexed factors and multiplies
+    a scalar statement into the result, so ``Σ_j s[j, i] · (z · a[i])`` at ``s = a = 1e300``,
+    ``z = 0`` is nan, ``s · a`` overflowing, where the other orders give 0: fuzz 3009 #867).
+    Strong zeros stay strong whatever the order."""
     if order not in PRODUCT_ORDERS:
         raise ValueError(f"unknown product order {order!r}: one of {PRODUCT_ORDERS}")
     with _bound(_PRODUCT_ORDER, order):

@@ -248,10 +248,13 @@ def _ordered(factors: list[Expr]) -> list[Expr]:
     if order == "constants-first":
         return [f for f in factors if isinstance(f, Const)] + \
             [f for f in factors if not isinstance(f, Const)]
-    if order in ("summed-first", "reciprocals"):
+    if order in ("summed-first", "reciprocals", "scalars-last"):
         summed = _SUMMED.get()
         reads = [f for f in factors if summed & set(free_indices(f))]
-        return reads + [f for f in factors if not summed & set(free_indices(f))]
+        rest = [f for f in factors if not summed & set(free_indices(f))]
+        if order == "scalars-last":
+            rest = [f for f in rest if free_indices(f)] + [f for f in rest if not free_indices(f)]
+        return reads + rest
     return factors
 
 
