@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba_inputs import agree
 
 import eqsat_ad as ea
 from eqsat_ad.ir.interpreter import evaluate
@@ -101,16 +102,6 @@ def _poisoned(prog: ea.Program, sizes: dict[str, int], seed: int) -> dict[str, n
     return out
 
 
-def _agree(got: object, want: object) -> None:
-    got_t = got if isinstance(got, tuple) else (got,)
-    want_t = want if isinstance(want, tuple) else (want,)
-    for a, b in zip(got_t, want_t, strict=True):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape
-        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
-        np.testing.assert_allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=1e-12, atol=0)
-
-
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 @pytest.mark.parametrize("name", sorted(SELECTIONS))
 def test_unguarded_code_agrees_with_the_interpreter_on_inf_and_nan(name: str,
@@ -125,7 +116,7 @@ def test_unguarded_code_agrees_with_the_interpreter_on_inf_and_nan(name: str,
         args = _poisoned(prog, sizes, seed)
         got = g(**args)
         assert g.compiled.fallback is None
-        _agree(got, evaluate(g.naive, **args))
+        agree(got, evaluate(g.naive, **args), 1e-12)
 
 
 def test_the_report_prices_no_guard_pass() -> None:
@@ -163,4 +154,4 @@ def test_generated_data_movement_gradients_agree_unguarded(src: str, seed: int) 
     got = g(**args)
     assert not needs_guard(g.naive, g.program)  # (every generated program moves data)
     assert g.compiled.fallback is None
-    _agree(got, evaluate(g.naive, **args))
+    agree(got, evaluate(g.naive, **args), 1e-12)
