@@ -15,7 +15,6 @@ pytest.importorskip("numba")
 
 from numba_inputs import count_guard_calls  # noqa: E402
 
-
 TV = """
 def tv(u: [H, W]):
     dx[i: H, j: W] = u[i + 1, j] - u[i, j]
