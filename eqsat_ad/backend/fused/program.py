@@ -14,6 +14,7 @@ Numba's on-disk cache serves later processes. One module per float type: ``F`` i
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.expr import Access, Expr, accessed_names
+from ...ir.printer import print_program
 from ...ir.program import Param, Program, Statement
 from ...plan.lower import lower_program
 from ...plan.poly import ZERO, Poly
@@ -323,11 +325,15 @@ class NumbaProgram(NestWriter):
                 price = price + k.cost
         return price
 
-    def _numpy_part(self, s: Statement) -> tuple[str, list[str]]:
-        """The NumPy backend's code for the one statement ``s`` and the arrays it reads."""
+    def _numpy_part(self, s: Statement) -> tuple[str, list[str], str]:
+        """The NumPy backend's code for the one statement ``s``, the arrays it reads, and its
+        digest for the source: programs of one source share a module, where parts are bound
+        (:meth:`_module`), so parts that differ make the source differ (fuzz 3010 #585)."""
         stored = sorted(accessed_names(s.body) - set(self.program.param_names))
-        self._numpy_parts[s.name] = compile_program(self._part(s), signed=self._signed(s))
-        return f"_np_{s.name}", [*self.program.param_names, *stored]
+        part, signed = self._part(s), self._signed(s)
+        self._numpy_parts[s.name] = compile_program(part, signed=signed)
+        digest = hashlib.sha1(f"{print_program(part)}\n{sorted(signed)}".encode()).hexdigest()
+        return f"_np_{s.name}", [*self.program.param_names, *stored], digest[:16]
 
     def _module_source(self) -> str:
         place = self.schedule.placement
@@ -400,7 +406,8 @@ class NumbaProgram(NestWriter):
                 # over memory for nothing when only loop nests and NumPy code read it)
                 run.append(f"    {s.name} = np.asarray({param}, dtype=F)")
             else:
-                fn, reads = self._numpy_part(s)
+                fn, reads, digest = self._numpy_part(s)
+                run.append(f"    # (NumPy part {digest})")
                 args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
                 call = f"np.asarray({fn}({args}), dtype=F)"
                 # a matrix product no caller sees: BLAS into a buffer kept from call to call
