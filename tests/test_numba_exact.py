@@ -4,6 +4,10 @@ diag workload: 0.78 ms of a 0.012 ms call was the guard's scan of an N x N argum
 
 from __future__ import annotations
 
+import importlib
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,12 +19,8 @@ pytest.importorskip("numba")
 
 from numba_inputs import count_guard_calls  # noqa: E402
 
-TV = """
-def tv(u: [H, W]):
-    dx[i: H, j: W] = u[i + 1, j] - u[i, j]
-    dy[i: H, j: W] = u[i, j + 1] - u[i, j]
-    return Sum[i: H, j: W]((i < H - 1 and j < W - 1) * sqrt(dx[i, j] ** 2 + dy[i, j] ** 2 + 0.0001))
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+TV = importlib.import_module("fused_programs").PROGRAMS["tv"].source
 
 
 def test_the_same_program_runs_unguarded_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:

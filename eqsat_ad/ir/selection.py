@@ -100,8 +100,10 @@ def selects(e: Expr) -> bool:
         return selects(e.arg)
     if isinstance(e, Binary) and e.op == "*":
         factors = product_factors(e)
-        values = [v for f in factors if (v := _constant(f)) is not None]
-        data = [f for f in factors if not isinstance(f, Bracket) and _constant(f) is None]
+        constants = [_constant(f) for f in factors]
+        values = [v for v in constants if v is not None]
+        data = [f for f, v in zip(factors, constants, strict=True)
+                if v is None and not isinstance(f, Bracket)]
         if values and len(values) < len(factors):  # (a constant alone is no multiplier)
             with np.errstate(all="ignore"):
                 if not _scale(float(np.prod(values, dtype=np.float64))):
