@@ -223,6 +223,55 @@ def test_the_disk_cache_returns_the_stored_optimization(tmp_path, monkeypatch) -
     assert not cache.enabled()
 
 
+def test_a_search_the_time_limit_starved_is_not_stored(tmp_path, monkeypatch) -> None:
+    """On a starved machine the time limit can stop the search before the e-graph gives
+    anything; that result depends on the load, so no later process may read it back."""
+    import eqsat_ad.egraph.optimize as opt
+    from eqsat_ad.egraph.saturate import SaturationError
+
+    monkeypatch.setenv("EQSAT_AD_CACHE", "1")
+    monkeypatch.setenv("EQSAT_AD_CACHE_DIR", str(tmp_path))
+    prog = ea.vjp(ea.parse("def f(A: [N, N]):\n    return Sum[i: N](A[i, i])\n"), "A")
+
+    def starved(*args, **kwargs):
+        raise SaturationError("equality saturation produced no e-graph within 1.6 s "
+                              "(time limit); raise Limits.seconds")
+
+    real = opt.saturate
+    monkeypatch.setattr(opt, "saturate", starved)
+    kept = ea.optimize(prog)
+    assert kept.report.stats.stop_reason == "time limit"
+    assert "produced no e-graph" in kept.report.stats.note
+    assert not list(tmp_path.glob("*/*.pickle"))
+    monkeypatch.setattr(opt, "saturate", real)
+    done = ea.optimize(prog)  # the same key, now searched: stored
+    assert done.program != kept.program
+    assert len(list(tmp_path.glob("*/*.pickle"))) == 1
+
+
+def test_the_cache_key_follows_every_source_that_prices_a_plan(tmp_path) -> None:
+    """A change to a subpackage (the Numba backend's prices, the plan's lowering) is a new
+    version of the optimizer: its keys change, so no stale optimization is read back."""
+    import shutil
+
+    from eqsat_ad.egraph import cache
+
+    package = Path(ea.__file__).resolve().parent
+    copy = tmp_path / "eqsat_ad"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = cache.source_digest(copy)
+    assert before == cache.source_digest(package)
+    for changed in ("backend/fused/schedule.py", "plan/lower/statements.py", "plan/price.py"):
+        f = copy / changed
+        text = f.read_text()
+        f.write_text(text + "\n# changed\n")
+        assert cache.source_digest(copy) != before, changed
+        f.write_text(text)
+    assert cache.source_digest(copy) == before
+    (copy / "frontend" / "closures.py").write_text("# not a source of prices\n")
+    assert cache.source_digest(copy) == before
+
+
 def test_cache_writes_are_atomic_under_concurrent_writers(tmp_path, monkeypatch) -> None:
     import multiprocessing as mp
 

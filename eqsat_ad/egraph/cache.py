@@ -47,12 +47,18 @@ def directory() -> Path:
 @functools.lru_cache(maxsize=1)
 def _optimizer_digest() -> str:
     """A digest of the optimizer's own source and rule files (a new version: new keys)."""
+    return source_digest(Path(__file__).resolve().parent.parent)
+
+
+def source_digest(root: Path) -> str:
+    """A digest of the sources under ``root`` (the package) that decide an optimization:
+    every ``.py`` and ``.egg`` file of :data:`_SOURCES`, subpackages included (plan/lower and
+    backend/fused price what the backend runs, so they pick the result as well)."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent.parent
     for sub in _SOURCES:
-        for f in sorted((root / sub).glob("*")):
-            if f.suffix in (".py", ".egg"):
-                h.update(f.name.encode())
+        for f in sorted((root / sub).rglob("*")):
+            if f.suffix in (".py", ".egg") and "__pycache__" not in f.parts:
+                h.update(f.relative_to(root).as_posix().encode())
                 h.update(f.read_bytes())
     return h.hexdigest()
 

@@ -256,9 +256,18 @@ def _optimize_call(
             return replace(hit, inputs=None)
     result = _optimize(prog, files, limits, sizes, structured, reporter(progress, verbose),
                        backend)
-    if key is not None:
+    if key is not None and _reproducible(result):
         disk.store(key, result)
     return result
+
+
+def _reproducible(result: Optimized) -> bool:
+    """Whether a later call would find this result again: not when the time limit stopped the
+    search before anything of the e-graph's was kept (no e-graph in time, nothing priced, or
+    the input kept). That happens on a starved machine; stored, it would stand for every later
+    process with the same key."""
+    stats = getattr(result.report, "stats", None)
+    return stats is None or stats.stop_reason != "time limit" or bool(stats.path)
 
 
 def _optimize_folds(prog: Program, rules: Any, limits: Limits, sizes: Mapping[str, int] | None,
@@ -318,7 +327,8 @@ def _optimize(
     except SaturationError as exc:
         if "produced no e-graph" in str(exc):
             cpu = cpu_clock() - start + getattr(exc, "cpu", 0.0)
-            stats = SaturationStats(0, 0, 0, cpu, "time limit", {})
+            stats = SaturationStats(0, 0, 0, cpu, "time limit", {},
+                                    note=f"{exc}: the input program was kept")
             shared = share_statement_bodies(drop_unit_factors(prog))
             return Optimized(shared, CostReport.build(prog, shared, sizes, stats, structured,
                                                         backend))
