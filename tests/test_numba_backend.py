@@ -536,7 +536,7 @@ def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
 
 
 @pytest.mark.parametrize("sizes", [{"N": 600, "K": 5}, {"N": 3, "K": 4}, {"N": 257, "K": 1},
-                                   {"N": 20, "K": 8}])
+                                   {"N": 20, "K": 8}, {"N": 700, "K": 19}])
 def test_tiled_interchange_keeps_each_points_summation_order(
         sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     # conv1d's sums over K run a tile of outputs at a time (an accumulator per point, the taps
@@ -550,14 +550,17 @@ def test_tiled_interchange_keeps_each_points_summation_order(
     g = ea.grad(prog, "x", backend="numba")
     assert g.source.count(f"for _v0 in range(_lo, _hi, {TILE}):") == 2
     assert "= x[_v0 + j_x0_1:]" in g.source  # a view taken before the tile's loop
-    args = _inputs(g.program, sizes, np.float64, seed=3)
-    tiled = g(**args)
+    # (a tile is 1 KiB of accumulators: 128 points of float64, 256 of float32)
+    args = {dt: _inputs(g.program, sizes, dt, seed=3) for dt in (np.float64, np.float32)}
+    tiled = {dt: g(**a) for dt, a in args.items()}
     monkeypatch.setattr(loops, "interchange", lambda *a: None)
     monkeypatch.setattr(importlib.import_module("eqsat_ad.backend.fused"), "_CACHE", {})
     plain = ea.grad(prog, "x", backend="numba")
     assert "for _v0" not in plain.source
-    np.testing.assert_array_equal(tiled, plain(**args))
-    _agree(tiled, evaluate(g.program, **args), 1e-12)
+    for dt, a in args.items():
+        assert tiled[dt].dtype == dt
+        np.testing.assert_array_equal(tiled[dt], plain(**a))
+    _agree(tiled[np.float64], evaluate(g.program, **args[np.float64]), 1e-12)
 
 
 def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
@@ -569,7 +572,9 @@ def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
     prog = ea.parse(src.replace("x: [N]", "x: [N], w: [K]"))
     f = ea.compile(prog, backend="numba")
     assert "_f0[_t] = _f0[_t] & (" in f.source and "for _v0 in range(" in f.source
-    for k in (1, 2, 3, 6):  # 6: a pass of JAM = 4 terms, then two one at a time
+    from eqsat_ad.backend.fused.tiles import JAM
+
+    for k in (1, 2, JAM + 2, 2 * JAM + 3):  # passes of JAM terms, then the rest one at a time
         args = _inputs(prog, {"N": 300, "K": k}, np.float64, seed=k)
         args["y"][::7] = np.inf
         args["x"][::5] = -np.inf

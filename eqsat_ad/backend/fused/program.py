@@ -47,6 +47,7 @@ from .rows import PAIRWISE
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 from .specialize import fix_sizes, small_sizes
+from .tiles import TILE, TILE_LINE
 from .windows import Window, driver
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
@@ -431,6 +432,8 @@ class NumbaProgram(NestWriter):
             *([PRODUCT_IMPORT] if any("_product_into(" in line for line in run) else []),
         ]
         body = "\n\n\n".join(kernels)
+        if TILE in body:  # (the tiles' points, from the float type)
+            head.append(TILE_LINE)
         helpers = HELPERS + (PAIRWISE if "_pairwise(" in body else "")
         return "\n".join(head) + "\n" + helpers + "\n\n" + body + "\n\n\n" + \
             "\n".join(run) + "\n"

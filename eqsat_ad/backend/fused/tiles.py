@@ -5,7 +5,7 @@ another; LLVM does not reassociate it (that would change the value), so it does 
 Interchanged over a tile of the innermost output index ``v`` (Halide's ``reorder`` of a
 reduction, per tile)::
 
-    for _v0 in range(lo, hi, TILE):              # the interior of v, a tile at a time
+    for _v0 in range(lo, hi, _TILE):             # the interior of v, a tile at a time
         _a[:] = 0
         for k in range(K):
             x_v = x[_v0 + k:]                      # a view: the tile's reads are contiguous
@@ -43,18 +43,30 @@ from .walks import strided
 if TYPE_CHECKING:
     from .loops import LoopWriter
 
-__all__ = ["JAM", "TILE", "TILE_MIN", "interchange", "jammed", "tile_leaf", "view"]
+__all__ = ["JAM", "TILE", "TILE_BYTES", "TILE_LINE", "TILE_MIN", "interchange", "jammed",
+           "tile_leaf", "view"]
 
-TILE = 256
-"""Output points per tile: each interchanged sum keeps one accumulator per point (2 KiB of
-float64, in L1)."""
+TILE_BYTES = 1024
+"""Bytes of accumulators per tile (one per output point, in L1): 128 points of float64, 256 of
+float32. Measured on conv1d's gradient (N = 10**6, K = 16, one pinned core, fastest of 200
+calls): float64 2.18 ms at 128 points against 2.35 at 256; float32 1.19 ms at 256 points
+against 1.46 at 128 (experiments/results/numba.md)."""
+
+TILE = "_TILE"
+"""The generated code's name for the points per tile, which the module defines from its float
+type (:data:`TILE_LINE`): one source serves both float types."""
+
+TILE_LINE = f"{TILE} = {TILE_BYTES} // np.dtype(F).itemsize"
 
 TILE_MIN = SCHEDULE_TILE_MIN
 """An interior narrower than this runs with the edges, point by point (the tile's per-term
 views would cost more than the few points share); the schedule prices by it."""
 
-JAM = 4
-"""Values of the innermost summed index per pass over a tile (:func:`jammed`)."""
+JAM = 8
+"""Values of the innermost summed index per pass over a tile (:func:`jammed`). Eight against
+four: conv1d's gradient 2.61 against 3.22 ms (float64), 1.32 against 1.63 ms (float32), median
+of 200 calls each (experiments/results/numba.md): each point's accumulator is loaded and
+stored half as often."""
 
 
 def _reads(e: Expr) -> list[Access | Rel]:
