@@ -34,7 +34,8 @@ def _loop(src: str) -> Compiled:
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("m", [1, 7, 8, 9, 127, 128, 129, 136, 300, 1000, 2051])
+@pytest.mark.parametrize("m", [1, 7, 8, 9, 127, 128, 129, 136, 144, 256, 300, 528, 1000, 2048,
+                               2051])
 def test_a_row_sum_is_numpys_sum_bit_for_bit(dtype: type, m: int) -> None:
     f = _loop(ROW_SUM)
     x = np.random.default_rng(m).standard_normal((3, m)).astype(dtype)
@@ -43,6 +44,17 @@ def test_a_row_sum_is_numpys_sum_bit_for_bit(dtype: type, m: int) -> None:
     np.testing.assert_array_equal(got, np.abs(x).sum(axis=1))
     np.testing.assert_allclose(got, evaluate(f.program, x=x.astype(np.float64)),
                                rtol=1e-12 if dtype == np.float64 else 1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_sums_of_every_length_keep_numpys_order_where_order_matters(dtype: type) -> None:
+    # terms of 16 decades: another grouping rounds differently; every length up to 600 (parts
+    # of 129 to 256 terms that halve into two equal blocks are added two blocks side by side)
+    f = _loop(ROW_SUM)
+    rng = np.random.default_rng(11)
+    for m in range(1, 601):
+        x = (rng.standard_normal((2, m)) * 10.0 ** rng.integers(-8, 8, (2, m))).astype(dtype)
+        np.testing.assert_array_equal(f(x=x), np.abs(x).sum(axis=1), err_msg=f"M = {m}")
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
