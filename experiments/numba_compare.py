@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sweep_jax import JaxUnavailable, jax_gradient  # noqa: E402
-from sweep_programs import CATALOGUE  # noqa: E402
+from sweep_programs import program  # noqa: E402
 
 import eqsat_ad as ea  # noqa: E402
 
@@ -45,7 +45,7 @@ def _calls(fn: Callable[[], Any]) -> list[float]:
 
 
 def compare(name: str) -> tuple[dict[str, float], dict[str, float]]:
-    sp = next(p for p in CATALOGUE if p.name == name)
+    sp = program(name)
     opts = {"sizes": dict(sp.bench)} if sp.frontend == "index" else {}
     inputs = sp.inputs(sp.bench, seed=0)
     numba = ea.grad(sp.program(), wrt=sp.wrt, backend="numba", **opts)
@@ -81,4 +81,7 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["E12"])
+    try:
+        main(sys.argv[1:] or ["E12"])
+    except KeyError as exc:  # an unknown name: the known ones, no traceback
+        sys.exit(exc.args[0])

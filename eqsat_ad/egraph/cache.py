@@ -2,8 +2,10 @@
 
 An optimization is keyed by everything its result depends on: the program's canonical text, the
 rule files' contents (the prelude's too), the limits, the sizes, ``structured``, and the source of
-the optimizer itself (so a changed optimizer never reads an old entry). A second process that
-optimizes the same program pays only for compilation.
+the optimizer itself (every source file that picks the result, subpackages included: a changed
+optimizer never reads an old entry). A second process that optimizes the same program pays only
+for compilation. A result the time limit cut before the e-graph gave anything (a starved
+machine) is not stored: it depends on the load, not on the key.
 
 * Location: ``$EQSAT_AD_CACHE_DIR``, else ``$XDG_CACHE_HOME/eqsat_ad``, else
   ``~/.cache/eqsat_ad``.
