@@ -264,7 +264,8 @@ NOTES = [
     "1.3-1.8 s, TV's 2.5-3.4 s -> 1.6-2.2 s (one pinned core, loaded machine; dated section "
     "below the table); the steady-state times are the same within noise.",
     "* conv1d: the sums over K run as a tiled interchange (backend/fused/tiles.py): for a "
-    "tile of 256 outputs, the taps outer (four per pass over the tile, unroll-and-jam), the "
+    "tile of outputs (1 KiB of accumulators: 128 float64 points, 256 float32), the taps "
+    "outer (eight per pass over the tile, unroll-and-jam), the "
     "tile's points inner, reading contiguous views; each output still adds its terms in the "
     "interpreter's order (bit for bit the untiled loop's values), and the tile loop "
     "vectorizes (AVX-512 here). An interior narrower than 16 points runs point by point. "
