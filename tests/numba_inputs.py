@@ -1,5 +1,5 @@
-"""Helpers of the Numba backend's tests: random arguments for a program's parameters, and a
-count of the guard's decisions."""
+"""Helpers of the Numba backend's tests: random arguments for a program's parameters, a count
+of the guard's decisions, and limits for tests that assert what a finished search found."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import numpy as np
 import pytest
 
 import eqsat_ad as ea
+
+# for tests whose assertions need the search's result, not a starved one (a slower machine gets
+# less done in the default 2 s of CPU time): these searches end at their node or iteration bound
+ROOMY = ea.Limits(seconds=30)
 
 
 def random_arguments(prog: ea.Program, sizes: dict[str, int], seed: int = 0,

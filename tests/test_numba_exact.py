@@ -17,7 +17,7 @@ from eqsat_ad.ir.interpreter import evaluate
 
 pytest.importorskip("numba")
 
-from numba_inputs import count_guard_calls  # noqa: E402
+from numba_inputs import ROOMY, count_guard_calls  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 TV = importlib.import_module("fused_programs").PROGRAMS["tv"].source
@@ -26,7 +26,7 @@ TV = importlib.import_module("fused_programs").PROGRAMS["tv"].source
 def test_the_same_program_runs_unguarded_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = count_guard_calls(monkeypatch)
     prog = ea.parse(TV)  # the rewrites change no code of the gradient at these sizes
-    g = ea.grad(prog, wrt="u", backend="numba")
+    g = ea.grad(prog, wrt="u", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(0)
     u = rng.normal(size=(6, 5))
     u[0, 1], u[2, 3], u[5, 4] = np.inf, np.nan, -np.inf  # read, and the corner no term reads
@@ -45,7 +45,7 @@ def test_a_program_that_only_moves_data_runs_unguarded(monkeypatch: pytest.Monke
     and no call is guarded."""
     calls = count_guard_calls(monkeypatch)
     prog = example("E3").program()
-    g = ea.grad(prog, wrt="x", backend="numba")
+    g = ea.grad(prog, wrt="x", backend="numba", limits=ROOMY)
     assert g.compiled.fallback is None
     rng = np.random.default_rng(0)
     x, b = rng.normal(size=6), rng.normal(size=(6, 6))
@@ -61,7 +61,7 @@ def test_rewritten_code_stays_guarded(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = count_guard_calls(monkeypatch)
     prog = ea.parse("def f(x: [N], w: []):\n    y[i: N] = w * x[i] + w * x[i]\n"
                     "    return Sum[i: N](y[i] * y[i])\n")
-    g = ea.grad(prog, wrt="x", backend="numba")
+    g = ea.grad(prog, wrt="x", backend="numba", limits=ROOMY)
     x = np.linspace(-1.0, 1.0, 7)
     got = g(x=x, w=1.5)
     if g.compiled.numpy_only:

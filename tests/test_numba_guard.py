@@ -13,7 +13,7 @@ from eqsat_ad.ir.interpreter import evaluate
 
 pytest.importorskip("numba")
 
-from numba_inputs import count_guard_calls  # noqa: E402
+from numba_inputs import ROOMY, count_guard_calls  # noqa: E402
 
 from eqsat_ad.backend.fused import checks as fused_checks  # noqa: E402
 
@@ -30,7 +30,7 @@ def blur(x: [H, W], w: [H, W]):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_arguments_inside_the_proven_box_skip_the_guard_scans(monkeypatch, dtype) -> None:
     prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     assert g.compiled.checked == ["w"]  # read by the loop nest (x is not read at all)
     calls = count_guard_calls(monkeypatch)
     rng = np.random.default_rng(1)
@@ -55,7 +55,7 @@ def test_an_entry_outside_the_box_hands_back_to_the_guard(monkeypatch, value, wh
     """Edge rows, interior and corners alike: an entry the box does not hold (nan compares
     false) makes the guard decide, and the values (nan patterns too) are the interpreter's."""
     prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
     g(x, w)  # proves a box
@@ -76,7 +76,7 @@ def tv(u: [H, W]):
     dy[i: H, j: W] = u[i, j + 1] - u[i, j]
     return Sum[i: H, j: W]((i < H - 1 and j < W - 1) * sqrt(dx[i, j] ** 2 + dy[i, j] ** 2 + 0.0001))
 """)
-    g = ea.grad(prog, "u", backend="numba")
+    g = ea.grad(prog, "u", backend="numba", limits=ROOMY)
     assert g.compiled.checked == ["u"]
     u = np.random.default_rng(3).standard_normal((8, 6))
     assert g.compiled._exact([u], {"H": 8, "W": 6})  # the rewrites change no code here: so

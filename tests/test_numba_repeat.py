@@ -13,7 +13,7 @@ from eqsat_ad.ir.interpreter import evaluate
 
 pytest.importorskip("numba")
 
-from numba_inputs import count_guard_calls  # noqa: E402
+from numba_inputs import ROOMY, count_guard_calls  # noqa: E402
 
 from eqsat_ad.backend.fused import compile_numba  # noqa: E402
 from eqsat_ad.backend.guard import with_fallback  # noqa: E402
@@ -63,7 +63,7 @@ def _interpreter(prog, wrt: str, **args: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_repeated_calls_skip_the_binding_with_the_same_values(monkeypatch, dtype) -> None:
     prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((9, 7)).astype(dtype), rng.standard_normal((9, 7)).astype(dtype)
     first = g(x, w)  # binds (and loads the module)
@@ -91,7 +91,7 @@ def test_a_repeated_call_outside_the_box_is_still_guarded(monkeypatch, value, wh
     hold (corner, interior, the last row) still hands the decision to the guard: the
     interpreter's values and nan pattern."""
     prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(4)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
     for _ in range(3):
@@ -119,7 +119,7 @@ def test_a_sliding_window_repeated_with_nan_or_inf_follows_the_interpreter(monke
     binding, float32 kept."""
     prog = ea.parse(CONV)
     # (a generous time limit: the optimizer stops at its node limit, in 0.6-0.9 s, on any load)
-    g = ea.grad(prog, "x", backend="numba", limits=ea.Limits(seconds=30))
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     assert g.compiled.schedule.placement["c_bar"] == "window"
     rng = np.random.default_rng(5)
     for dtype in (np.float64, np.float32):
@@ -145,7 +145,7 @@ def test_float_types_shapes_and_conversions_are_told_apart(monkeypatch) -> None:
     """The remembered binding is per shapes and float types; arguments the binding converts
     (integers, mixed float types) always take the binding."""
     prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(6)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
     x32, w32 = x.astype(np.float32), w.astype(np.float32)
@@ -170,7 +170,7 @@ def test_out_and_a_new_binding_after_remembered_calls() -> None:
     """A call with out= (written in place) or with other shapes after remembered calls takes
     the full path: the result lands in out, and the new shapes bind their own sizes."""
     prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
     for _ in range(3):
@@ -198,7 +198,7 @@ def blur(x: [H, W], w: [H, W], s: []):
     return Sum[i: H, j: W](w[i, j] * b[i, j])
 """
     prog = ea.parse(src)
-    g = ea.grad(prog, "x", backend="numba")
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     assert "numpy" in g.compiled.schedule.placement.values()
     rng = np.random.default_rng(8)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
@@ -219,7 +219,7 @@ def test_each_guarded_copy_remembers_its_own_bindings(monkeypatch) -> None:
     """Gradients of one program share its compiled kernels, each guarded by its own
     unoptimized program; what one copy's calls remember (bounded per copy) never crowds out
     another's: the 70th copy still takes the remembered binding."""
-    g = ea.grad(ea.parse(BLUR), "x", backend="numba")
+    g = ea.grad(ea.parse(BLUR), "x", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(8)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
     want = g(x, w)
