@@ -8,6 +8,7 @@ at each. The values are the NumPy backend's, bit for bit (the same arithmetic), 
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -107,10 +108,11 @@ def test_e9_kernels_step_over_the_even_points() -> None:
     assert "_out[np.uintp(2 * i_k)] = w[np.uintp(i_k)]" in _interior_body(g.source, "x_bar")[0]
     # w_bar: the guard 2i < N and the bracket [N > 2i] hold on [0, ceil(N / 2))
     assert [line.strip() for line in _interior_body(g.source, "w_bar")] == [
-        "_out[i] = x[min(np.uintp(2 * i), np.uintp(N - 1))]"]  # (clamped: no gathers)
+        "_out[np.uintp(i)] = x[min(np.uintp(2 * i), np.uintp(N - 1))]"]  # (clamped: no gathers)
     # and past ceil(N / 2), where the bracket is false, it stores 0.0 (no guarded reads)
     w_bar = g.source.split("def _k_w_bar(")[1].split("\n@nb.njit")[0]
-    assert ("for i in range(_s1, N):  # where a bracket is false: 0\n        _out[i] = _cst0"
+    assert ("for i in range(_s1, N):  # where a bracket is false: 0\n"
+            "        _out[np.uintp(i)] = _cst0"
             in w_bar)
     assert "    _cst0 = F(0)\n" in w_bar  # (the kernel's constants are named at its top)
 
@@ -143,6 +145,20 @@ def test_gradients_equal_the_numpy_backend(name: str, poison: float | None) -> N
         args = random_arguments(prog, {"N": n, "M": n + 2}, n, poison=poison)
         with np.errstate(all="ignore"):
             _same(fused(**args), plain(**args))
+
+
+def test_every_store_into_an_output_indexes_its_innermost_point_unsigned() -> None:
+    """A signed index whose loop starts at a value known only at run time (an interior's, a
+    fill's) takes Numba's wraparound branch, and the store does not vectorize: every store
+    into a kernel's output indexes its innermost point unsigned (the loops stay in range)."""
+    store = re.compile(r"^\s*_out\[([^\]]*)\] = ", re.M)
+    cases = {**PROGRAMS, "E8": (E8.source, E8.wrt), "E9": (E9.source, E9.wrt)}
+    for name, (source, wrt) in cases.items():
+        g = ea.grad(ea.parse(source), wrt=wrt, backend="numba")
+        found = store.findall(g.source)
+        assert found, name
+        for at in found:
+            assert at.split(", ")[-1].startswith("np.uintp("), (name, at)
 
 
 # Forward programs that read at i/2 themselves: stepped only where the odd points are +0.0.

@@ -1,14 +1,14 @@
 """Code text of generated loop kernels: float literals in the module's type, conditions
 combined (``None``: a condition that never holds, as the loop writer's strong-zero conditions
-are), index code shifted, and whether an expression's code may be evaluated before a strong
-zero's condition is known."""
+are), index code shifted, an output's point as a store's index, and whether an expression's
+code may be evaluated before a strong zero's condition is known."""
 
 from __future__ import annotations
 
 import math
 import re
 
-__all__ = ["both", "either", "literal", "shifted", "speculable"]
+__all__ = ["both", "either", "literal", "shifted", "speculable", "store_at"]
 
 
 def literal(v: float) -> str:
@@ -58,3 +58,14 @@ def speculable(code: str) -> bool:
     no libm call (dear where the condition is mostly false), so it may be evaluated before
     a strong zero's condition is known."""
     return " if " not in code and all(f in ("F", "np.uintp") for f in _CALL.findall(code))
+
+
+def store_at(names: list[str]) -> str:
+    """The point ``names`` of an output, the innermost index unsigned: the loops run it over
+    ``[0, extent)`` only, and a signed index whose loop starts at a value known only at run
+    time (an interior's or a fill's) takes Numba's wraparound branch, which keeps the store
+    from vectorizing (a fill of 4 MB: 0.52 against 0.09 ms out of cache, 0.16 against 0.034 in
+    it; E9's w_bar 1.10 against 0.51 ms)."""
+    if not names:
+        return "0"
+    return ", ".join([*names[:-1], f"np.uintp({names[-1]})"])

@@ -17,6 +17,7 @@ from ...ir.expr import Expr, accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
 from .checks import counted_in_loop
+from .code import store_at
 from .compact import JIT, extreme, hoist_constants
 from .interior import Ceil, Index, holds_on, size_bound, support
 from .loops import LoopWriter
@@ -296,8 +297,7 @@ class NestWriter:
         head = [f"    {lo} = {extreme('min', [low, extent])}",
                 f"    {hi} = {extreme('max', [lo, high])}"]
         pad = " " * (4 * w.depth)
-        at = ", ".join(iv.name for iv in s.indices)
-        zero = [f"{pad}    _out[{at}] = F(0)"]
+        zero = [f"{pad}    _out[{store_at([iv.name for iv in s.indices])}] = F(0)"]
         lines = [f"{pad}for {last.name} in range({lo}):  # where a bracket is false: 0", *zero,
                  *ranged.lines,
                  f"{pad}for {last.name} in range({hi}, {extent}):  # where a bracket is false: 0",
@@ -325,7 +325,7 @@ class NestWriter:
         lines = [*main.lines, *tail.lines]
         pad = " " * (4 * w.depth)
         outs = self._outs(group)
-        at = ", ".join([*(iv.name for iv in group[0].indices[:-1]), last.name])
+        at = store_at([*(iv.name for iv in group[0].indices[:-1]), last.name])
         lines.append(f"{pad}for {last.name} in range({step.c} * {STEPS} + 1, {extent}):  "
                      f"# after the last multiple of {step.c}: 0")
         lines += [f"{pad}    {out}[{at}] = F(0)" for out in outs]
@@ -343,13 +343,13 @@ class NestWriter:
                 partitioned: set[str | None]) -> list[str]:
         """The statements' values at one point, written by ``w``; the arrays they read."""
         first = group[0]
-        target = ", ".join(iv.name for iv in first.indices) or "0"
+        target = store_at([iv.name for iv in first.indices])
         if self._ranged == "store":  # a producer's points at _out[i - _po] (.windows)
             # (unsigned: i >= _p0 >= _po; a signed index would take Numba's wraparound
             # branch for negative ones, which keeps the store from vectorizing)
-            target = f"np.uintp({target} - _po)"
+            target = f"np.uintp({', '.join(iv.name for iv in first.indices)} - _po)"
         elif self._ranged is not None:
-            target = f"np.uintp({target})"
+            target = f"np.uintp({', '.join(iv.name for iv in first.indices)})"
         zeros: list[str] = []
         if self._step is not None:  # the multiple c·k (k >= 0: unsigned), 0.0 after it
             c, after = self._step

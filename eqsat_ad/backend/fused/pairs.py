@@ -64,6 +64,7 @@ from ...ir.expr import (
 from ...ir.index import Affine, Dim, IndexVar, dim_str
 from ...ir.program import Statement
 from ...plan.poly import ONE, ZERO, Poly
+from .code import store_at
 from .compact import JIT, hoist_constants
 from .interior import Index
 from .loops import LoopWriter, Unsupported
@@ -415,7 +416,7 @@ def pair_kernel(form: PairForm, s: Statement, w: LoopWriter, reads: Sequence[str
         w.open()
     env = {iv.name: Index(iv.name, iv.extent) for iv in s.indices}
     val, _ = w.expr(_final(form), env)
-    w.emit(f"_out[{', '.join(iv.name for iv in s.indices)}] = {val}")
+    w.emit(f"_out[{store_at([iv.name for iv in s.indices])}] = {val}")
     args = ", ".join(["_out", *reads, *sizes])
     head = [JIT, f"def _k_{s.name}({args}):",
             f"    # pairs ({i}, j) of {n} x {n}, walked once: each sum's term added to its "
