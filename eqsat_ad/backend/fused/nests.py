@@ -232,7 +232,7 @@ class NestWriter:
             outer = ivs[:-1]
             env = {a.name: Index(b.name, b.extent) for a, b in zip(t.indices, outer, strict=True)}
             v, _ = rw.expr(t.body, env)
-            rw.emit(f"{name}[{', '.join(b.name for b in outer)}] = {v}")
+            rw.emit(f"{name}[{store_at([b.name for b in outer])}] = {v}")
             pre += rw.lines
             edge.counter = rw.counter
         out.lines += pre  # the sums free of the innermost index, once per outer point

@@ -173,7 +173,7 @@ def row_sum(w: LoopWriter, e: Sum, env: Mapping[str, Index], buf: str | None = N
     span = (Affine.constant(0), Affine.of_dim(iv.extent) - 1)
     v, z = w.expr(body, {**env, iv.name: Index(var, iv.extent, span=span)})
     w.sum_depth -= 1
-    w.emit(f"{element(buf, var)} = {v}")
+    w.emit(f"{element(buf, f'np.uintp({var})')} = {v}")  # (unsigned: .code.store_at)
     if z is not None and z != "True":
         w.emit(f"{flag} = {flag} & ({z})")
     w.close()
