@@ -1,6 +1,7 @@
 """Built-in functions in the fused loops against the reference interpreter, bit for bit where
-NumPy's own result depends on its kernels: the maximum and minimum of equal signed zeros (the
-second argument on x86, not ``where(a >= b, a, b)``), with nan from either argument."""
+Numba's scalar functions and NumPy's differ: the maximum and minimum of equal signed zeros (as
+NumPy's kernels: the second argument on x86, not ``where(a >= b, a, b)``), with nan from either
+argument, and the sign of -0.0 (+0.0, where Numba's np.sign keeps -0.0)."""
 
 from __future__ import annotations
 
@@ -31,4 +32,18 @@ def test_maximum_and_minimum_are_numpys_on_every_pair_of_special_values(fn, dtyp
         got = g(a=a, b=b)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, want)  # (nan where nan)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sign_is_numpys_on_special_values(dtype) -> None:
+    prog = ea.parse("def f(a: [N]):\n    y[i: N] = sign(a[i]) ** -1\n    return y\n")
+    g = ea.compile(prog, backend="numba", optimize=False)
+    assert g.compiled.fallback is None and g.compiled.schedule.placement == {"y": "loop"}
+    a = np.array([*SPECIAL, 1e-320, -1e-320, 2.5, -2.5], dtype=dtype)
+    with np.errstate(all="ignore"):
+        want = np.asarray(evaluate(prog, a=a))
+        got = g(a=a)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -1,6 +1,6 @@
 """Built-in functions as scalar code in the generated loop nests, and the helpers every
 generated module carries (:data:`HELPERS`): :mod:`.vmath`'s vectorizable exp, expm1, tanh and
-sigmoid, softplus, the step function, and maximum and minimum as NumPy's own."""
+sigmoid, softplus, the step function, and sign, maximum and minimum as NumPy's own."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = ["HELPERS", "LOOP_FUNCTIONS"]
 LOOP_FUNCTIONS: dict[str, str] = {
     "exp": "_exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "_tanh",
     "sqrt": "np.sqrt", "abs": "np.abs", "log1p": "np.log1p", "expm1": "_expm1",
-    "max": "_maximum", "min": "_minimum", "sign": "np.sign", "logaddexp": "np.logaddexp",
+    "max": "_maximum", "min": "_minimum", "sign": "_sign", "logaddexp": "np.logaddexp",
     "stop_gradient": "", "sigmoid": "_sigmoid", "softplus": "_softplus", "step": "_step",
 }
 _VMATH = Path(__file__).with_name("vmath.py")
@@ -53,6 +53,16 @@ def _maximum(a, b):
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _minimum(a, b):
     return a if (a {_LT} b or a != a) else b
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _sign(x):
+    # (np.sign: +0.0 at -0.0, where Numba's np.sign returns -0.0; nan at nan)
+    if x > 0:
+        return F(1)
+    if x < 0:
+        return F(-1)
+    return x if x != x else F(0)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
