@@ -11,8 +11,9 @@ N-body, conv1d and prefix-sum gradients, float64 and float32) and as ``numba_com
 measures the sweep's exp-bound and BLAS-bound programs (logsumexp, softmax_xent, mlp,
 mlp_numpy; float64). For each gradient and system: the median over the processes of each
 process's median time, and each process's numba / JAX jit and numba / NumPy backend ratio,
-then how many processes met the target. Writes experiments/results/ratio_spread.md (the
-``--quick`` sizes: ratio_spread_quick.md).
+then how many processes met the target. Writes experiments/results/ratio_spread.md (with
+``--quick``, ratio_spread_quick.md: the fused gradients at their quick sizes; the sweep
+programs stay at the sweep's benchmark sizes, and ``--repeat`` applies to the fused ones only).
 """
 
 from __future__ import annotations
