@@ -223,6 +223,12 @@ KNOWN_REPRODUCERS = {
     "s2042_gradient_numpy_grad_4141.py":
         "np.sum(C) with 1e300, 1e154 and -1e300: pairwise keeps the ordinary terms, the "
         "unrolled chain of adds loses them (rounding)",
+    "s3018_nan_pattern_index_compile_numba_832.py":
+        "x[0] ** -2 * Sum(x[i] x[j]) at x = -1e300: nan as written (0 * inf), 0 in the fast "
+        "code, which multiplies the factor into each term first (0 * x * x; rounding)",
+    "s3018_nan_pattern_index_compile_optimize_false_numba_832.py":
+        "x[0] ** -2 * Sum(x[i] x[j]) at x = -1e300: nan as written (0 * inf), 0 in the fast "
+        "code, which multiplies the factor into each term first (0 * x * x; rounding)",
 }
 
 
@@ -338,6 +344,10 @@ FIXED_REPRODUCERS = frozenset({
     "s2042_value_numpy_compile_4141.py",
     "s2042_gradient_numpy_grad_optimize_false_4141.py",
     "s2042_gradient_numpy_grad_4141.py",
+    # Numba seed 3018: the rounding model's distributed order, the fast code's w · Σ_J Π
+    # factors (ir/draws.py; tests/test_fuzz_orders.py)
+    "s3018_nan_pattern_index_compile_numba_832.py",
+    "s3018_nan_pattern_index_compile_optimize_false_numba_832.py",
 })
 
 

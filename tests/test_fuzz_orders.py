@@ -123,6 +123,48 @@ def test_the_strict_code_multiplies_a_scalar_statement_into_the_sum_last() -> No
     assert _outcomes(_SCALAR_LAST, "extreme", _SCALAR_LAST_AT) <= {"ill-conditioned", "ok"}
 
 
+# 3018 #832 (index, extreme inputs), minimized on the Numba backend (its NumPy part)
+_DISTRIBUTED = Case("index", "def f(x: [1]):\n"
+                    "    t0 = x[0] ** (-2) * Sum[i: 2, j: 1](x[i] * x[j])\n    return t0\n",
+                    {"x": (1,)}, {})
+_DISTRIBUTED_AT = {"x": np.array([-1e300])}
+
+
+def test_the_fast_code_multiplies_a_factor_into_each_term_of_a_sum_first() -> None:
+    """The interpreter multiplies ``x ** -2`` (1e-600: 0) by the Σ (``x · x`` overflows: inf):
+    nan. The fast code flattens ``w · Σ_J x x`` into ``Σ_J w x x`` and multiplies left to
+    right, ``0 · x · x``: 0, with no overflow to send it to the strict code. That order
+    (``distributed``) is among the rounding model's, so the value is ``ill-conditioned``; a
+    value no order gives (inf, 5) stays a defect."""
+    prog = ea.parse(_DISTRIBUTED.source)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        assert np.isnan(ea.evaluate(prog, **_DISTRIBUTED_AT))
+        assert ea.compile(prog)(**_DISTRIBUTED_AT) == 0.0
+        with every_product_reordered("distributed"):
+            assert ea.evaluate(prog, **_DISTRIBUTED_AT) == 0.0
+        with every_product_reordered("constants-first"):  # not a literal: the Σ stays a factor
+            assert np.isnan(ea.evaluate(prog, **_DISTRIBUTED_AT))
+    assert _outcomes(_DISTRIBUTED, "extreme", _DISTRIBUTED_AT) <= {"ill-conditioned", "ok"}
+
+
+@pytest.mark.parametrize("wrong", [5.0, np.inf])
+def test_a_distributed_order_does_not_allow_any_value(monkeypatch: pytest.MonkeyPatch,
+                                                      wrong: float) -> None:
+    """The orders give nan or 0: 5.0 or inf stays a defect."""
+    _patched(monkeypatch, lambda out: out if isinstance(out, tuple) else wrong)
+    assert _outcomes(_DISTRIBUTED, "extreme", _DISTRIBUTED_AT) & set(DEFECTS)
+
+
+def test_the_distributed_order_keeps_a_factor_that_uses_a_summed_name_outside() -> None:
+    """``x[i] · Σ_i x[i]``: the factor's ``i`` is not the Σ's, so it is not moved inside (it
+    would be captured); the value is the written one."""
+    prog = ea.parse("def f(x: [N]):\n    t[i: N] = x[i] * Sum[i: N](x[i])\n    return t\n")
+    x = np.array([1.0, 2.0, 3.0])
+    with every_product_reordered("distributed"):
+        np.testing.assert_array_equal(ea.evaluate(prog, x=x), x * 6.0)
+
+
 @pytest.mark.parametrize("wrong", [5.0, np.inf])
 def test_an_einsum_order_does_not_allow_any_value(monkeypatch: pytest.MonkeyPatch,
                                                   wrong: float) -> None:

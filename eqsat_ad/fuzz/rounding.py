@@ -16,11 +16,13 @@ reference program again with small relative moves:
   (b + 100)`` exactly 0 where ``a - b`` (the 100s cancelled) is not, a tie of ``max`` broken;
 * of the order of every product's factors (:func:`~eqsat_ad.ir.draws.every_product_reordered`:
   as written, constants first, reversed, a Σ's summed reads first, and that with every quotient
-  taken as a reciprocal factor; no move): a product of
+  taken as a reciprocal factor, scalars last, the factors outside a Σ multiplied into each of
+  its terms first; no move): a product of
   finite values that overflows or underflows in one order and not in another
   (``2 x · x · 0.5 y`` at ``x = 1e154``; a mean
   ``Σ(x · x) / n`` whose Σ overflows while ``Σ x · x / n`` does not; ``s · t ·
-  0`` against ``s · (t · 0)`` at ``s t = inf``; ``0.125 · 5e-324 · inf``), where the order
+  0`` against ``s · (t · 0)`` at ``s t = inf``; ``0.125 · 5e-324 · inf``; ``x ** -2 · Σ x x``
+  at ``x = -1e300``, ``0 · inf`` against ``0 · x · x``), where the order
   decides inf, nan or a finite value;
 * of the association of a Σ of a sum or difference (:func:`~eqsat_ad.ir.draws.every_sum_split`:
   ``Σ_i (a - b)`` as ``Σ_i a - Σ_i b``, the normal form's terms each summed on its own): a term

@@ -34,7 +34,7 @@ _SEQUENTIAL: contextvars.ContextVar[bool] = contextvars.ContextVar("sequential",
 _SUMMED: contextvars.ContextVar[frozenset[str]] = \
     contextvars.ContextVar("summed", default=frozenset())
 PRODUCT_ORDERS = ("written", "constants-first", "reversed", "summed-first", "reciprocals",
-                  "scalars-last")
+                  "scalars-last", "distributed")
 
 
 @contextlib.contextmanager
@@ -137,8 +137,11 @@ def every_product_reordered(order: str) -> Iterator[None]:
     factors that read a summed index, then the others that have an index, then those that have
     none, each group as written: the strict code contracts the indexed factors and multiplies
     a scalar statement into the result, so ``Σ_j s[j, i] · (z · a[i])`` at ``s = a = 1e300``,
-    ``z = 0`` is nan, ``s · a`` overflowing, where the other orders give 0: fuzz 3009 #867).
-    Strong zeros stay strong whatever the order."""
+    ``z = 0`` is nan, ``s · a`` overflowing, where the other orders give 0: fuzz 3009 #867),
+    ``distributed`` (a product of one Σ with other factors as the Σ of the others, as written,
+    times the Σ's body: the fast code's normal form, which flattens ``w · Σ_j x[j]`` into ``Σ_j
+    w x[j]``, so ``x ** -2 · Σ x x`` at ``x = -1e300`` is ``0 · x · x = 0``, not ``0 · inf``:
+    fuzz 3018 #832). Strong zeros stay strong whatever the order."""
     if order not in PRODUCT_ORDERS:
         raise ValueError(f"unknown product order {order!r}: one of {PRODUCT_ORDERS}")
     with _bound(_PRODUCT_ORDER, order):

@@ -284,10 +284,18 @@ def _finite_first(terms: list[tuple[float, Expr]], env, sizes, extents) -> Value
 
 def _product(factors: list[Expr], env, sizes, extents) -> Value:
     sums = [f for f in factors if isinstance(f, Sum)]
-    if _PRODUCT_ORDER.get() == "constants-first" and len(sums) == 1 and len(factors) > 1 \
-            and all(isinstance(f, Const) for f in factors if f is not sums[0]):
+    order = _PRODUCT_ORDER.get()
+    if len(sums) == 1 and len(factors) > 1 and (
+        (order == "constants-first"
+         and all(isinstance(f, Const) for f in factors if f is not sums[0]))
+        or (order == "distributed" and not {iv.name for iv in sums[0].indices} & {
+            i for f in factors if f is not sums[0] for i in free_indices(f)})
+    ):
         # the normal form's coef · Σ_J Π factors: the literals scale every term of the sum
-        # (Σ(A * A) / 2 at A = 1e154 is inf, Σ 0.5 A A is not: fuzz 2035 #289, a mean)
+        # (Σ(A * A) / 2 at A = 1e154 is inf, Σ 0.5 A A is not: fuzz 2035 #289, a mean); the
+        # fast code's flattened w · Σ_J Π factors multiplies every factor outside the sum into
+        # each of its terms first (x ** -2 · Σ x x at x = -1e300 is 0 · inf, nan as written;
+        # 0 · x · x is 0 flattened: fuzz 3018 #832)
         coef: Expr = factors[0] if factors[0] is not sums[0] else factors[1]
         for f in factors:
             if f is not sums[0] and f is not coef:
