@@ -166,18 +166,28 @@ def test_float_types_shapes_and_conversions_are_told_apart(monkeypatch) -> None:
     assert calls["n"] == 6  # (each of the calls above bound its arguments)
 
 
-def test_out_and_a_new_binding_after_remembered_calls() -> None:
-    """A call with out= (written in place) or with other shapes after remembered calls takes
-    the full path: the result lands in out, and the new shapes bind their own sizes."""
+def test_out_and_a_new_binding_after_remembered_calls(monkeypatch) -> None:
+    """A call with out= after remembered calls takes the remembered binding too (the result
+    lands in out, written in place; out is never handed to a later call as its result), and
+    a call with other shapes binds its own sizes."""
     prog = ea.parse(BLUR)
     g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
     for _ in range(3):
         want = g(x, w)
+    calls = _binds(g, monkeypatch)
     out = np.full((9, 7), np.nan)
     assert g(x, w, out=out) is out
     _same(out, want)
+    assert calls["n"] == 0
+    kept = out.copy()
+    for _ in range(3):  # (out dropped by none of these: never recycled into a result)
+        again = g(x, -w)
+        assert again is not out
+    _same(out, kept)
+    _same(again, -want)
+    monkeypatch.undo()
     x2, w2 = rng.standard_normal((6, 12)), rng.standard_normal((6, 12))
     for _ in range(3):
         got = g(x2, w2)
@@ -186,6 +196,46 @@ def test_out_and_a_new_binding_after_remembered_calls() -> None:
                                    atol=1e-12)
     _same(g(x, w), want)
 
+
+
+@pytest.mark.parametrize("bad", ["shape", "dtype", "read-only", "shares", "scalar"])
+def test_a_bad_out_on_the_remembered_binding_is_refused(bad) -> None:
+    """out= on a remembered signature is checked as on a first call: a ShapeError that names
+    the output, and the caller's array is not written."""
+    prog = ea.parse(BLUR)
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
+    for _ in range(3):
+        g(x, w)
+    out = {"shape": np.zeros((9, 6)), "dtype": np.zeros((9, 7), np.float32),
+           "read-only": np.zeros((9, 7)), "shares": x, "scalar": 1.5}[bad]
+    if bad == "read-only":
+        out.flags.writeable = False
+    before = np.array(out, copy=True)
+    with pytest.raises(ea.ShapeError, match="out= of .*output 0"):
+        g(x, w, out=out)
+    np.testing.assert_array_equal(out, before)
+
+
+def test_out_on_the_remembered_binding_holds_the_guards_values() -> None:
+    """A remembered call with out= whose inputs leave the proven box (nan, inf): the guard
+    decides, and what it decides (the interpreter's values and nan pattern) lands in out."""
+    prog = ea.parse(BLUR)
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
+    for _ in range(3):
+        g(x, w)
+    for value in (np.nan, np.inf):
+        w2 = w.copy()
+        w2[4, 3] = value
+        out = np.zeros((9, 7))
+        assert g(x, w2, out=out) is out
+        want = _interpreter(prog, "x", x=x, w=w2)
+        np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+        fin = np.isfinite(want)
+        np.testing.assert_allclose(out[fin], want[fin], rtol=1e-12, atol=1e-12)
 
 
 def test_a_scalar_argument_and_a_numpy_statement_on_the_remembered_binding(monkeypatch) -> None:

@@ -15,7 +15,7 @@ from ...ir.expr import Access, Expr
 from ...ir.index import Dim, dim_value
 from ...ir.program import Program
 
-__all__ = ["Recycler", "caller_buffers", "check_buffer", "given_buffers"]
+__all__ = ["Recycler", "caller_buffers", "check_buffer", "given_buffers", "into_buffers"]
 
 
 def caller_buffers(program: Program, outputs: Sequence[Expr],
@@ -60,6 +60,19 @@ def check_buffer(where: str, k: int, b: Any, shape: tuple[int, ...], dt: np.dtyp
                          f"{b.dtype.name} array of shape {b.shape}")
     if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
         raise ShapeError(f"{where}: output {k} shares memory with an input")
+
+
+def into_buffers(result: Any, bufs: tuple[np.ndarray | None, ...], several: bool) -> Any:
+    """``result`` with each output that has a caller's array in ``bufs`` in that array (a
+    loop nest wrote it in place; an output NumPy ran, or an empty one, is copied in)."""
+    if all(b is None for b in bufs):
+        return result
+    values = list(result) if several else [result]
+    for k, b in enumerate(bufs):
+        if b is not None and values[k] is not b:
+            np.copyto(b, values[k])
+            values[k] = b
+    return tuple(values) if several else values[0]
 
 
 def _unshared(a: np.ndarray) -> bool:

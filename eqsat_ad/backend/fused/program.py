@@ -39,7 +39,7 @@ from .functions import HELPERS
 from .loading import cache_dir, load, require_numba
 from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
-from .outputs import Recycler, caller_buffers
+from .outputs import Recycler, caller_buffers, into_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
 from .repeat import Repeat, signature
 from .reuse import row_sibling
@@ -474,12 +474,12 @@ class NumbaProgram(NestWriter):
         """Run the program. ``out``: an array (a tuple of arrays or None, one per output, for a
         program returning a tuple) of the result's shape and float type to write into; it
         is returned. (A parameter named ``out`` is an input, as written.)"""
-        if out is None:  # a signature called before (:meth:`_repeat`)
-            hit = self._repeats.get((self.fallback, signature(self._names, args, kwargs)))
-            if hit is not None:
-                return self._repeat(hit, args, kwargs)
         if "out" in self.program.param_names and out is not None:
             kwargs["out"], out = out, None
+        # a signature called before (:meth:`_repeat`)
+        hit = self._repeats.get((self.fallback, signature(self._names, args, kwargs)))
+        if hit is not None:
+            return self._repeat(hit, args, kwargs, out)
         if out is None and self.numpy_only and not self._small:  # nothing runs as loops
             return self.numpy(*args, **kwargs)
         arrays, sizes = self.numpy.bind(*args, **kwargs)
@@ -508,7 +508,7 @@ class NumbaProgram(NestWriter):
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 target.compile_seconds[dt.char] = time.perf_counter() - start
                 self.compile_seconds.setdefault(dt.char, target.compile_seconds[dt.char])
-            elif out is None and target is self:
+            elif target is self:
                 self._remember(args, kwargs, arrays, sizes, dt, exact)
             # finite-only rewrites may have met inf/nan: the loops found every checked
             # argument inside a box proven finite for both programs, or the guard's scans
@@ -516,15 +516,7 @@ class NumbaProgram(NestWriter):
             if self.fallback is not None and not exact and (box is None or bad) and not trusted(
                     self.fallback, self.program, arrays, sizes, result):
                 result = self.fallback(*args, **kwargs)
-        if any(b is not None for b in bufs):
-            several = self.program.returns_tuple
-            values = list(result) if several else [result]
-            for k, b in enumerate(bufs):
-                if b is not None and values[k] is not b:
-                    np.copyto(b, values[k])  # a NumPy-run or empty output
-                    values[k] = b
-            result = tuple(values) if several else values[0]
-        return _finish(result, self.program)
+        return _finish(into_buffers(result, bufs, self.program.returns_tuple), self.program)
 
     def _remember(self, args: tuple, kwargs: dict[str, Any], arrays: list[Any],
                   sizes: Mapping[str, int], dt: np.dtype, exact: bool) -> None:
@@ -542,15 +534,17 @@ class NumbaProgram(NestWriter):
             dict(sizes), tuple(sizes[n] for n in self._sizes), dt, exact,
             bool(self._numpy_parts))
 
-    def _repeat(self, r: Repeat, args: tuple, kwargs: dict[str, Any]) -> Any:
-        """A call whose arguments have the shapes and float types of one before (no output
-        arrays given): the binding, the sizes and whether a guard is needed as that call
-        found them; the box and the guard's decision as in :meth:`__call__`."""
+    def _repeat(self, r: Repeat, args: tuple, kwargs: dict[str, Any], out: Any = None) -> Any:
+        """A call whose arguments have the shapes and float types of one before: the binding,
+        the sizes and whether a guard is needed as that call found them; the box and the
+        guard's decision as in :meth:`__call__`. ``out``: the caller's output arrays, checked
+        (else last call's dropped arrays are reused)."""
         arrays = args or tuple(kwargs[n] for n in self._names)
         mod = self._modules[r.dt.char]
         box = None if r.exact else call_box(self.fallback, self.program, self.checked,
                                             arrays, r.sizes, r.dt)
-        bufs = self._recycler.take(r, self._no_buffers)
+        bufs = self._recycler.take(r, self._no_buffers) if out is None else caller_buffers(
+            self.program, self._prog.outputs, self._shapes, out, r.sizes, r.dt, list(arrays))
         args_run = (*arrays, *r.size_values, bufs, self._scratch(r.dt),
                     self._bounds(box, r.dt))
         if r.numpy:  # NumPy statements between the loop nests: their inf/nan quietly
@@ -561,6 +555,8 @@ class NumbaProgram(NestWriter):
         if self.fallback is not None and not r.exact and (box is None or bad) and not trusted(
                 self.fallback, self.program, arrays, r.sizes, result):
             result = self.fallback(*args, **kwargs)
+        if out is not None:  # (the caller's arrays are never recycled)
+            return _finish(into_buffers(result, bufs, self.program.returns_tuple), self.program)
         result = _finish(result, self.program)
         self._recycler.keep(r, result, self.program.returns_tuple)
         return result
