@@ -134,6 +134,16 @@ def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tu
     return (cost.value(big), cost.value(concrete))
 
 
+def _priced_above(report: Any, names: Sequence[str], sizes: Mapping[str, int] | None) -> bool:
+    """Whether the report's optimized program is priced above its naive one: asymptotically,
+    or, where both are of one order (the same big-O), at the report's sizes. (A rewrite that
+    saves a lower-order term at equal sizes but costs more at the caller's, such as a guard's
+    pass over a D x H weight to save B x K work, is no optimization there.)"""
+    opt = _cost_key(report.optimized.cost, names, sizes)
+    naive = _cost_key(report.naive.cost, names, sizes)
+    return opt > naive or (report.optimized.big_o == report.naive.big_o and opt[1] > naive[1])
+
+
 def tidy(prog: Program) -> Program:
     """An extracted program as the optimizer returns it: like terms merged, deep expressions
     outlined, unit factors dropped, and bodies that earlier statements hold read instead of
@@ -407,9 +417,7 @@ def _optimize(
         report = CostReport.build(prog, result, sizes, stats, structured, backend)
         names = sorted(set(prog.size_names()) | set(result.size_names())
                        | set(member_count_names(prog, sizes)))
-        if _cost_key(report.optimized.cost, names, sizes) > _cost_key(
-            report.naive.cost, names, sizes
-        ):
+        if _priced_above(report, names, sizes):
             result = shared_input()
     except EqsatError:
         result = shared_input()  # a program the cost model cannot price is not returned
