@@ -284,13 +284,7 @@ def _finite_first(terms: list[tuple[float, Expr]], env, sizes, extents) -> Value
 
 def _product(factors: list[Expr], env, sizes, extents) -> Value:
     sums = [f for f in factors if isinstance(f, Sum)]
-    order = _PRODUCT_ORDER.get()
-    if len(sums) == 1 and len(factors) > 1 and (
-        (order == "constants-first"
-         and all(isinstance(f, Const) for f in factors if f is not sums[0]))
-        or (order == "distributed" and not {iv.name for iv in sums[0].indices} & {
-            i for f in factors if f is not sums[0] for i in free_indices(f)})
-    ):
+    if len(sums) == 1 and len(factors) > 1 and _into_the_sum(factors, sums[0]):
         # the normal form's coef · Σ_J Π factors: the literals scale every term of the sum
         # (Σ(A * A) / 2 at A = 1e154 is inf, Σ 0.5 A A is not: fuzz 2035 #289, a mean); the
         # fast code's flattened w · Σ_J Π factors multiplies every factor outside the sum into
@@ -303,6 +297,21 @@ def _product(factors: list[Expr], env, sizes, extents) -> Value:
         return _sum(Sum(sums[0].indices, Binary("*", coef, sums[0].body), sums[0].loc),
                     env, sizes, extents)
     return _combine_product([_eval(f, env, sizes, extents) for f in factors], extents)
+
+
+def _into_the_sum(factors: list[Expr], s: Sum) -> bool:
+    """Whether the product order of :func:`~eqsat_ad.ir.draws.every_product_reordered`
+    multiplies the ``factors`` other than the Σ ``s`` into each of its terms: the literals
+    (``constants-first``), or all of them (``distributed``) unless one uses a name ``s`` binds
+    (it would be captured)."""
+    rest = [f for f in factors if f is not s]
+    order = _PRODUCT_ORDER.get()
+    if order == "constants-first":
+        return all(isinstance(f, Const) for f in rest)
+    if order == "distributed":
+        bound = {iv.name for iv in s.indices}
+        return not any(bound & set(free_indices(f)) for f in rest)
+    return False
 
 
 def _combine_product(vals: list[Value], extents: Mapping[str, int]) -> Value:

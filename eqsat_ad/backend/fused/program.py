@@ -555,10 +555,11 @@ class NumbaProgram(NestWriter):
         if self.fallback is not None and not r.exact and (box is None or bad) and not trusted(
                 self.fallback, self.program, arrays, r.sizes, result):
             result = self.fallback(*args, **kwargs)
-        if out is not None:  # (the caller's arrays are never recycled)
-            return _finish(into_buffers(result, bufs, self.program.returns_tuple), self.program)
+        if out is not None:
+            result = into_buffers(result, bufs, self.program.returns_tuple)
         result = _finish(result, self.program)
-        self._recycler.keep(r, result, self.program.returns_tuple)
+        if out is None:  # (the caller's arrays are never recycled)
+            self._recycler.keep(r, result, self.program.returns_tuple)
         return result
 
     def _bounds(self, box: Mapping[str, tuple[float, float]] | None, dt: np.dtype
