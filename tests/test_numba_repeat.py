@@ -60,6 +60,18 @@ def _interpreter(prog, wrt: str, **args: np.ndarray) -> np.ndarray:
         return np.asarray(evaluate(ea.vjp(prog, wrt=wrt), **args, ybar=1.0))
 
 
+def _remembered_blur(seed: int):
+    """BLUR's x-gradient (Numba) called three times on one draw of (9, 7) arguments, so that the
+    binding is remembered: the program, the gradient, x, w and the last result."""
+    prog = ea.parse(BLUR)
+    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
+    for _ in range(3):
+        last = g(x, w)
+    return prog, g, x, w, last
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_repeated_calls_skip_the_binding_with_the_same_values(monkeypatch, dtype) -> None:
     prog = ea.parse(BLUR)
@@ -90,12 +102,7 @@ def test_a_repeated_call_outside_the_box_is_still_guarded(monkeypatch, value, wh
     """After calls that proved a box, a call of the same shapes with an entry the box does not
     hold (corner, interior, the last row) still hands the decision to the guard: the
     interpreter's values and nan pattern."""
-    prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
-    rng = np.random.default_rng(4)
-    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
-    for _ in range(3):
-        before = g(x, w)
+    prog, g, x, w, before = _remembered_blur(4)
     calls = _binds(g, monkeypatch)
     guard = count_guard_calls(monkeypatch)
     w2 = w.copy()
@@ -170,12 +177,7 @@ def test_out_and_a_new_binding_after_remembered_calls(monkeypatch) -> None:
     """A call with out= after remembered calls takes the remembered binding too (the result
     lands in out, written in place; out is never handed to a later call as its result), and
     a call with other shapes binds its own sizes."""
-    prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
-    rng = np.random.default_rng(7)
-    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
-    for _ in range(3):
-        want = g(x, w)
+    prog, g, x, w, want = _remembered_blur(7)
     calls = _binds(g, monkeypatch)
     out = np.full((9, 7), np.nan)
     assert g(x, w, out=out) is out
@@ -188,6 +190,7 @@ def test_out_and_a_new_binding_after_remembered_calls(monkeypatch) -> None:
     _same(out, kept)
     _same(again, -want)
     monkeypatch.undo()
+    rng = np.random.default_rng(17)  # (new shapes, new values)
     x2, w2 = rng.standard_normal((6, 12)), rng.standard_normal((6, 12))
     for _ in range(3):
         got = g(x2, w2)
@@ -202,12 +205,7 @@ def test_out_and_a_new_binding_after_remembered_calls(monkeypatch) -> None:
 def test_a_bad_out_on_the_remembered_binding_is_refused(bad) -> None:
     """out= on a remembered signature is checked as on a first call: a ShapeError that names
     the output, and the caller's array is not written."""
-    prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
-    rng = np.random.default_rng(8)
-    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
-    for _ in range(3):
-        g(x, w)
+    _, g, x, w, _ = _remembered_blur(8)
     out = {"shape": np.zeros((9, 6)), "dtype": np.zeros((9, 7), np.float32),
            "read-only": np.zeros((9, 7)), "shares": x, "scalar": 1.5}[bad]
     if bad == "read-only":
@@ -221,12 +219,7 @@ def test_a_bad_out_on_the_remembered_binding_is_refused(bad) -> None:
 def test_out_on_the_remembered_binding_holds_the_guards_values() -> None:
     """A remembered call with out= whose inputs leave the proven box (nan, inf): the guard
     decides, and what it decides (the interpreter's values and nan pattern) lands in out."""
-    prog = ea.parse(BLUR)
-    g = ea.grad(prog, "x", backend="numba", limits=ROOMY)
-    rng = np.random.default_rng(9)
-    x, w = rng.standard_normal((9, 7)), rng.standard_normal((9, 7))
-    for _ in range(3):
-        g(x, w)
+    prog, g, x, w, _ = _remembered_blur(9)
     for value in (np.nan, np.inf):
         w2 = w.copy()
         w2[4, 3] = value
