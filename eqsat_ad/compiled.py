@@ -113,7 +113,7 @@ class _Stage:
 def _written_into(result: Any, out: Any, inputs: Sequence[Any], name: str) -> Any:
     """``result`` written into the caller's ``out=`` arrays (one per output, None where not
     wanted), checked as the Numba backend checks them; what the call returns."""
-    from .backend.fused.outputs import check_buffer, given_buffers
+    from .backend.fused.outputs import check_buffer, given_buffers, into_buffers
 
     several = isinstance(result, tuple)
     results = result if several else (result,)
@@ -121,11 +121,7 @@ def _written_into(result: Any, out: Any, inputs: Sequence[Any], name: str) -> An
     given = given_buffers(out, len(results), several, where)
     for k, (b, r) in enumerate(zip(given, results, strict=True)):
         check_buffer(where, k, b, np.shape(r), np.asarray(r).dtype, inputs)
-    for b, r in zip(given, results, strict=True):
-        if b is not None:
-            np.copyto(b, r)
-    kept = tuple(r if b is None else b for b, r in zip(given, results, strict=True))
-    return kept if several else kept[0]
+    return into_buffers(result, given, several)
 
 
 BACKENDS = ("numpy", "numba")
