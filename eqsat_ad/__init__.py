@@ -52,6 +52,8 @@ _LAZY: dict[str, str] = {
     "jacobian": "eqsat_ad.transforms",
     # seeing the optimizer's reasoning
     "explain": "eqsat_ad.why",
+    # repeated calls without page faults (glibc's allocator keeps freed memory)
+    "keep_freed_memory": "eqsat_ad.backend.memory",
     # structured outputs (structured=True)
     "Diagonal": "eqsat_ad.backend.structured",
     "Outer": "eqsat_ad.backend.structured",
