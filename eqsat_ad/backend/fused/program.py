@@ -14,7 +14,6 @@ Numba's on-disk cache serves later processes. One module per float type: ``F`` i
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 import threading
 import time
@@ -25,15 +24,21 @@ from typing import Any
 import numpy as np
 
 from ...ir.expr import Access, Expr, accessed_names
-from ...ir.printer import print_program
-from ...ir.program import Param, Program, Statement
+from ...ir.program import Program, Statement
 from ...plan.lower import lower_program
 from ...plan.poly import ZERO, Poly
 from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program
 from .checks import bounds, call_box
 from .compact import OverBudget, kernel_within_budget
-from .epilogue import PRODUCT_IMPORT, cheaper, fresh, product_run, split_products
+from .epilogue import (
+    PRODUCT_IMPORT,
+    cheaper,
+    fresh,
+    product_operands,
+    product_run,
+    split_products,
+)
 from .exact import exact_on_disk
 from .functions import HELPERS
 from .loading import cache_dir, load, require_numba
@@ -41,6 +46,7 @@ from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
 from .outputs import Recycler, caller_buffers, into_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
+from .parts import Part, part_call, part_lines, part_program, read_after
 from .repeat import Repeat, signature
 from .reuse import row_sibling
 from .rows import PAIRWISE
@@ -301,13 +307,6 @@ class NumbaProgram(NestWriter):
             return body.name
         return None
 
-    def _part(self, s: Statement) -> Program:
-        """The one statement ``s`` as a program of its own: every parameter (they bind the
-        size symbols), then the stored arrays it reads."""
-        stored = sorted(accessed_names(s.body) - set(self.program.param_names))
-        params = self.program.params + tuple(Param(n, self._shapes[n]) for n in stored)
-        return Program(params, (s,), (Access(s.name),), False, f"_np_{s.name}")
-
     def _signed(self, s: Statement) -> frozenset[str]:
         """``{s.name}`` where a later statement's divisor reads ``s`` (its part keeps its
         sign of zero as the interpreter has it: ``lower_program``'s ``signed``), else empty.
@@ -321,20 +320,39 @@ class NumbaProgram(NestWriter):
         runs), less the copy that keeps a program's output apart from its inputs (the
         fused program passes the part's result on without one)."""
         price = ZERO
-        for k in lower_program(self._part(s), signed=self._signed(s)).plan.kernels:
+        part = part_program(self.program, self._shapes, s)
+        for k in lower_program(part, signed=self._signed(s)).plan.kernels:
             if k.detail != "copy":
                 price = price + k.cost
         return price
 
-    def _numpy_part(self, s: Statement) -> tuple[str, list[str], str]:
-        """The NumPy backend's code for the one statement ``s``, the arrays it reads, and its
-        digest for the source: programs of one source share a module, where parts are bound
-        (:meth:`_module`), so parts that differ make the source differ (fuzz 3010 #585)."""
-        stored = sorted(accessed_names(s.body) - set(self.program.param_names))
-        part, signed = self._part(s), self._signed(s)
-        self._numpy_parts[s.name] = compile_program(part, signed=signed)
-        digest = hashlib.sha1(f"{print_program(part)}\n{sorted(signed)}".encode()).hexdigest()
-        return f"_np_{s.name}", [*self.program.param_names, *stored], digest[:16]
+    def _numpy_part(self, run: Sequence[Statement], returned: Sequence[str]) -> Part:
+        """The NumPy backend's code for the statements ``run`` (:mod:`.parts`), returning
+        ``returned``; its digest names it in the source: programs of one source share a module,
+        where parts are bound (:meth:`_module`), so parts that differ make the source differ
+        (fuzz 3010 #585)."""
+        signed = frozenset().union(*(self._signed(s) for s in run))
+        part = Part(self.program, self._shapes, run, returned, signed)
+        self._numpy_parts[run[0].name] = compile_program(part.program, signed=signed)
+        return part
+
+    def _in_part(self, s: Statement, position: Mapping[str, int],
+                 seen_by_numpy: set[str]) -> bool:
+        """``s`` runs as NumPy code that may share a part with its NumPy neighbours: not a
+        parameter's copy nor a matrix product into a kept buffer (their own lines), and not
+        reading its own name."""
+        if self.schedule.placement[s.name] != "numpy" or s.name in accessed_names(s.body):
+            return False
+        if self._identity_of(s) is not None and s.name not in position:
+            return False
+        return (s.name in position or s.name in seen_by_numpy
+                or product_operands(s, self._shapes) is None)
+
+    def _part_lines(self, run: list[Statement], position: Mapping[str, int]) -> list[str]:
+        """The run function's lines for the consecutive NumPy statements ``run``: one part,
+        returning what a later statement reads or the program returns."""
+        part = self._numpy_part(run, read_after(self._prog.statements, run, position))
+        return [f"    # (NumPy part {part.digest})", *part_lines(part, self._shapes)]
 
     def _module_source(self) -> str:
         place = self.schedule.placement
@@ -361,14 +379,22 @@ class NumbaProgram(NestWriter):
         for s in self._prog.statements:
             if place[s.name] == "fused":
                 run.append(f"    # {s.name}: {self.schedule.why[s.name]}")
+        pending: list[Statement] = []  # consecutive NumPy statements: one part (.parts)
         for group in self._groups(fused):
             s = group[0]
+            win = next((w for w in self.schedule.windows.values() if w.consumer == s.name),
+                       None)
+            if win is None and self._in_part(s, position, seen_by_numpy):
+                pending.append(s)
+                run.append(f"    # {s.name}: {self.schedule.why[s.name]}")
+                continue
+            if pending:
+                run += self._part_lines(pending, position)
+                pending = []
             for t in group:
                 why = self.schedule.why[t.name]
                 why += f"; one pass with {s.name}" if t is not s else ""
                 run.append(f"    # {t.name}: {why}")
-            win = next((w for w in self.schedule.windows.values() if w.consumer == s.name),
-                       None)
             if win is not None:  # s's nest a chunk at a time, its producer in a buffer
                 code, reads = self._window_kernels(win, fused)
                 kernels.append(kernel_within_budget(code, {win.name, s.name}))
@@ -407,14 +433,14 @@ class NumbaProgram(NestWriter):
                 # over memory for nothing when only loop nests and NumPy code read it)
                 run.append(f"    {s.name} = np.asarray({param}, dtype=F)")
             else:
-                fn, reads, digest = self._numpy_part(s)
-                run.append(f"    # (NumPy part {digest})")
-                args = ", ".join(r if self._shapes[r] else f"{r}.reshape(())" for r in reads)
-                call = f"np.asarray({fn}({args}), dtype=F)"
+                part = self._numpy_part([s], [s.name])
+                run.append(f"    # (NumPy part {part.digest})")
                 # a matrix product no caller sees: BLAS into a buffer kept from call to call
                 blas = None if s.name in position or s.name in seen_by_numpy else \
-                    product_run(s, call, self._shapes)
-                run += blas or [f"    {s.name} = {call}" + ("" if s.shape else ".reshape(1)")]
+                    product_run(s, part_call(part, self._shapes), self._shapes)
+                run += blas or part_lines(part, self._shapes)
+        if pending:
+            run += self._part_lines(pending, position)
         outs = []
         for o in self._prog.outputs:
             assert isinstance(o, Access)
