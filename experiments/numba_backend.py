@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from one_core import blas_core, configure  # noqa: E402
+from one_core import blas_core, configure, cpu  # noqa: E402
 
 configure()  # one core, as the other experiments; OpenBLAS on the CPU's own kernels
 
@@ -238,8 +238,11 @@ NOTES = [
     "interior runs without read guards (vectorized by LLVM); float32 stays float32 "
     "(constants are `F(c)`, named once at a kernel's top; checked above). Blur's 3x3 taps keep "
     "the optimized program's arithmetic (9 products by 1/9 and their sums, in the "
-    "interpreter's order). Its kernel alone runs at about memory speed (0.5 ms for "
-    "1024² float64: 16 MB read and written); the call adds a fresh output's page faults "
+    "interpreter's order). Its kernel alone ran at about memory speed on a Zen 5 (0.5 ms "
+    "for 1024² float64: 16 MB read and written) and is compute-bound on a Zen 4 (0.83 ms, "
+    "where 16 MB copied in L3 take 0.23 ms; a hand-written 9-tap Numba loop 0.62-0.79 ms, "
+    "dated section of 4 Dec 03:44); with glibc's allocator as it is (the experiments keep "
+    "freed memory: one_core.py) the call adds a fresh output's page faults "
     "(~0.15 ms). The guard (backend/guard.py) keeps a fast result where the arguments lie "
     "in a box proven finite for both programs; its own check is a pass over each argument "
     "(~0.1-0.2 ms for w). A 2-D loop nest now does that check itself "
@@ -345,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         "with the NumPy backend, and a hand-written NumPy gradient; first call of a fresh "
         "process (s) with a cold and a warm Numba cache (build = parse + optimize + lower, "
         "first call = module load + Numba compile or cache load + one run). " + jax_note,
-        f"One pinned core, one BLAS thread (OpenBLAS's {blas_core()} kernels: "
+        f"One pinned core of {cpu()}, one BLAS thread (OpenBLAS's {blas_core()} kernels: "
         "experiments/one_core.py). The machine (2 cores) is shared with other jobs "
         "while this runs: timings are noisy (ratios from one run). This run: commit "
         f"{commit}, started "

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from one_core import blas_core, configure  # noqa: E402
+from one_core import blas_core, configure, cpu  # noqa: E402
 
 configure()  # one thread each; set before NumPy (children inherit it)
 
@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"`python experiments/ratio_spread.py --processes {a.processes} --repeat {a.repeat}"
         + (" --quick" if a.quick else "") + "`: the same gradients measured in "
-        f"{a.processes} fresh processes, one after the other on one pinned core (one thread "
+        f"{a.processes} fresh processes, one after the other on one pinned core of {cpu()} "
+        "(one thread "
         f"per library; OpenBLAS's {blas_core()} kernels). Each process measures as "
         "`numba_backend.py` (interleaved runs, medians) and, for the sweep's programs, as "
         "`numba_compare.py` (rounds of 9 calls, the median of the rounds' medians). Times: "

@@ -28,7 +28,7 @@ from pathlib import Path
 # One thread per library in this process and (inherited) in every child, OpenBLAS on the
 # CPU's own kernels (one_core.py): set before NumPy starts.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from one_core import blas_core, configure  # noqa: E402
+from one_core import blas_core, configure, cpu  # noqa: E402
 
 configure()
 
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"quick": quick, "budget_s": budget, "repeats": repeats, "timeout_s": timeout,
             "mem_gb": args.mem_gb, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "command": "python experiments/sweep.py " + " ".join(argv or sys.argv[1:]),
-            "blas": blas_core()}
+            "blas": blas_core(), "cpu": cpu()}
     args.out.mkdir(parents=True, exist_ok=True)
     for path in write_results(rows, meta, args.out, as_json=args.json):
         print(f"wrote {path}")

@@ -329,7 +329,8 @@ def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
         + (" (**--quick**: small sizes, not the issue's benchmark points)" if meta["quick"]
            else "") + ".",
         "",
-        f"One pinned core, one BLAS thread (OpenBLAS's {meta.get('blas', 'unknown')} kernels: "
+        f"One pinned core of {meta.get('cpu', 'an unrecorded CPU')}, one BLAS thread (OpenBLAS's "
+        f"{meta.get('blas', 'unknown')} kernels: "
         "experiments/one_core.py), float64; times are medians of interleaved calls of "
         "the naive (`optimize=False`), optimized and hand-written gradients and of the NumPy "
         f"function, in a fresh random order each round (up to {meta['repeats']} rounds, about "
