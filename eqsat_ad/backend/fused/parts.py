@@ -2,11 +2,10 @@
 
 A statement the schedule places ``numpy`` runs as a program of its own, compiled by the NumPy
 backend (:func:`..numpy.compile_program`), which the fused module calls. Consecutive such
-statements run as one part: one call (its binding and flag checks once, not per statement),
-and the NumPy backend's lowering of the run sees them together, so a value two of them read
-(mlp's ``hid_bar · (1 - hid**2)`` for ``W1_bar``'s product and ``b1_bar``'s sum) is computed
-once, as in the whole NumPy program. A part returns what later statements or the program's
-outputs read; a statement only its own run reads stays inside.
+statements run as one part: one call, its binding and flag checks once rather than per
+statement (mlp's gradient: six parts became two), and the NumPy backend lowers the run as one
+function. A part returns what later statements or the program's outputs read; a statement
+only its own run reads stays inside.
 """
 
 from __future__ import annotations
