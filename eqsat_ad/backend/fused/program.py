@@ -384,7 +384,7 @@ class NumbaProgram(NestWriter):
             s = group[0]
             win = next((w for w in self.schedule.windows.values() if w.consumer == s.name),
                        None)
-            if win is None and self._in_part(s, position, seen_by_numpy):
+            if win is None and len(group) == 1 and self._in_part(s, position, seen_by_numpy):
                 pending.append(s)
                 run.append(f"    # {s.name}: {self.schedule.why[s.name]}")
                 continue
