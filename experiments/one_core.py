@@ -11,8 +11,8 @@ against 0.37 ms, 1024 x 768 x 16 0.66 against 0.44 ms). So the experiments drop 
 and every system runs the CPU's own vector width; ``EQSAT_AD_KEEP_BLAS_CORE=1`` keeps it.
 :func:`blas_core` names the kernels OpenBLAS runs and :func:`cpu` the processor, printed with
 the results: ratios measured on one machine do not carry over to another (the same code ran
-blur's gradient at 0.6x JAX jit's time on a Zen 5 and 0.9x on a Zen 4, experiments/results/
-numba.md).
+blur's gradient at 0.6x JAX jit's time on a Zen 5 and 0.68-0.89x on a Zen 4, experiments/
+results/numba.md).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ def configure(xla: bool = True, keep_freed_memory: bool | None = None) -> None:
 
     The allocator: glibc gives freed blocks of 128 KiB or more back to the system, so a
     program's next call faults new pages in, and how often depends on what the process did
-    before (the NumPy backend's mlp gradient ran at 2.1 ms in one process and 3.7-5.0 ms in
-    another, results/freed_memory.md). JAX's and PyTorch's own allocators keep their memory;
-    :func:`eqsat_ad.keep_freed_memory` makes glibc do the same, so every system is measured
-    computing, not faulting pages in."""
+    before (the NumPy backend's mlp gradient: 3.2-5.6 ms with 608 page faults per call,
+    2.0-2.2 ms with none, results/freed_memory.md). JAX's and PyTorch's own allocators keep
+    their memory; :func:`eqsat_ad.keep_freed_memory` makes glibc do the same, so every system
+    is measured computing, not faulting pages in."""
     for var in THREAD_VARIABLES:
         os.environ.setdefault(var, "1")
     if xla:

@@ -47,7 +47,6 @@ class Part:
             Program(params, (run[0],), (Access(run[0].name),), False, self.name) if self.single
             else Program(params, tuple(run), tuple(Access(n) for n in returned), True,
                          self.name))
-        self.signed = signed
         text = f"{print_program(self.program)}\n{sorted(signed)}"
         self.digest = hashlib.sha1(text.encode()).hexdigest()[:16]
 
@@ -58,11 +57,16 @@ def part_program(prog: Program, shapes: Mapping[str, tuple[Dim, ...]], s: Statem
     return Part(prog, shapes, (s,), (s.name,), frozenset()).program
 
 
+def _call(part: Part, shapes: Mapping[str, tuple[Dim, ...]]) -> str:
+    """``part``'s function called on the arrays it reads (a scalar as a 0-d array)."""
+    args = ", ".join(r if shapes[r] else f"{r}.reshape(())" for r in part.reads)
+    return f"{part.name}({args})"
+
+
 def part_call(part: Part, shapes: Mapping[str, tuple[Dim, ...]]) -> str:
     """The expression calling a one-statement ``part``: its value as an array of the float
     type ``F``."""
-    args = ", ".join(r if shapes[r] else f"{r}.reshape(())" for r in part.reads)
-    return f"np.asarray({part.name}({args}), dtype=F)"
+    return f"np.asarray({_call(part, shapes)}, dtype=F)"
 
 
 def part_lines(part: Part, shapes: Mapping[str, tuple[Dim, ...]]) -> list[str]:
@@ -71,8 +75,7 @@ def part_lines(part: Part, shapes: Mapping[str, tuple[Dim, ...]]) -> list[str]:
     if part.single:
         (name,) = part.returned
         return [f"    {name} = {part_call(part, shapes)}" + ("" if shapes[name] else ".reshape(1)")]
-    args = ", ".join(r if shapes[r] else f"{r}.reshape(())" for r in part.reads)
-    lines = [f"    _r = {part.name}({args})"]
+    lines = [f"    _r = {_call(part, shapes)}"]
     for k, name in enumerate(part.returned):
         lines.append(f"    {name} = np.asarray(_r[{k}], dtype=F)"
                      + ("" if shapes[name] else ".reshape(1)"))
@@ -85,10 +88,10 @@ def read_after(statements: Sequence[Statement], run: Sequence[Statement],
     whose values its part returns: those the program's ``outputs`` name or another statement
     after the run's first reads (a fused statement between two of the run's, evaluated in a
     later loop nest, reads the part's values too); at least the last."""
-    at = list(statements).index(run[0])
+    statements = list(statements)
     mine = {t.name for t in run}
     later = set(outputs)
-    for t in list(statements)[at + 1:]:
+    for t in statements[statements.index(run[0]) + 1:]:
         if t.name not in mine:
             later |= accessed_names(t.body)
     return [t.name for t in run if t.name in later] or [run[-1].name]
