@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -561,6 +562,39 @@ def test_tiled_interchange_keeps_each_points_summation_order(
         assert tiled[dt].dtype == dt
         np.testing.assert_array_equal(tiled[dt], plain(**a))
     _agree(tiled[np.float64], evaluate(g.program, **args[np.float64]), 1e-12)
+
+
+@pytest.mark.parametrize("read, step", [("x[i + k]", 1), ("x[i - k]", -1),
+                                        ("x[i + 2 * k]", 2), ("x[i - 3 * k + 5]", -3)])
+def test_a_jammed_pass_reads_one_view_per_array(
+        read: str, step: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The JAM terms of a pass over a tile read one view of x, taken at the pass's least
+    # offset (so every read is at _t or after, whichever way the taps walk), not one view per
+    # term: the same values as the loop nest without tiles, bit for bit, over several tiles,
+    # passes and the terms after them.
+    from eqsat_ad.backend.fused import loops
+    from eqsat_ad.backend.fused.tiles import JAM
+
+    src = f"def f(x: [N], w: [K]):\n    c[i: N] = Sum[k: K](w[k] * {read})\n    return c\n"
+    prog = ea.parse(src)
+    f = ea.compile(prog, backend="numba")
+    views = [line.split("=")[0].strip() for line in f.source.splitlines()
+             if re.match(r"\s*x_v\w* = x\[_v0", line)]
+    assert len(views) == 2, f.source  # the jammed pass's, and the one-at-a-time loop's
+    reads = re.findall(rf"{views[0]}\[_t(?: \+ (\d+))?\]", f.source)
+    least = min(0, step * (JAM - 1))  # the view starts at the pass's least read
+    assert sorted(int(r or 0) for r in reads) == sorted(step * u - least for u in range(JAM))
+    monkeypatch.setattr(loops, "interchange", lambda *a: None)
+    monkeypatch.setattr(importlib.import_module("eqsat_ad.backend.fused"), "_CACHE", {})
+    plain = ea.compile(prog, backend="numba")
+    assert "for _v0" not in plain.source
+    for k in (3, JAM, 2 * JAM + 3):
+        for dt in (np.float64, np.float32):
+            args = _inputs(prog, {"N": 700, "K": k}, dt, seed=k)
+            got = f(**args)
+            np.testing.assert_array_equal(got, plain(**args))
+            if dt == np.float64:
+                _agree(got, evaluate(prog, **args), 1e-12)
 
 
 def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
