@@ -59,6 +59,7 @@ from .windows import Window, driver
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
 
+
 class NumbaProgram(NestWriter):
     """``prog`` compiled to fused loop nests: call it like the program.
 
