@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from numba_inputs import random_arguments
+from numba_inputs import agree, random_arguments
 from strategies import programs, random_inputs, sizes_strategy
 
 import eqsat_ad as ea
@@ -54,23 +54,12 @@ def _inputs(prog: ea.Program, sizes: dict[str, int], dtype: type, seed: int = 0)
     return random_arguments(prog, sizes, seed, dtype)
 
 
-def _agree(got: object, want: object, rtol: float) -> None:
-    got_t = got if isinstance(got, tuple) else (got,)
-    want_t = want if isinstance(want, tuple) else (want,)
-    assert len(got_t) == len(want_t)
-    for g, w in zip(got_t, want_t, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)
-
-
 @pytest.mark.parametrize("ex", WORKED_EXAMPLES, ids=lambda e: e.id)
 def test_worked_example_gradients_equal_the_interpreter(ex) -> None:
     g = ea.grad(ex.program(), ex.wrt if len(ex.wrt) > 1 else ex.wrt[0], backend="numba")
     inputs = ex.inputs()
     args = {n: inputs[n] for n in g.program.param_names}
-    _agree(g(**args), evaluate(g.program, **args), 1e-9)
+    agree(g(**args), evaluate(g.program, **args), 1e-9)
     assert isinstance(g.compiled, NumbaProgram)
 
 
@@ -86,7 +75,7 @@ def test_stencil_gradients_equal_the_interpreter(name: str, wrt: str, dtype: typ
     want = evaluate(g.program, **{k: v.astype(np.float64) if v.dtype != bool else v
                                   for k, v in args.items()})
     assert np.asarray(got).dtype == dtype  # float32 stays float32
-    _agree(got, want, 1e-9 if dtype == np.float64 else 2e-3)
+    agree(got, want, 1e-9 if dtype == np.float64 else 2e-3)
     np.testing.assert_allclose(got, ea.grad(prog, wrt)(**args), rtol=1e-5, atol=1e-5)
 
 
@@ -100,7 +89,7 @@ def test_nan_and_inf_patterns_equal_the_interpreter(name: str) -> None:
     flat[1], flat[4] = np.nan, np.inf
     with np.errstate(all="ignore"):
         want = evaluate(g.program, **args)
-    _agree(g(**args), want, 1e-9)
+    agree(g(**args), want, 1e-9)
 
 
 SCANS = [
@@ -122,7 +111,7 @@ def test_running_sums_equal_the_interpreter(k: int, nan: bool) -> None:
         next(iter(args.values())).reshape(-1)[4] = np.nan
     with np.errstate(all="ignore"):
         want = evaluate(f.program, **args)
-    _agree(f(**args), want, 1e-12)
+    agree(f(**args), want, 1e-12)
 
 
 def test_forward_and_hessian_take_the_backend() -> None:
@@ -130,11 +119,11 @@ def test_forward_and_hessian_take_the_backend() -> None:
     prog = ea.parse(src)
     args = _inputs(prog, sizes, np.float64)
     f = ea.compile(prog, backend="numba")
-    _agree(f(**args), evaluate(f.program, **args), 1e-9)
+    agree(f(**args), evaluate(f.program, **args), 1e-9)
     quad = ea.parse("def q(x: [N]):\n    return Sum[i: N](exp(x[i]) * x[i])\n")
     h = ea.hessian(quad, "x", backend="numba")
     x = np.linspace(-1, 1, 6)
-    _agree(h(x), evaluate(h.program, x), 1e-9)
+    agree(h(x), evaluate(h.program, x), 1e-9)
 
 
 def test_a_numpy_function_takes_the_backend() -> None:
@@ -240,7 +229,7 @@ def test_no_loop_nest_calls_the_numpy_program_itself(monkeypatch: pytest.MonkeyP
         raise AssertionError("the call went through NumbaProgram")
 
     monkeypatch.setattr(NumbaProgram, "__call__", wrapped)
-    _agree(g(**args), g_np(**args), 0.0)
+    agree(g(**args), g_np(**args), 0.0)
     with pytest.raises(AssertionError, match="went through NumbaProgram"):
         g(**args, out=(None, None))
     monkeypatch.undo()
@@ -316,7 +305,7 @@ def test_libm_calls_and_serial_sums_are_priced_as_measured() -> None:
     assert place["a"] == place["b"] == place["t"] == "numpy" and place["c"] == "loop"
     args = _inputs(prog, {"N": 6, "M": 5}, np.float64)
     args["x"][1, 2] = np.nan
-    _agree(f(**args), evaluate(prog, **args), 1e-12)
+    agree(f(**args), evaluate(prog, **args), 1e-12)
 
 
 def test_a_split_dearer_than_the_numpy_program_runs_it_whole(
@@ -346,7 +335,7 @@ def test_a_split_dearer_than_the_numpy_program_runs_it_whole(
     assert set(nb_prog.schedule.placement.values()) == {"numpy"} and nb_prog.numpy_only
     assert f"not {fused_schedule.WHOLE_MARGIN} cheaper than" in nb_prog.schedule.why["Z"]
     args = _inputs(prog, {"T": 6, "D": 3}, np.float64)
-    _agree(f(**args), evaluate(prog, **args), 1e-12)
+    agree(f(**args), evaluate(prog, **args), 1e-12)
 
 
 def test_a_reused_sum_is_not_recomputed() -> None:
@@ -384,11 +373,11 @@ def test_a_reused_sum_is_not_recomputed() -> None:
     blind = schedule(prog, plan, loopable)
     assert blind.placement == {"x_bar": "loop", "w_bar": "numpy"}
     inputs = _inputs(prog, {"B": 3, "N": 4}, np.float64)
-    _agree(g(**inputs), evaluate(g.program, **inputs), 1e-12)
+    agree(g(**inputs), evaluate(g.program, **inputs), 1e-12)
     # the loop nests' values: the NumPy backend's within rounding (vmath's exp: < 1 ULP)
     inputs = _inputs(prog, {"B": 5, "N": 300}, np.float64)
     numpy_g = ea.grad(ea.parse(LOGSUMEXP), ("x", "w"))
-    _agree(g(**inputs), numpy_g(**inputs), 1e-12)
+    agree(g(**inputs), numpy_g(**inputs), 1e-12)
 
 
 def test_source_is_readable_and_compile_time_recorded() -> None:
@@ -432,7 +421,7 @@ def test_random_programs_equal_the_interpreter(prog, sizes, seed) -> None:
     args = random_inputs(prog, sizes, np.random.default_rng(seed))
     with np.errstate(all="ignore"):
         want = evaluate(prog, **args)
-    _agree(compile_numba(prog)(**args), want, 1e-9)
+    agree(compile_numba(prog)(**args), want, 1e-9)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -515,7 +504,7 @@ def test_partitioned_loops_equal_the_interpreter_at_every_size(sizes: dict) -> N
         args["x"][0] = np.inf
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **args)
-        _agree(g(**args), want, 1e-12)
+        agree(g(**args), want, 1e-12)
 
 
 def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
@@ -532,7 +521,7 @@ def test_sums_free_of_the_innermost_index_are_hoisted() -> None:
         args["x"][1, 3] = np.nan
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
-        _agree(g(**args), want, 1e-9 if dtype == np.float64 else 2e-3)
+        agree(g(**args), want, 1e-9 if dtype == np.float64 else 2e-3)
 
 
 @pytest.mark.parametrize("sizes", [{"H": 1, "W": 1}, {"H": 2, "W": 5}, {"H": 3, "W": 3},
@@ -553,7 +542,7 @@ def test_interior_rows_equal_the_interpreter_at_every_size(sizes: dict) -> None:
         args[first][-1, -1] = -np.inf
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **args)
-        _agree(g(**args), want, 1e-12)
+        agree(g(**args), want, 1e-12)
 
 
 def test_intermediates_are_reused_and_never_returned() -> None:
@@ -572,7 +561,7 @@ def test_intermediates_are_reused_and_never_returned() -> None:
     r3 = g(**a3)
     np.testing.assert_array_equal(r1, keep)  # not overwritten by the later calls
     for r, a in ((r1, a1), (r2, a2), (r3, a3)):
-        _agree(r, evaluate(g.program, **a), 1e-12)
+        agree(r, evaluate(g.program, **a), 1e-12)
     scratch = g.compiled._scratch(np.dtype(np.float64))
     assert scratch["c_bar"].shape == (25,)
     assert not any(np.may_share_memory(scratch["c_bar"], r) for r in (r1, r2, r3))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba_inputs import random_arguments
+from numba_inputs import agree, random_arguments
 
 import eqsat_ad as ea
 from eqsat_ad.ir.interpreter import evaluate
@@ -22,17 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 STENCILS = importlib.import_module("fused_programs").PROGRAMS  # shared with the experiment
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
-
-
-def _inputs(prog: ea.Program, sizes: dict[str, int], dtype: type, seed: int = 0) -> dict:
-    return random_arguments(prog, sizes, seed, dtype)
-
-
-def _agree(got: object, want: object, rtol: float) -> None:
-    g, w = np.asarray(got), np.asarray(want)
-    assert g.shape == w.shape
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-    np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)
 
 
 @pytest.mark.parametrize("sizes", [{"N": 600, "K": 5}, {"N": 3, "K": 4}, {"N": 257, "K": 1},
@@ -51,7 +40,7 @@ def test_tiled_interchange_keeps_each_points_summation_order(
     assert g.source.count(f"for _v0 in range(_lo, _hi, {TILE}):") == 2
     assert "= x[_v0 + j_x0_1:]" in g.source  # a view taken before the tile's loop
     # (a tile is 1 KiB of accumulators: 128 points of float64, 256 of float32)
-    args = {dt: _inputs(g.program, sizes, dt, seed=3) for dt in (np.float64, np.float32)}
+    args = {dt: random_arguments(g.program, sizes, 3, dt) for dt in (np.float64, np.float32)}
     tiled = {dt: g(**a) for dt, a in args.items()}
     monkeypatch.setattr(loops, "interchange", lambda *a: None)
     monkeypatch.setattr(importlib.import_module("eqsat_ad.backend.fused"), "_CACHE", {})
@@ -60,7 +49,7 @@ def test_tiled_interchange_keeps_each_points_summation_order(
     for dt, a in args.items():
         assert tiled[dt].dtype == dt
         np.testing.assert_array_equal(tiled[dt], plain(**a))
-    _agree(tiled[np.float64], evaluate(g.program, **args[np.float64]), 1e-12)
+    agree(tiled[np.float64], evaluate(g.program, **args[np.float64]), 1e-12)
 
 
 @pytest.mark.parametrize("read, step", [("x[i + k]", 1), ("x[i - k]", -1),
@@ -89,7 +78,7 @@ def test_a_jammed_pass_reads_one_view_per_array(
     assert "for _v0" not in plain.source
     for k in (3, JAM, 2 * JAM + 3):
         for dt in (np.float64, np.float32):
-            args = _inputs(prog, {"N": 700, "K": k}, dt, seed=k)
+            args = random_arguments(prog, {"N": 700, "K": k}, k, dt)
             args["x"][200:260:7] = np.inf  # (and nan where an inf meets -inf or 0)
             args["x"][300:330:11] = -np.inf
             args["w"][k // 2] = 0
@@ -97,7 +86,7 @@ def test_a_jammed_pass_reads_one_view_per_array(
                 got = f(**args)
                 np.testing.assert_array_equal(got, plain(**args))
                 if dt == np.float64:
-                    _agree(got, evaluate(prog, **args), 1e-12)
+                    agree(got, evaluate(prog, **args), 1e-12)
 
 
 def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
@@ -112,10 +101,10 @@ def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
     from eqsat_ad.backend.fused.tiles import JAM
 
     for k in (1, 2, JAM + 2, 2 * JAM + 3):  # passes of JAM terms, then the rest one at a time
-        args = _inputs(prog, {"N": 300, "K": k}, np.float64, seed=k)
+        args = random_arguments(prog, {"N": 300, "K": k}, k, np.float64)
         args["y"][::7] = np.inf
         args["x"][::5] = -np.inf
         with np.errstate(all="ignore"):
             want = evaluate(f.program, **args)
             got = f(**args)
-        _agree(got, want, 1e-12)
+        agree(got, want, 1e-12)
