@@ -120,7 +120,6 @@ class LoopWriter:
     # in a pass of jammed terms (.tiles.jammed): each jammed value's code -> the pass's first
     # value's code and its offset from it, so the pass reads one view per array
     jam: dict = field(default_factory=dict)
-    jam_width: int = 0
     # arrays held in a buffer from an offset on (a sliding window, .windows): their last
     # index read at ``index - shift[name]`` (guards still on the index itself)
     shift: dict = field(default_factory=dict)

@@ -164,9 +164,9 @@ def jammed(w: LoopWriter, iv: Any, lo: str, hi: str, body: Expr, inner: dict[str
         names.append(w.fresh(iv.name))
         w.emit(f"{names[-1]} = {var} + {u}")
     envs = [{**inner, iv.name: Index(n, iv.extent, span=span)} for n in names]
-    w.jam, w.jam_width = {n: (var, u) for u, n in enumerate(names)}, JAM
+    w.jam = {n: (var, u) for u, n in enumerate(names)}
     used = _terms(w, body, envs, acc, flag, narrowed)
-    w.jam, w.jam_width = {}, 0
+    w.jam = {}
     w.emit(f"{var} += {JAM}")
     w.close()
     w.emit(f"while {var} < {hi}:")
@@ -267,6 +267,6 @@ def _jam_offset(w: LoopWriter, rest: Affine, env: Mapping[str, Index]
             continue
         first, u = hit
         shift += int(c) * u
-        lowest += min(0, int(c) * (w.jam_width - 1))
+        lowest += min(0, int(c) * (len(w.jam) - 1))  # (the pass's width)
         out[name] = dataclasses.replace(env[name], code=first)
     return out, shift, lowest
