@@ -16,7 +16,11 @@ PYTHON312 := $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "error: Python 3.12 not found (install python3.12)"; exit 1; }
 	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test,numba]'
+	@# A download that arrives corrupt (pip: "do not match the hashes") is retried without pip's
+	@# cache, twice, before the install fails.
+	$(PY) -m pip install -q -e '.[test,numba]' || { sleep 5; \
+		$(PY) -m pip install -q --no-cache-dir -e '.[test,numba]'; } || { sleep 30; \
+		$(PY) -m pip install -q --no-cache-dir -e '.[test,numba]'; }
 	@touch $(STAMP)
 
 demo: $(STAMP)
