@@ -15,9 +15,13 @@ whose low mantissa bits are ``k``; ``ln2_hi`` has 21 trailing zero bits so ``k·
 ``1 + r`` split exactly (Fast2Sum) so that only the last addition rounds at full weight.
 ``2**k`` is built from exponent bits by a bitcast, in two factors (``k = k1 + k2``) so that the
 subnormal range rounds once and ``k = 1024`` does not overflow the factor. The argument is
-clamped to [-746, 710] first (beyond, the result is 0 or inf by itself), so no integer
-conversion ever sees a nan or a huge value (``fptosi`` of those is poison in LLVM); nan is
-returned as ``x + x`` (its payload, quieted, as np.exp returns it).
+clamped to [-746, 710] first (beyond, the result is 0 or inf by itself), so ``k`` stays small;
+no integer conversion is used at all (``fptosi`` of a nan or a huge value is poison in LLVM).
+The clamp is ``min(max(x, lo), hi)``, which lets a nan through: one ``vmaxpd`` and one
+``vminpd`` (written as two selects that map nan to a bound, LLVM merged them into five mask
+instructions, and exp ran 13% slower). A nan's bits give some ``k`` without integer overflow
+(its exponent bits are all ones), and the result is replaced by ``x + x`` (its payload,
+quieted, as np.exp returns it).
 
 ``expm1(x)``: the same reduction; ``2**k·(1 + r + q) - 1`` as ``m + w·r + w·q`` (times
 ``2**k`` for ``k > 0``) with ``m = 2**k - 1`` or ``1 - 2**-k`` exact and ``m + w·r`` split
@@ -142,9 +146,9 @@ def _pow2(k):  # type: ignore[no-untyped-def]
 
 @nb.njit(**_JIT)
 def _clamp(x):  # type: ignore[no-untyped-def]
-    """``x`` in [_LO, _HI] (nan becomes _HI: the caller returns nan for it)."""
-    y = x if x < _HI else _HI
-    return y if y > _LO else _LO
+    """``x`` in [_LO, _HI]; a nan stays nan (the caller returns ``x + x`` for it). Python's
+    ``max``/``min`` compare so that they compile to one vmaxpd and one vminpd."""
+    return min(max(x, _LO), _HI)
 
 
 @nb.njit(**_JIT)
@@ -194,6 +198,18 @@ def _expm1_split(x):  # type: ignore[no-untyped-def]
     return a, ((m - a) + wr) + (w * q - low), (k if k > 0 else 0)
 
 
+@nb.njit(**_JIT)
+def _expm1_split_nonneg(x):  # type: ignore[no-untyped-def]
+    """:func:`_expm1_split` for ``x`` in [0, 40] (tanh's argument): ``k`` in [0, 58], so
+    ``w = 1`` and ``m = 1 - 2**-k``, whose rounding (``k >= 54``) is carried exactly as
+    ``(1 - m) - 2**-k``; no selects (tanh ran 10% faster than through the general split)."""
+    k, r, q = _reduce(x)
+    low = _pow2(-k)
+    m = 1.0 - low  # exact for k <= 53 (0 for k = 0); 1 from k = 54
+    a = m + r  # Fast2Sum: m >= 1/2 >= |r|, or m = 0
+    return a, ((m - a) + r) + (q + ((1.0 - m) - low)), k
+
+
 @nb.njit(**_INLINE)
 def vexpm1(x):  # type: ignore[no-untyped-def]
     """expm1(x) for a float64 ``x`` (specials as np.expm1; ``2**k`` in two factors: k = 1024
@@ -222,7 +238,7 @@ def vtanh(x):  # type: ignore[no-untyped-def]
     (|x| clamped to 20, where tanh is 1 in double), ``u`` and ``u + 2`` each kept as a double and
     its rounding error, so that the quotient rounds about once."""
     ax = abs(x)
-    a, b, k = _expm1_split(2.0 * (ax if ax < 20.0 else 20.0))  # k <= 58: 2**k one factor
+    a, b, k = _expm1_split_nonneg(2.0 * min(ax, 20.0))  # k <= 58: 2**k one factor
     u = a + b
     scale = _pow2(k)
     u_err = (b - (u - a)) * scale  # Fast2Sum: |a| >= |b|
