@@ -112,8 +112,8 @@ STRIDED = 8 * MEMORY
 fetched for the one element used (NumPy's ``.sum(axis=0)`` and BLAS walk rows instead)."""
 
 CALL_PRICE: Mapping[str, int] = {
-    "exp": 8, "log": 26, "tanh": 7, "sin": 6, "cos": 6, "log1p": 26, "expm1": 9,
-    "sigmoid": 17, "softplus": 50, "logaddexp": 50,
+    "exp": 7, "log": 26, "tanh": 6, "sin": 6, "cos": 6, "log1p": 26, "expm1": 7,
+    "sigmoid": 13, "softplus": 50, "logaddexp": 50,
 }
 """Points of loop work per call of a libm function (other functions: 1, a single
 instruction such as ``sqrt`` or ``abs``). NumPy's ufuncs run these with SIMD (AVX-512) code;
@@ -123,10 +123,11 @@ vectorizes. Each is the price at which a loop nest ``y[k] = f(x[k])`` (a read, t
 write) breaks even with NumPy's ``f(x)`` (priced one point) at their measured time ratio:
 ``LOOP_RATIO · ratio - 2``. Measured by ``taskset -c 1 python experiments/calibrate_fused.py``
 (N = 10**6, float64; the ratios and their spread are in
-experiments/results/calibration_fused.md; fastest calls, two runs): vmath's exp 1.28-1.31x
-np.exp, tanh 1.14-1.23x np.tanh, expm1 1.33-1.35x np.expm1, sigmoid 2.34x np.exp (libm's exp
-was 3.3x to 5.6x), log 3.5x, sin 1.0x; ``softplus`` and ``logaddexp`` (libm: an exp and a
-log1p) 50."""
+experiments/results/calibration_fused.md): vmath's exp 1.04x np.exp, tanh 0.96x np.tanh,
+expm1 1.11x np.expm1, sigmoid 1.79x np.exp (Zen 4, medians, since vmath's clamp became
+min/max; libm's exp was 3.3x to 5.6x), log 3.5x, sin 1.0x, rounded up (exp's 6.3: 7, so a
+lone ``exp(x)``, 1.04x NumPy's, stays NumPy); ``softplus`` and ``logaddexp`` (libm: an exp
+and a log1p) 50."""
 
 POW_PRICE = 47
 """Points per ``x ** k`` the loop writer emits as a ``pow`` call (every exponent but 1, 2,
