@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba_inputs import agree
 
 import eqsat_ad as ea
 from eqsat_ad.ir.interpreter import evaluate
@@ -86,17 +87,6 @@ def _inputs(prog: ea.Program, n: int, seed: int, case: str, dtype: type
     return out
 
 
-def _agree(got: np.ndarray, want: np.ndarray, dtype: type) -> None:
-    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-    assert got.shape == want.shape
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
-    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
-    tol = 1e-4 if dtype == np.float32 else 1e-11
-    finite = np.isfinite(want)
-    np.testing.assert_allclose(got[finite], want[finite], rtol=tol, atol=tol)
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_band_sums_agree_with_the_interpreter(name: str) -> None:
     prog = ea.parse(PROGRAMS[name])
@@ -113,7 +103,7 @@ def test_band_sums_agree_with_the_interpreter(name: str) -> None:
                 assert got.dtype == dtype
                 with np.errstate(all="ignore"):
                     want = evaluate(prog, **{k: v.astype(np.float64) for k, v in args.items()})
-                _agree(got, want, dtype)
+                agree(got, want, 1e-4 if dtype == np.float32 else 1e-11)
 
 
 # Bands beside other structure: an output index over another extent than the summed one, a
@@ -154,7 +144,7 @@ def test_band_sums_beside_other_structure(name: str) -> None:
                 args[p.name] = v
             with np.errstate(all="ignore"):
                 want = evaluate(prog, **args)
-            _agree(f(**args), want, np.float64)
+            agree(f(**args), want, 1e-11)
 
 
 def test_a_window_adds_its_own_terms_only() -> None:
@@ -217,4 +207,4 @@ def test_moving_average_long_gradient_runs_in_linear_time() -> None:
             assert got.dtype == dtype
             with np.errstate(all="ignore"):
                 want = evaluate(g.naive, x=args["x"].astype(np.float64))
-            _agree(got, want, dtype)
+            agree(got, want, 1e-4 if dtype == np.float32 else 1e-11)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba_inputs import agree
 
 import eqsat_ad as ea
 from eqsat_ad.ir.expr import Sum
@@ -66,16 +67,6 @@ def _inputs(prog: ea.Program, seed: int, special: bool) -> dict[str, np.ndarray]
     return out
 
 
-def _agree(got: object, want: object) -> None:
-    got_t = got if isinstance(got, tuple) else (got,)
-    want_t = want if isinstance(want, tuple) else (want,)
-    for g, w in zip(got_t, want_t, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, equal_nan=True)
-
-
 def _sum_of(prog: ea.Program, name: str) -> Statement:
     (s,) = [s for s in prog.statements if s.name == name]
     return s
@@ -109,7 +100,7 @@ def test_conv1d_naive_gradient_is_priced_and_run_in_n_k() -> None:
         args = _inputs(g.program, 1, special)
         with np.errstate(all="ignore"):
             want = evaluate(g.program, **args)
-        _agree(g(**args), want)
+        agree(g(**args), want, 1e-12)
 
 
 @pytest.mark.parametrize("k", range(len(PROGRAMS)))
@@ -123,7 +114,7 @@ def test_equality_brackets_solve_one_index_each(k: int) -> None:
         args = _inputs(f.program, k, special)
         with np.errstate(all="ignore"):
             want = evaluate(f.program, **args)
-        _agree(f(**args), want)
+        agree(f(**args), want, 1e-12)
 
 
 def test_one_equality_solves_one_index_in_the_price() -> None:
@@ -168,7 +159,7 @@ def test_a_loop_nest_never_grows_faster_than_the_numpy_plan(src: str) -> None:
             args = _inputs(f.program, 2, special)
             with np.errstate(all="ignore"):
                 want = evaluate(f.program, **args)
-            _agree(f(**args), want)
+            agree(f(**args), want, 1e-12)
 
 
 def test_numpy_nested_sum_keeps_the_strong_zero() -> None:
@@ -178,7 +169,7 @@ def test_numpy_nested_sum_keeps_the_strong_zero() -> None:
     prog = ea.parse(NESTED[0])
     args = _inputs(prog, 2, True)
     with np.errstate(all="ignore"):
-        _agree(ea.compile(prog, optimize=False)(**args), evaluate(prog, **args))
+        agree(ea.compile(prog, optimize=False)(**args), evaluate(prog, **args), 1e-12)
 
 
 # A sum of terms, each bounded in the summed index by its own equality: blur_window's adjoint

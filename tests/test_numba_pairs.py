@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numba_inputs import agree
 
 import eqsat_ad as ea
 from eqsat_ad.ir.interpreter import evaluate
@@ -32,11 +33,6 @@ def _inputs(prog: ea.Program, n: int, dtype: type, seed: int = 0) -> dict[str, n
             .astype(dtype) for p in prog.params}
 
 
-def _agree(got: np.ndarray, want: np.ndarray, rtol: float) -> None:
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_nbody_adjoint_walks_each_pair_once(dtype: type) -> None:
     g = ea.grad(ea.parse(NBODY.source), "x", backend="numba")
@@ -50,7 +46,7 @@ def test_nbody_adjoint_walks_each_pair_once(dtype: type) -> None:
     got = g(**args)
     want = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
     assert got.dtype == dtype
-    _agree(got, want, 1e-9 if dtype == np.float64 else 2e-3)
+    agree(got, want, 1e-9 if dtype == np.float64 else 2e-3)
 
 
 def test_nbody_nan_and_inf_patterns_equal_the_interpreter() -> None:
@@ -59,7 +55,7 @@ def test_nbody_nan_and_inf_patterns_equal_the_interpreter() -> None:
     args["x"][1, 0], args["x"][4, 2], args["m"][6] = np.nan, np.inf, np.inf
     with np.errstate(all="ignore"):
         want = evaluate(g.program, **args)
-    _agree(g(**args), want, 1e-9)
+    agree(g(**args), want, 1e-9)
 
 
 ROWS_AND_COLUMNS = """
@@ -89,7 +85,7 @@ def test_a_column_and_a_row_term_add_in_the_interpreters_order() -> None:
         if seed == 2:
             args["A"][3, 5] = np.nan
         with np.errstate(all="ignore"):
-            _agree(f(**args), evaluate(f.program, **args), 1e-12)
+            agree(f(**args), evaluate(f.program, **args), 1e-12)
 
 
 @pytest.mark.parametrize("src", [
@@ -115,7 +111,7 @@ def test_forms_that_are_not_pair_loops(src: str) -> None:
         assert pair_form(s, nb._shapes, nb._relations) is None
     assert "pairs" not in nb.schedule.placement.values()
     args = _inputs(f.program, 6, np.float64)
-    _agree(f(**args), evaluate(f.program, **args), 1e-12)
+    agree(f(**args), evaluate(f.program, **args), 1e-12)
 
 
 def _random_pair_program(seed: int) -> str:
@@ -155,7 +151,7 @@ def test_random_pair_loops_equal_the_interpreter(seed: int) -> None:
             want = evaluate(f.program, **{k: v.astype(np.float64) for k, v in args.items()})
             got = f(**args)
         assert got.dtype == dtype
-        _agree(got, want, rtol)
+        agree(got, want, rtol)
 
 
 def test_a_pair_loop_without_a_fused_producer_is_not_kept() -> None:
@@ -170,7 +166,7 @@ def test_a_pair_loop_without_a_fused_producer_is_not_kept() -> None:
     assert nb.schedule.placement["y"] != "pairs"
     assert "only pays with a producer fused into it" in nb.schedule.why["y"]
     args = _inputs(f.program, 7, np.float64)
-    _agree(f(**args), evaluate(f.program, **args), 1e-12)
+    agree(f(**args), evaluate(f.program, **args), 1e-12)
 
 
 def _nbody_numpy(x, m):  # the sweep's N-body, written in NumPy (the coordinate axis: a size)
@@ -195,14 +191,14 @@ def test_numpy_front_end_nbody_runs_as_a_pair_loop(dtype: type) -> None:
     assert "np.empty((N, N" not in special.source
     want = evaluate(g.program, x=x.astype(np.float64), m=m.astype(np.float64))
     assert got.dtype == dtype
-    _agree(got, want, 1e-9 if dtype == np.float64 else 2e-3)
+    agree(got, want, 1e-9 if dtype == np.float64 else 2e-3)
     x[4, 1] = np.nan  # the nan pattern of the interpreter (the guard reruns the naive program)
     with np.errstate(all="ignore"):
         want = evaluate(g.program, x=x.astype(np.float64), m=m.astype(np.float64))
-        _agree(g(x, m), want, 1e-9 if dtype == np.float64 else 2e-3)
+        agree(g(x, m), want, 1e-9 if dtype == np.float64 else 2e-3)
     # many coordinates: no pair loop unrolls them; the loop nests run, values agree
     x9 = rng.standard_normal((7, 9))
-    _agree(g(x9, m[:7].astype(np.float64)), ea.grad(_nbody_numpy)(x9, m[:7].astype(np.float64)),
+    agree(g(x9, m[:7].astype(np.float64)), ea.grad(_nbody_numpy)(x9, m[:7].astype(np.float64)),
            1e-9)
 
 
@@ -222,7 +218,7 @@ def test_a_sum_over_both_orientations_is_split() -> None:
         args["A"][3, 5] = np.inf
         with np.errstate(all="ignore"):
             want = evaluate(f.program, **{k: v.astype(np.float64) for k, v in args.items()})
-            _agree(f(**args), want, rtol)
+            agree(f(**args), want, rtol)
 
 
 def test_brackets_that_hold_over_the_ranges() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numba_inputs import agree
 
 import eqsat_ad as ea
 from eqsat_ad.ir.expr import Access, Binary, Call, Const, Expr, Neg, Pow, Sum
@@ -95,11 +96,6 @@ def _nbody_args(n: int, dtype: type, seed: int) -> dict[str, np.ndarray]:
             "m": (np.abs(rng.standard_normal(n)) + 0.1).astype(dtype)}
 
 
-def _agree(got: np.ndarray, want: np.ndarray, rtol: float) -> None:
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n", SIZES)
 def test_nbody_values_are_the_sequential_order_bit_for_bit(n: int, dtype: type) -> None:
@@ -114,7 +110,7 @@ def test_nbody_values_are_the_sequential_order_bit_for_bit(n: int, dtype: type) 
     want = _sequential(g.program, args, {"N": n}, dtype)
     np.testing.assert_array_equal(got, want)
     ref = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
-    _agree(got, ref, 1e-9 if dtype == np.float64 else 2e-3)
+    agree(got, ref, 1e-9 if dtype == np.float64 else 2e-3)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -139,7 +135,7 @@ def test_nan_and_inf_anywhere_follow_the_interpreter(n: int, dtype: type) -> Non
             ref = evaluate(g.program, **{k: v.astype(np.float64) for k, v in args.items()})
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, want)
-        _agree(got, ref, 1e-9 if dtype == np.float64 else 2e-3)
+        agree(got, ref, 1e-9 if dtype == np.float64 else 2e-3)
 
 
 TWO_COORDINATES = ("def f(x: [N, 2], A: [N, N]):\n    e[i: N, j: N] = abs(A[i, j]) * 0.5 + 1\n"

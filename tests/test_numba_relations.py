@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba_inputs import agree
 
 import eqsat_ad as ea
 from eqsat_ad.examples import WORKED_EXAMPLES
@@ -31,16 +32,6 @@ def _inputs(m: int, n: int, dtype: type, seed: int, density: float = 0.3
             "R": rng.random((m, n)) < density}
 
 
-def _agree(got: tuple, want: tuple, rtol: float) -> None:
-    for g, w in zip(got, want, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-        np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w))
-        np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w))
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)
-
-
 def test_both_relation_sums_run_as_loop_nests_without_a_branch() -> None:
     g = ea.grad(_e12(), ("x", "w"), backend="numba")
     placement = g.compiled.schedule.placement
@@ -61,7 +52,7 @@ def test_values_equal_the_interpreter(dtype: type, m: int, n: int) -> None:
     want = evaluate(g.program, **{k: (v.astype(np.float64) if v.dtype != bool else v)
                                   for k, v in args.items()})
     assert all(np.asarray(a).dtype == dtype for a in got)
-    _agree(got, want, 1e-12 if dtype == np.float64 else 1e-4)
+    agree(got, want, 1e-12 if dtype == np.float64 else 1e-4)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -84,7 +75,7 @@ def test_non_finite_values_off_the_relation_contribute_nothing(dtype: type) -> N
     x_bar, w_bar = got
     assert w_bar[1] == 0 and np.isnan(w_bar[2])
     assert np.isfinite(w_bar).any() and np.isnan(x_bar).any()
-    _agree(got, want, 1e-12 if dtype == np.float64 else 1e-4)
+    agree(got, want, 1e-12 if dtype == np.float64 else 1e-4)
 
 
 def test_an_empty_relation_gives_zeros_not_nan() -> None:
