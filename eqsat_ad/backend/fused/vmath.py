@@ -202,7 +202,7 @@ def _expm1_split(x):  # type: ignore[no-untyped-def]
 def _expm1_split_nonneg(x):  # type: ignore[no-untyped-def]
     """:func:`_expm1_split` for ``x`` in [0, 40] (tanh's argument): ``k`` in [0, 58], so
     ``w = 1`` and ``m = 1 - 2**-k``, whose rounding (``k >= 54``) is carried exactly as
-    ``(1 - m) - 2**-k``; no selects (tanh ran 10% faster than through the general split)."""
+    ``(1 - m) - 2**-k``; no selects (tanh ran 11-20% faster than through the general split)."""
     k, r, q = _reduce(x)
     low = _pow2(-k)
     m = 1.0 - low  # exact for k <= 53 (0 for k = 0); 1 from k = 54
