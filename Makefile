@@ -4,6 +4,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+INSTALL := $(PY) -m pip install -q -e '.[test,numba]'
 
 # python3.12 from PATH when it runs; else pyenv's 3.12 (its shim fails when 3.12 is not the
 # global version).
@@ -18,9 +19,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
 	@# A download that arrives corrupt (pip: "do not match the hashes") is retried without pip's
 	@# cache, twice, before the install fails.
-	$(PY) -m pip install -q -e '.[test,numba]' || { sleep 5; \
-		$(PY) -m pip install -q --no-cache-dir -e '.[test,numba]'; } || { sleep 30; \
-		$(PY) -m pip install -q --no-cache-dir -e '.[test,numba]'; }
+	$(INSTALL) || { sleep 5; $(INSTALL) --no-cache-dir; } || { sleep 30; $(INSTALL) --no-cache-dir; }
 	@touch $(STAMP)
 
 demo: $(STAMP)
