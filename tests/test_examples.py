@@ -164,7 +164,7 @@ def test_demo_reports_missing_and_failing_stages(capsys):
 def test_demo_runs_every_stage_end_to_end(capsys):
     from eqsat_ad.demo import Demo, run
 
-    demo = Demo(k_traces(3), {"N": 6}, seed=1, timing_n=16)
+    demo = Demo(k_traces(3), {"N": 6}, seed=1, timing_n=16, timing_budget=0.001)
     assert run(demo) == 0, demo.failures
     out = capsys.readouterr().out
     assert "A_bar[i: N, j: N] = 3 * ((i == j) * ybar)" in out  # the three bracket terms merged
