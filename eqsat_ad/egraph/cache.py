@@ -13,6 +13,8 @@ machine) is not stored: it depends on the load, not on the key.
 * Entries are written to a temporary file in the cache directory and renamed into place, so a
   reader sees a whole entry or none, and concurrent writers of one key both leave a whole entry.
   An entry that cannot be read (truncated, from another version) is ignored and rewritten.
+* Bounded: past ``$EQSAT_AD_CACHE_MAX_MB`` (default 2048) the least recently used entries are
+  removed (:mod:`eqsat_ad.egraph.cache_limit`; the generated Numba modules count too).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 
 from ..ir.printer import print_program
 from ..ir.program import Program
+from .cache_limit import mark_used, maybe_prune
 from .rules import RuleFile, prelude_text
 
 FORMAT = 1
@@ -108,13 +111,16 @@ def _path(k: str) -> Path:
 
 def load(k: str) -> Any | None:
     """The cached value of key ``k``, or None (missing or unreadable)."""
+    path = _path(k)
     try:
-        with open(_path(k), "rb") as f:
-            return pickle.load(f)
+        with open(path, "rb") as f:
+            value = pickle.load(f)
     except FileNotFoundError:
         return None
     except Exception:  # noqa: BLE001 - a damaged entry is a miss
         return None
+    mark_used(path)  # (the directory's bound removes the least recently used first)
+    return value
 
 
 def store(k: str, value: Any) -> bool:
@@ -135,6 +141,7 @@ def store(k: str, value: Any) -> bool:
             raise
     except Exception:  # noqa: BLE001 - a cache that cannot be written is not an error
         return False
+    maybe_prune(directory())
     return True
 
 

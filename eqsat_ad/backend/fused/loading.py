@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
+from ...egraph.cache_limit import mark_used, maybe_prune
 from ...ir.errors import ProgramError
 
 _EXTRA = "pip install 'eqsat-ad[numba]'"
@@ -51,6 +52,9 @@ def load(source: str) -> ModuleType:
         with os.fdopen(fd, "w") as f:
             f.write(source)
         os.replace(tmp, path)
+        maybe_prune(folder.parent)  # (the new module itself is recent: never removed)
+    else:
+        mark_used(path)  # (its access time; the modification time is Numba's stamp)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ProgramError(f"cannot import the generated module {path}")
