@@ -36,17 +36,18 @@ def random_arguments(prog: ea.Program, sizes: dict[str, int], seed: int = 0,
 
 
 def count_guard_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Counts the guard's decisions in fused programs (its scans of the arguments): ``["n"]``."""
-    from eqsat_ad.backend.fused import program as fused_program
+    """Counts the guard's decisions in fused programs (its scans of the arguments and proof,
+    before or after the run): ``["n"]``."""
+    from eqsat_ad.backend.fused import checks
 
     calls = {"n": 0}
-    real = fused_program.trusted
+    real = checks.proven_finite
 
-    def spy(*args: object) -> bool:
+    def spy(*args: object) -> int:
         calls["n"] += 1
         return real(*args)
 
-    monkeypatch.setattr(fused_program, "trusted", spy)
+    monkeypatch.setattr(checks, "proven_finite", spy)
     return calls
 
 

@@ -58,7 +58,7 @@ def test_mlp_runs_the_product_as_blas_and_the_tanh_epilogue_as_a_loop() -> None:
     assert sched.placement["_p_hid"] == "numpy" and sched.why["_p_hid"] == "contraction (BLAS)"
     assert sched.placement["hid"] == "loop"
     # BLAS into a buffer kept from call to call, then one loop: bias and tanh in one pass
-    assert "if not _product_into(_p_hid, X, W1.T):" in g.source
+    assert "if not _product_into(_p_hid, X, W1.T, _fin):" in g.source
     kernel = kernel_text(g.source, "_k_hid")
     assert "_tanh(" in kernel and "_p_hid[" in kernel and "b1[" in kernel
     assert "np.tanh" not in g.source
@@ -70,7 +70,7 @@ def test_mlp_runs_the_product_as_blas_and_the_tanh_epilogue_as_a_loop() -> None:
     assert "hid" not in stmts["b1_bar"].reads()
     assert sched.why["W1_bar"] == "contraction (BLAS)"
     # a product no caller sees (hid_bar, read by the factor's loop) into a kept buffer too
-    assert "if not _product_into(hid_bar, z_bar, W2):" in g.source
+    assert "if not _product_into(hid_bar, z_bar, W2, _fin):" in g.source
 
 
 def test_results_are_not_the_kept_buffers() -> None:

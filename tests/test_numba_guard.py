@@ -105,3 +105,56 @@ def test_bounds_in_float32_are_rounded_inward() -> None:
     assert np.nextafter(got[0], np.float32(-1)) < lo and np.nextafter(got[1], np.float32(1)) > hi
     none = fused_checks.bounds(None, ["w"], np.dtype(np.float64))
     assert not (none[0] <= 0.0 <= none[1])  # no box: every entry is outside
+
+
+LAYER = """def f(X: [N, D], W: [D, H], y: [N, H]):
+    h[i: N, j: H] = tanh(Sum[d: D](X[i, d] * W[d, j]))
+    r[i: N, j: H] = h[i, j] - y[i, j]
+    return 0.5 * Sum[i: N, j: H](r[i, j] * r[i, j])
+"""
+
+
+def _count_finiteness_checks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts the NumPy parts' and BLAS products' scans for inf and nan."""
+    from eqsat_ad.backend import runtime
+    from eqsat_ad.backend.fused import epilogue
+
+    calls = {"n": 0}
+    real = runtime.finite
+
+    def spy(*arrays: object) -> bool:
+        calls["n"] += 1
+        return real(*arrays)
+
+    monkeypatch.setattr(runtime, "finite", spy)
+    monkeypatch.setattr(epilogue, "finite", spy)
+    return calls
+
+
+def test_a_run_the_guard_proved_finite_skips_its_parts_checks(monkeypatch) -> None:
+    # X (160 x 120) is larger than the box checks outside the loops take and no loop reads
+    # it: the guard scans the arguments before the run, and its proof of both programs lets
+    # the NumPy parts (the products with X) run without their own scans, as the NumPy
+    # backend's guarded code does
+    g = ea.grad(ea.parse(LAYER), "W", backend="numba", limits=ROOMY)
+    assert g.compiled.checked == ["y"] and not g.compiled.numpy_only
+    rng = np.random.default_rng(0)
+    args = {"X": rng.standard_normal((160, 120)), "W": rng.standard_normal((120, 50)) * 0.1,
+            "y": rng.standard_normal((160, 50))}
+    first = g(**args)
+    guard = count_guard_calls(monkeypatch)
+    checks = _count_finiteness_checks(monkeypatch)
+    again = g(**args)
+    assert guard["n"] == 1 and checks["n"] == 0
+    np.testing.assert_array_equal(again, first)
+    want = np.asarray(ea.grad(ea.parse(LAYER), "W", optimize=False)(**args))
+    np.testing.assert_allclose(again, want, rtol=1e-12, atol=1e-14)
+    # an inf in X: no proof; the parts check, and the unoptimized program decides
+    bad = dict(args, X=args["X"].copy())
+    bad["X"][3, 7] = np.inf
+    with np.errstate(all="ignore"):
+        got = g(**bad)
+        ref = np.asarray(ea.grad(ea.parse(LAYER), "W", optimize=False)(**bad))
+    assert checks["n"] > 0
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True)

@@ -43,7 +43,7 @@ def test_a_run_computes_its_own_statements_and_returns_what_is_read_later() -> N
     assert part.reads == ["x", "y"]  # a and b are computed inside, not read
     assert part.program.returns_tuple and len(part.program.outputs) == 1
     lines = part_lines(part, shapes)
-    assert lines == ["    _r = _np_a(x, y)", "    c = np.asarray(_r[0], dtype=F)"]
+    assert lines == ["    _r = _np_a(_fin, x, y)", "    c = np.asarray(_r[0], dtype=F)"]
 
 
 def test_a_lone_statement_is_its_own_program() -> None:
@@ -53,7 +53,7 @@ def test_a_lone_statement_is_its_own_program() -> None:
     assert part.single and part.reads == ["x", "y", "a"]
     assert part.program == part_program(prog, shapes, b)
     assert not part.program.returns_tuple
-    assert part_lines(part, shapes) == ["    b = np.asarray(_np_b(x, y, a), dtype=F)"]
+    assert part_lines(part, shapes) == ["    b = np.asarray(_np_b(_fin, x, y, a), dtype=F)"]
 
 
 def test_parts_that_differ_have_different_digests() -> None:

@@ -254,6 +254,14 @@ class CompiledProgram:
                 return keep_structure(self._run(args, kwargs, force_strict=True), want)
         return self._run(args, kwargs)
 
+    def fused_call(self, proven: bool, *args: Any) -> Any:
+        """A call from a fused module's run (``backend="numba"``: this program is one of its
+        NumPy parts). ``proven``: the guard proved, before the run, every value of the fused
+        program finite for these arguments (as for the NumPy backend's own guarded code,
+        :data:`.guard.PROVEN_BOTH`), so the fast code runs without its checks; else a call
+        as any other."""
+        return self._run(args, {}, unchecked=proven)
+
     def _plain(self, arrays: Sequence[Any], sizes: Mapping[str, int]) -> CompiledProgram | None:
         """For guarded code (:attr:`fallback` set): the unoptimized program's compiled form when
         at these sizes it lowers to this very code (:func:`.same_code.same_code`: temporaries
@@ -281,12 +289,14 @@ class CompiledProgram:
         return plain
 
     def _run(self, args: tuple, kwargs: dict[str, Any], trust_finite: bool = False,
-             force_strict: bool = False) -> Any:
+             force_strict: bool = False, unchecked: bool = False) -> Any:
         """One call. ``trust_finite``: the code holds only where every value is finite (it was
         optimized with finite-only rewrites): raise :class:`~.runtime.NonFinite` when an
         argument, a value the code computes (IEEE overflow, division by zero or invalid
         operation flags) or the result is inf or nan (unless the unoptimized program's own code
-        is this code at these sizes: :meth:`_plain`). ``force_strict``: the strict code."""
+        is this code at these sizes: :meth:`_plain`). ``force_strict``: the strict code.
+        ``unchecked``: every value is proven finite (:meth:`fused_call`): the fast code alone.
+        """
         names = self._param_names
         if kwargs and not args and len(kwargs) == len(names):
             try:  # every parameter by name: the same call by position (its fast path)
@@ -324,6 +334,12 @@ class CompiledProgram:
             if key is not None and not relation_cast and len(self._by_arrays) < 64:
                 self._by_arrays[key] = (fn, check, sizes, casts if any(
                     c is not None for c in casts) else None, plain)
+        if unchecked and not force_strict:
+            try:
+                with np.errstate(all="ignore"):
+                    return _finish(fn(*arrays), self.program)
+            except Exception:  # noqa: BLE001 - a value was not finite after all (an argument
+                pass  # outside the box its loops check): the checked run below decides
         if trust_finite and plain is None:
             level = proven_finite(self.fallback, self.program, arrays, sizes)
             if not level:

@@ -58,9 +58,11 @@ def part_program(prog: Program, shapes: Mapping[str, tuple[Dim, ...]], s: Statem
 
 
 def _call(part: Part, shapes: Mapping[str, tuple[Dim, ...]]) -> str:
-    """``part``'s function called on the arrays it reads (a scalar as a 0-d array)."""
+    """``part``'s function called on the arrays it reads (a scalar as a 0-d array), after
+    ``_fin``: whether the guard proved every value finite before the run (then the part runs
+    the NumPy backend's code without its checks: ``CompiledProgram.fused_call``)."""
     args = ", ".join(r if shapes[r] else f"{r}.reshape(())" for r in part.reads)
-    return f"{part.name}({args})"
+    return f"{part.name}(_fin, {args})"
 
 
 def part_call(part: Part, shapes: Mapping[str, tuple[Dim, ...]]) -> str:

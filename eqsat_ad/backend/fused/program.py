@@ -27,9 +27,8 @@ from ...ir.expr import Access, accessed_names
 from ...ir.program import Program, Statement
 from ...plan.lower import lower_program
 from ...plan.poly import ZERO, Poly
-from ..guard import trusted
 from ..numpy import CompiledProgram, _finish, compile_program
-from .checks import bounds, call_box
+from .checks import bounds, call_box, finite_run, kept_result, proof_before_run
 from .compact import OverBudget, kernel_within_budget
 from .epilogue import (
     PRODUCT_IMPORT,
@@ -347,9 +346,11 @@ class NumbaProgram(NestWriter):
         place = self.schedule.placement
         fused = {s.name: s for s in self._prog.statements if place[s.name] == "fused"}
         kernels: list[str] = []
-        params = ", ".join([*self.program.param_names, *self._sizes, "_buf", "_tmp", "_box"])
+        params = ", ".join([*self.program.param_names, *self._sizes, "_buf", "_tmp", "_box",
+                            "_fin"])
         # _box: bounds (lo, hi) per checked parameter; run also returns whether an entry of
-        # one lay outside them (or was nan)
+        # one lay outside them (or was nan); _fin: every value is proven finite (the NumPy
+        # parts and BLAS products skip their checks)
         run = [f"def run({params}):", "    _bad = False"]
         # _buf[k]: the caller's array for output k (out=), written in place by its loop nest;
         # _tmp: this thread's arrays of the intermediates, kept from call to call (a fresh
@@ -438,7 +439,7 @@ class NumbaProgram(NestWriter):
             if mod is None:
                 mod = load(self.source.replace("F = np.float64", f"F = np.{dtype.name}", 1))
                 for name, part in self._numpy_parts.items():
-                    setattr(mod, f"_np_{name}", part)
+                    setattr(mod, f"_np_{name}", part.fused_call)
                 self._modules[key] = mod
         return mod
 
@@ -485,26 +486,28 @@ class NumbaProgram(NestWriter):
             # backend's program as it is
             result = self.numpy(*args, **kwargs)
         else:
-            first = dt.char not in target.compile_seconds
-            start = time.perf_counter()
-            mod = target._module(dt)
             exact = self.fallback is not None and self._exact(arrays, sizes)
             box = None if exact else call_box(self.fallback, self.program, target.checked,
                                               arrays, sizes, dt)
+            guarded = self.fallback if not exact else None
+            level = proof_before_run(guarded, self.program, box, arrays, sizes)
+            proven = finite_run(guarded, box, level)
+            first = dt.char not in target.compile_seconds
+            start = time.perf_counter()
+            mod = target._module(dt)
+            run_args = (*arrays, *(sizes[n] for n in target._sizes), bufs, target._scratch(dt),
+                        bounds(box, target.checked, dt))
             with np.errstate(all="ignore"):
-                result, bad = mod.run(*arrays, *(sizes[n] for n in target._sizes), bufs,
-                                      target._scratch(dt), bounds(box, target.checked, dt))
+                result, bad = mod.run(*run_args, proven)
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 target.compile_seconds[dt.char] = time.perf_counter() - start
                 self.compile_seconds.setdefault(dt.char, target.compile_seconds[dt.char])
             elif target is self:
                 self._remember(args, kwargs, arrays, sizes, dt, exact)
-            # finite-only rewrites may have met inf/nan: the loops found every checked
-            # argument inside a box proven finite for both programs, or the guard's scans
-            # decide (as they would have: the proofs are monotone in the box)
-            if self.fallback is not None and not exact and (box is None or bad) and not trusted(
-                    self.fallback, self.program, arrays, sizes, result):
-                result = self.fallback(*args, **kwargs)
+            if guarded is not None:
+                result = kept_result(guarded, self.program, result, bad, box, level, proven,
+                                     arrays, sizes, lambda: mod.run(*run_args, False)[0],
+                                     args, kwargs)
         return _finish(into_buffers(result, bufs, self.program.returns_tuple), self.program)
 
     def _remember(self, args: tuple, kwargs: dict[str, Any], arrays: list[Any],
@@ -536,14 +539,18 @@ class NumbaProgram(NestWriter):
             self.program, self._prog.outputs, self._shapes, out, r.sizes, r.dt, list(arrays))
         args_run = (*arrays, *r.size_values, bufs, self._scratch(r.dt),
                     self._bounds(box, r.dt))
+        guarded = self.fallback if not r.exact else None
+        level = proof_before_run(guarded, self.program, box, arrays, r.sizes)
+        proven = finite_run(guarded, box, level)
         if r.numpy:  # NumPy statements between the loop nests: their inf/nan quietly
             with np.errstate(all="ignore"):
-                result, bad = mod.run(*args_run)
+                result, bad = mod.run(*args_run, proven)
         else:  # (Numba's loops never consult NumPy's error state)
-            result, bad = mod.run(*args_run)
-        if self.fallback is not None and not r.exact and (box is None or bad) and not trusted(
-                self.fallback, self.program, arrays, r.sizes, result):
-            result = self.fallback(*args, **kwargs)
+            result, bad = mod.run(*args_run, proven)
+        if guarded is not None:
+            result = kept_result(guarded, self.program, result, bad, box, level, proven,
+                                 arrays, r.sizes, lambda: mod.run(*args_run, False)[0],
+                                 args, kwargs)
         if out is not None:
             result = into_buffers(result, bufs, self.program.returns_tuple)
         result = _finish(result, self.program)
