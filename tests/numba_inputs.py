@@ -35,20 +35,28 @@ def random_arguments(prog: ea.Program, sizes: dict[str, int], seed: int = 0,
     return out
 
 
+def count_calls(monkeypatch: pytest.MonkeyPatch, name: str, *modules: object
+                ) -> dict[str, int]:
+    """Counts the calls of the function ``name`` of the first of ``modules`` made through any
+    of them (each module's own binding replaced by one spy): ``["n"]``."""
+    calls = {"n": 0}
+    real = getattr(modules[0], name)
+
+    def spy(*args: object) -> object:
+        calls["n"] += 1
+        return real(*args)
+
+    for m in modules:
+        monkeypatch.setattr(m, name, spy)
+    return calls
+
+
 def count_guard_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the guard's decisions in fused programs (its scans of the arguments and proof,
     before or after the run): ``["n"]``."""
     from eqsat_ad.backend.fused import checks
 
-    calls = {"n": 0}
-    real = checks.proven_finite
-
-    def spy(*args: object) -> int:
-        calls["n"] += 1
-        return real(*args)
-
-    monkeypatch.setattr(checks, "proven_finite", spy)
-    return calls
+    return count_calls(monkeypatch, "proven_finite", checks)
 
 
 def kernel_text(source: str, name: str) -> str:

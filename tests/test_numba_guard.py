@@ -13,7 +13,7 @@ from eqsat_ad.ir.interpreter import evaluate
 
 pytest.importorskip("numba")
 
-from numba_inputs import ROOMY, count_guard_calls  # noqa: E402
+from numba_inputs import ROOMY, count_calls, count_guard_calls  # noqa: E402
 
 from eqsat_ad.backend.fused import checks as fused_checks  # noqa: E402
 
@@ -119,16 +119,7 @@ def _count_finiteness_checks(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     from eqsat_ad.backend import runtime
     from eqsat_ad.backend.fused import epilogue
 
-    calls = {"n": 0}
-    real = runtime.finite
-
-    def spy(*arrays: object) -> bool:
-        calls["n"] += 1
-        return real(*arrays)
-
-    monkeypatch.setattr(runtime, "finite", spy)
-    monkeypatch.setattr(epilogue, "finite", spy)
-    return calls
+    return count_calls(monkeypatch, "finite", runtime, epilogue)
 
 
 def test_a_run_the_guard_proved_finite_skips_its_parts_checks(monkeypatch) -> None:

@@ -334,7 +334,7 @@ class CompiledProgram:
             if key is not None and not relation_cast and len(self._by_arrays) < 64:
                 self._by_arrays[key] = (fn, check, sizes, casts if any(
                     c is not None for c in casts) else None, plain)
-        if unchecked and not force_strict:
+        if unchecked:
             try:
                 with np.errstate(all="ignore"):
                     return _finish(fn(*arrays), self.program)
