@@ -14,6 +14,7 @@ from ...ir.errors import ShapeError
 from ...ir.expr import Access, Expr
 from ...ir.index import Dim, dim_value
 from ...ir.program import Program
+from .apart import owner_free
 
 __all__ = ["Recycler", "caller_buffers", "check_buffer", "given_buffers", "into_buffers"]
 
@@ -107,14 +108,15 @@ class Recycler:
         for k, want in enumerate(kept[2]):
             a = arrays[k]
             arrays[k] = None
-            if a is not None and _unshared(a) and a.base is None and a.flags.c_contiguous \
+            if a is not None and _unshared(a) and owner_free(a) and a.flags.c_contiguous \
                     and a.flags.writeable and (a.shape, a.dtype) == want:
                 bufs[k] = a
         return tuple(bufs)
 
     def keep(self, key: object, result: Any, several: bool) -> None:
         values = result if several else (result,)
-        arrays = [v if isinstance(v, np.ndarray) and v.ndim and v.base is None else None
-                  for v in values]
+        arrays = [v if isinstance(v, np.ndarray) and v.ndim and (
+            v.base is None or type(v.base) is np.ndarray and v.base.dtype == np.uint8)
+            else None for v in values]
         self._local.kept = (key, arrays, [(a.shape, a.dtype) if a is not None else None
                                           for a in arrays])

@@ -31,7 +31,6 @@ from ..numpy import CompiledProgram, _finish, compile_program
 from .checks import bounds, call_box, finite_run, kept_result, proof_before_run
 from .compact import OverBudget, kernel_within_budget
 from .epilogue import (
-    PRODUCT_IMPORT,
     cheaper,
     fresh,
     product_operands,
@@ -52,7 +51,7 @@ from .rows import PAIRWISE
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 from .specialize import fix_sizes, small_sizes
-from .storage import array_lines, module_head, return_line, with_outputs
+from .storage import apart_new, array_lines, module_head, return_line, with_outputs
 from .tiles import TILE, TILE_LINE
 from .windows import Window, driver
 
@@ -388,7 +387,7 @@ class NumbaProgram(NestWriter):
                 code, reads = self._window_kernels(win, fused)
                 kernels.append(kernel_within_budget(code, {win.name, s.name}))
                 k = position.get(s.name)
-                new = f"np.empty(({', '.join(str(d) for d in s.shape)},), dtype=F)"
+                new = apart_new(s.shape, reads)
                 run.append(f"    # {win.name}: {self.schedule.why[win.name]}")
                 run.append(f"    {s.name} = " + (new if k is None else
                                                   f"_buf[{k}] if _buf[{k}] is not None else {new}"))
@@ -400,7 +399,7 @@ class NumbaProgram(NestWriter):
                                else self._pair_kernel(s, self._pairs[s.name], fused))
                 kernels.append(kernel_within_budget(code, {t.name for t in group}))
                 for t in group:
-                    run += array_lines(t, position, seen_by_numpy)
+                    run += array_lines(t, position, seen_by_numpy, reads)
                 names = [t.name for t in group]
                 args = ", ".join([*names, *reads, *self._sizes, *(["_box"] if checks else [])])
                 run.append(f"    _bad |= _k_{s.name}({args})" if checks else
@@ -419,8 +418,7 @@ class NumbaProgram(NestWriter):
         if pending:
             run += self._part_lines(pending, position)
         run.append(return_line(self._prog, self._shapes))
-        head = module_head(self.program, self._sizes, [PRODUCT_IMPORT] if any(
-            "_product_into(" in line for line in run) else [])
+        head = module_head(self.program, self._sizes, run)
         body = "\n\n\n".join(kernels)
         if TILE in body:  # (the tiles' points, from the float type)
             head.append(TILE_LINE)
