@@ -52,24 +52,25 @@ def test_a_new_array_starts_half_a_page_from_a_stencils_rows(offset: int) -> Non
     assert a.shape == (64, 512) and a.dtype == np.float64 and a.flags.c_contiguous
     assert a.flags.writeable and _start(a) % LINE == 0
     assert not np.may_share_memory(a, x)
-    assert _gap(_start(a), offset) >= PAGE // 2 - LINE  # as far as a line start can be
+    assert _gap(_start(a), offset) >= PAGE // 2 - LINE // 2  # as far as a line start can be
     a[...] = 1.0  # all of it is the array's own memory
     assert a.sum() == a.size
 
 
 def test_rows_that_do_not_repeat_each_page_are_all_kept_apart() -> None:
-    x = _page_aligned((64, 500), 0)  # rows 4000 bytes apart: starts 0, ±96, ±192 mod 4 KiB
+    x = _page_aligned((80, 500), 0)  # rows 4000 bytes apart: starts 0, ±96, ±192 mod 4 KiB
     y = _page_aligned((2000,), 2048)
-    a = empty_apart((64, 500), np.float64, (x, y, 3.0, None))
+    a = empty_apart((80, 500), np.float64, (x, y, 3.0, None))
     marks = [(k * 4000) % PAGE for k in range(-2, 3)] + [2048]
     nearest = min(_gap(_start(a), m) for m in marks)
     best = max(min(_gap(s, m) for m in marks) for s in range(0, PAGE, LINE))
-    assert nearest == best and nearest >= 512
+    assert nearest >= best - LINE // 2 and nearest >= 512
 
 
 def test_small_arrays_and_no_reads_are_plain_arrays() -> None:
     x = _page_aligned((64, 512), 0)
     assert empty_apart((10,), np.float32, (x,)).base is None
+    assert empty_apart((32, 512), np.float64, (x,)).base is None  # 128 KiB: below MIN_BYTES
     assert empty_apart((64, 512), np.float32, (np.ones(3),)).base is None
     assert empty_apart((64, 512), np.float32, ()).base is None
 

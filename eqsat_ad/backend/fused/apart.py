@@ -27,7 +27,10 @@ __all__ = ["empty_apart", "owner_free"]
 PAGE = 4096
 LINE = 64  # (the view starts on a cache line: vector loads and stores stay aligned)
 ROWS = 2  # rows either side of a read array's row that a window may reach
-_STARTS = np.arange(0, PAGE, LINE)  # the cache lines' starts within a page
+# Smaller arrays are plain np.empty: placing one costs about 6 us (its reads' addresses), and a
+# kernel writing less gains less than that; malloc maps arrays from 128 KiB afresh, each at the
+# same offset within its page, the case that waits most.
+MIN_BYTES = 1 << 18
 
 
 def empty_apart(shape: tuple[int, ...], dtype: type, reads: Sequence[object]
@@ -36,14 +39,30 @@ def empty_apart(shape: tuple[int, ...], dtype: type, reads: Sequence[object]
     page longer, starting as far (modulo 4 KiB) as a cache-line start can from the rows of
     every array in ``reads`` (non-arrays are ignored)."""
     size = math.prod(shape) * np.dtype(dtype).itemsize
-    marks = _row_starts(reads)
-    if size < PAGE or not marks:  # (small arrays: no stream of stores to wait behind)
+    marks = _row_starts(reads) if size >= MIN_BYTES else []
+    if size < MIN_BYTES or not marks:
         return np.empty(shape, dtype=dtype)
     raw = np.empty(size + PAGE, dtype=np.uint8)
-    gap = (_STARTS[:, None] - np.asarray(marks)[None, :]) % PAGE
-    nearest = np.minimum(gap, PAGE - gap).min(axis=1)
-    start = (int(_STARTS[int(np.argmax(nearest))]) - raw.__array_interface__["data"][0]) % PAGE
+    start = (_farthest(marks) - raw.__array_interface__["data"][0]) % PAGE
     return raw[start:start + size].view(dtype).reshape(shape)
+
+
+def _farthest(marks: list[int]) -> int:
+    """The cache-line start (modulo 4 KiB) nearest the middle of the widest gap between
+    ``marks`` (on the circle of addresses modulo 4 KiB)."""
+    key = tuple(marks)
+    hit = _FARTHEST.get(key)
+    if hit is None:
+        ms = sorted(set(marks))
+        width, at = max((b - a, a) for a, b in zip(ms, [*ms[1:], ms[0] + PAGE], strict=True))
+        hit = (at + width // 2 + LINE // 2) // LINE * LINE % PAGE
+        if len(_FARTHEST) >= 256:
+            _FARTHEST.clear()
+        _FARTHEST[key] = hit
+    return hit
+
+
+_FARTHEST: dict[tuple[int, ...], int] = {}  # (a cache: the same inputs, call after call)
 
 
 def _row_starts(reads: Sequence[object]) -> list[int]:
