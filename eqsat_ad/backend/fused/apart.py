@@ -3,10 +3,11 @@
 A load whose address agrees in its low 12 bits with an earlier store still in flight waits
 for that store ("4K aliasing", on x86 cores from Intel and AMD alike). A stencil's loop nest
 stores ``out[i, j]`` and next loads ``x[i + 1, j + 1]``: when rows lie a multiple of 4 KiB
-apart and ``out`` and ``x`` start at the same offset within a page, as any two large arrays
-that ``malloc`` maps afresh do, every iteration waits. Measured on one core of a Zen 4 (blur's
-gradient kernel, float64, 1024²): 1.41–1.60 ms with ``out`` 0–64 bytes past ``x`` modulo
-4 KiB, 0.92–0.99 ms at 256–3072 bytes.
+apart and ``out`` starts a few cache lines past ``x`` within a page, iterations wait for
+stores. Measured on one core of a Zen 4 (blur's gradient kernel, 1024², 12 outputs at
+different offsets, experiments/results/store_offset.md): float64 1.16–1.21 ms with ``out``
+32–128 bytes past ``x`` modulo 4 KiB, 0.97–0.99 ms at 2048–4032; float32 0.61–0.68 against
+0.50–0.55 ms. Where an output lands is otherwise the allocator's choice, process by process.
 
 :func:`empty_apart` allocates a page more than it needs and returns the view whose start lies
 farthest, modulo 4 KiB, from where each read array's rows start (its first rows and the rows
@@ -27,9 +28,8 @@ __all__ = ["empty_apart", "owner_free"]
 PAGE = 4096
 LINE = 64  # (the view starts on a cache line: vector loads and stores stay aligned)
 ROWS = 2  # rows either side of a read array's row that a window may reach
-# Smaller arrays are plain np.empty: placing one costs about 6 us (its reads' addresses), and a
-# kernel writing less gains less than that; malloc maps arrays from 128 KiB afresh, each at the
-# same offset within its page, the case that waits most.
+# Smaller arrays are plain np.empty: placing one costs about 5 us (mostly reading addresses),
+# about what a kernel writing 256 KiB can lose to waiting loads (a fifth of some 25 us).
 MIN_BYTES = 1 << 18
 
 
