@@ -281,6 +281,20 @@ def test_bad_arguments_to_a_gradient_are_shape_errors():
         ea.grad(tanh_layer_loss)(np.ones(3))
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_shape_error_names_the_argument_and_carries_no_internal_context(backend: str):
+    if backend == "numba":
+        pytest.importorskip("numba")
+    prog = ea.parse("def f(x: [N], y: [N]):\n    return Sum[i: N](x[i] * y[i])\n")
+    g = ea.grad(prog, wrt="x", backend=backend)
+    g(x=np.ones(4), y=np.ones(4))  # (a signature seen before: the repeat path too)
+    for call in (lambda: g(x=np.ones(4), y=np.ones(3)), lambda: g(np.ones(4), np.ones(3))):
+        with pytest.raises(ShapeError, match="argument 'y' has shape \\(3,\\)") as info:
+            call()
+        # (the binder's internal signal is not shown as the error's context)
+        assert info.value.__context__ is None and info.value.__cause__ is None
+
+
 def test_not_a_program_or_function():
     with pytest.raises(TypeError, match="expected a Program") as info:
         ea.grad(42)  # type: ignore[arg-type]

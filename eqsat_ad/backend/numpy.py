@@ -145,10 +145,12 @@ class CompiledProgram:
                 raise _Slow
             return self._fast_bind(given)
         except _Slow:
-            from ..ir.interpreter import bind_arguments
+            pass
+        # (outside the handler: the ShapeError is not shown as raised while handling _Slow)
+        from ..ir.interpreter import bind_arguments
 
-            bind_arguments(self.program, *args, **kwargs)  # raises a ShapeError with details
-            raise ShapeError(f"arguments do not fit {self!r}") from None
+        bind_arguments(self.program, *args, **kwargs)  # raises a ShapeError with details
+        raise ShapeError(f"arguments do not fit {self!r}")
 
     def _fast_bind(self, given: Mapping[str, Any]) -> tuple[list[np.ndarray], dict[str, int]]:
         raw: list[np.ndarray] = []
