@@ -56,9 +56,9 @@ def check_buffer(where: str, k: int, b: Any, shape: tuple[int, ...], dt: np.dtyp
             f"a NumPy array of shape {shape}, got {type(b).__name__}" if shape
             else "no buffer (it is a scalar): pass None"))
     if b.shape != shape or b.dtype != dt or not b.flags.writeable:
-        raise ShapeError(f"{where}: output {k} is {dt.name} of shape {shape}; got a "
-                         f"{'read-only ' if not b.flags.writeable else ''}"
-                         f"{b.dtype.name} array of shape {b.shape}")
+        raise ShapeError(f"{where}: output {k} is {dt.name} of shape {shape}; got "
+                         f"{'a read-only' if not b.flags.writeable else 'an'} array of "
+                         f"{b.dtype.name} and shape {b.shape}")
     if any(isinstance(a, np.ndarray) and np.may_share_memory(a, b) for a in arrays):
         raise ShapeError(f"{where}: output {k} shares memory with an input")
 
