@@ -1,15 +1,17 @@
-"""Built-in functions as scalar code in the generated loop nests, and the helpers every
-generated module carries (:data:`HELPERS`): :mod:`.vmath`'s vectorizable exp, expm1, tanh and
-sigmoid, softplus, the step function, and sign, maximum and minimum as NumPy's own."""
+"""Built-in functions as scalar code in the generated loop nests, and the helpers a generated
+module carries (:data:`HELPERS`, of which :func:`helpers_for` gives those its kernels call):
+:mod:`.vmath`'s vectorizable exp, expm1, tanh and sigmoid, softplus, the step function, and
+sign, maximum and minimum as NumPy's own."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["HELPERS", "LOOP_FUNCTIONS"]
+__all__ = ["HELPERS", "LOOP_FUNCTIONS", "helpers_for"]
 
 # Built-in functions as scalar code (NumPy ufuncs keep float32 scalars float32 under Numba;
 # exp, expm1, tanh and sigmoid are :mod:`.vmath`'s, which LLVM vectorizes where libm's is a call
@@ -75,3 +77,17 @@ def _step(x):
         return F(0.5)
     return x
 '''
+
+_VMATH_IMPORT, _, _DEFINITIONS = HELPERS.strip("\n").partition("\n")
+_DEFINED = {m.group(1): block for block in _DEFINITIONS.strip("\n").split("\n\n\n")
+            if (m := re.search(r"^def (\w+)\(", block, re.M))}
+_USES_VMATH = ("_exp", "_expm1", "_tanh", "_sigmoid")
+
+
+def helpers_for(code: str) -> tuple[list[str], str]:
+    """The part of :data:`HELPERS` that ``code`` (a module's kernels) calls: the import of
+    :mod:`.vmath` (with its digest) where a helper it names needs it, and those helpers'
+    definitions, so that the generated source shows only what runs."""
+    used = [n for n in _DEFINED if re.search(rf"(?<![\w.]){n}\(", code)]
+    imports = [_VMATH_IMPORT] if any(n in _USES_VMATH for n in used) else []
+    return imports, "\n\n\n".join(_DEFINED[n] for n in used)

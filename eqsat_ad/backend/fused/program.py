@@ -38,7 +38,7 @@ from .epilogue import (
     split_products,
 )
 from .exact import exact_on_disk
-from .functions import HELPERS
+from .functions import helpers_for
 from .loading import cache_dir, load, require_numba
 from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
@@ -422,9 +422,10 @@ class NumbaProgram(NestWriter):
         body = "\n\n\n".join(kernels)
         if TILE in body:  # (the tiles' points, from the float type)
             head.append(TILE_LINE)
-        helpers = HELPERS + (PAIRWISE if "_pairwise(" in body else "")
-        return "\n".join(head) + "\n" + helpers + "\n\n" + body + "\n\n\n" + \
-            "\n".join(run) + "\n"
+        imports, helpers = helpers_for(body)
+        parts = ("\n".join(head + imports), helpers, PAIRWISE if "_pairwise(" in body else "",
+                 body, "\n".join(run))
+        return "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
 
     # --- loading and running -------------------------------------------------------------------
     def _module(self, dtype: np.dtype) -> ModuleType:

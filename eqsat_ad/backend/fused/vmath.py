@@ -37,8 +37,8 @@ long-double reference, in ULPs of the correctly rounded result): exp 0.58 (0.75 
 subnormal range: two roundings), expm1 0.85, tanh 0.74, sigmoid 0.76; NumPy's own: exp 0.70,
 expm1 0.52, tanh 1.18, the NumPy backend's sigmoid about 1.5.
 
-The generated kernels import these (:data:`.functions.HELPERS`) and name the hash of this file in
-their source, so Numba's on-disk cache of a kernel (keyed by its
+A generated module whose kernels call them imports these (:func:`.functions.helpers_for`) and
+names the hash of this file in its source, so Numba's on-disk cache of a kernel (keyed by its
 module's source) is never one compiled against an older version of these functions.
 """
 
