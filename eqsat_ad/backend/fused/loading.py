@@ -9,8 +9,10 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from ...egraph.cache_limit import mark_used, maybe_prune
 from ...ir.errors import ProgramError
@@ -62,3 +64,21 @@ def load(source: str) -> ModuleType:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def compile_failure() -> type[Exception]:
+    """Numba's error for a kernel it cannot type or lower (its ``NumbaError``)."""
+    return require_numba().core.errors.NumbaError
+
+
+def give_up_loops(program: Any, exc: Exception) -> None:
+    """``program`` (a :class:`.program.NumbaProgram`) runs as the NumPy backend runs it from
+    now on, with a warning: Numba failed to compile one of its kernels (``exc``), which is a
+    Numba defect, not the program's (fuzz seed 3031, case 113: arrays named ``t`` and ``t4``
+    with a constant branch condition failed Numba's typing). The values are the NumPy
+    backend's, so the call still agrees with the interpreter."""
+    program.numpy_only, program.runner = True, program.numpy
+    first = str(exc).strip().splitlines()[:2]
+    warnings.warn(f"Numba could not compile the loops of {program.program.name} "
+                  f"({' '.join(first)[:300]}); it runs as backend='numpy' runs it",
+                  RuntimeWarning, stacklevel=5)  # (the caller's call of the gradient)

@@ -30,16 +30,10 @@ from ...plan.poly import ZERO, Poly
 from ..numpy import CompiledProgram, _finish, compile_program
 from .checks import bounds, call_box, finite_run, kept_result, proof_before_run
 from .compact import OverBudget, kernel_within_budget
-from .epilogue import (
-    cheaper,
-    fresh,
-    product_operands,
-    product_run,
-    split_products,
-)
+from .epilogue import cheaper, fresh, product_operands, product_run, split_products
 from .exact import exact_on_disk
 from .functions import helpers_for
-from .loading import cache_dir, load, require_numba
+from .loading import cache_dir, compile_failure, give_up_loops, load, require_numba
 from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
 from .outputs import Recycler, caller_buffers, into_buffers
@@ -496,8 +490,12 @@ class NumbaProgram(NestWriter):
             mod = target._module(dt)
             run_args = (*arrays, *(sizes[n] for n in target._sizes), bufs, target._scratch(dt),
                         bounds(box, target.checked, dt))
-            with np.errstate(all="ignore"):
-                result, bad = mod.run(*run_args, proven)
+            try:
+                with np.errstate(all="ignore"):
+                    result, bad = mod.run(*run_args, proven)
+            except compile_failure() as exc:  # (a Numba defect) the NumPy backend's run
+                give_up_loops(target, exc)
+                return self(*args, out=out, **kwargs)
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 target.compile_seconds[dt.char] = time.perf_counter() - start
                 self.compile_seconds.setdefault(dt.char, target.compile_seconds[dt.char])

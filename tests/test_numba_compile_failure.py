@@ -1,0 +1,85 @@
+"""A kernel Numba fails to compile (a Numba defect, not the program's) leaves the program to the
+NumPy backend's code, with one warning, instead of an internal traceback
+(backend/fused/loading.give_up_loops)."""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import eqsat_ad as ea
+from eqsat_ad.api import gradient_program
+from eqsat_ad.backend.fused.program import NumbaProgram
+from eqsat_ad.ir.interpreter import evaluate
+
+numba = pytest.importorskip("numba")
+
+# fuzz seed 3031, case 113 (the forward program the NumPy front end wrote): Numba 0.68 failed
+# to type the output's kernel ("Type of variable '$430binary_subscr.6' cannot be determined"),
+# with arrays named t and t4 and constant branch conditions (y[0] if 0 < 2 else 0)
+SEED_3031_CASE_113 = """def f(A: [3, 3], y: [2]):
+    t = Sum[i: 3](A[i, i])
+    t1 = Sum[i: 3](A[i, i])
+    t2 = Sum[i: 3](A[i, i])
+    t3 = Sum[i: 3](A[i, i])
+    t4 = ge(t1, min(max(t, -1), 1)) * t3 + nge(t1, min(max(t, -1), 1)) * (y[1] + t2)
+    t5[i: 2, j: 3] = log(max(A[2*i, j], y[1]))
+    t6[i: 1] = min(y[i] ** 2, y[i + 1])
+    t7 = Sum[i: 3](A[i, i])
+    t8 = Sum[i: 2](y[i])
+    return ge(y[0], gt(y[1], t7) * t4 + ngt(y[1], t7) * t6[0]) * t6[0] + nge(y[0], gt(y[1], t7) * t4 + ngt(y[1], t7) * t6[0]) * t8
+"""  # noqa: E501
+
+STENCIL = """
+def f(x: [N]):
+    d[i: N] = (i + 1 < N) * (x[i + 1] - x[i])
+    return Sum[i: N](d[i] ** 2)
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_fuzzed_program_numba_could_not_type_gives_the_interpreters_values(dtype) -> None:
+    prog = ea.parse(SEED_3031_CASE_113)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        args = {"A": rng.standard_normal((3, 3)).astype(dtype),
+                "y": rng.standard_normal(2).astype(dtype)}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (warned where Numba fails)
+            got = ea.compile(prog, backend="numba")(**args)
+            grads = ea.grad(prog, wrt=("A", "y"), backend="numba")(**args)
+        assert got == pytest.approx(float(evaluate(prog, **args)), rel=1e-5)
+        wants = evaluate(gradient_program(prog, ("A", "y"), as_tuple=True), **args)
+        for g, w in zip(grads, wants, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_kernel_numba_cannot_compile_falls_back_to_numpy_once(monkeypatch) -> None:
+    g = ea.grad(ea.parse(STENCIL), wrt="x", backend="numba")
+    compiled = g.compiled
+    assert isinstance(compiled, NumbaProgram) and not compiled.numpy_only
+    tries = []
+
+    def broken(self: NumbaProgram, dtype: np.dtype) -> types.ModuleType:
+        def run(*args: object) -> None:
+            tries.append(1)
+            raise numba.core.errors.TypingError("injected: cannot determine a variable's type")
+        return types.SimpleNamespace(run=run)  # type: ignore[return-value]
+
+    monkeypatch.setattr(NumbaProgram, "_module", broken)
+    x = np.random.default_rng(1).standard_normal(500)
+    want = evaluate(g.program, x=x)
+    with pytest.warns(RuntimeWarning, match="Numba could not compile the loops of .*injected"):
+        got = g(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert tries == [1] and compiled.numpy_only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning, no second try
+        np.testing.assert_allclose(g(x=x), want, rtol=1e-12)
+        out = np.empty(500)
+        assert g(x=x, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    assert tries == [1]
