@@ -57,8 +57,9 @@ def test_the_fuzzed_program_numba_could_not_type_gives_the_interpreters_values(d
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
-def test_a_kernel_numba_cannot_compile_falls_back_to_numpy_once(monkeypatch) -> None:
-    g = ea.grad(ea.parse(STENCIL), wrt="x", backend="numba")
+@pytest.mark.parametrize("name", ["x", "out"])  # (a parameter named out: an input, as written)
+def test_a_kernel_numba_cannot_compile_falls_back_to_numpy_once(monkeypatch, name) -> None:
+    g = ea.grad(ea.parse(STENCIL.replace("x", name)), wrt=name, backend="numba")
     compiled = g.compiled
     assert isinstance(compiled, NumbaProgram) and not compiled.numpy_only
     tries = []
@@ -70,16 +71,17 @@ def test_a_kernel_numba_cannot_compile_falls_back_to_numpy_once(monkeypatch) -> 
         return types.SimpleNamespace(run=run)  # type: ignore[return-value]
 
     monkeypatch.setattr(NumbaProgram, "_module", broken)
-    x = np.random.default_rng(1).standard_normal(500)
-    want = evaluate(g.program, x=x)
+    arg = {name: np.random.default_rng(1).standard_normal(500)}
+    want = evaluate(g.program, **arg)
     with pytest.warns(RuntimeWarning, match="Numba could not compile the loops of .*injected"):
-        got = g(x=x)
+        got = g(**arg)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert tries == [1] and compiled.numpy_only
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second warning, no second try
-        np.testing.assert_allclose(g(x=x), want, rtol=1e-12)
-        out = np.empty(500)
-        assert g(x=x, out=out) is out
-    np.testing.assert_allclose(out, want, rtol=1e-12)
+        np.testing.assert_allclose(g(**arg), want, rtol=1e-12)
+        if name == "x":
+            buf = np.empty(500)
+            assert g(**arg, out=buf) is buf
+            np.testing.assert_allclose(buf, want, rtol=1e-12)
     assert tries == [1]

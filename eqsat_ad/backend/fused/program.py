@@ -495,7 +495,8 @@ class NumbaProgram(NestWriter):
                     result, bad = mod.run(*run_args, proven)
             except compile_failure() as exc:  # (a Numba defect) the NumPy backend's run
                 give_up_loops(target, exc)
-                return self(*args, out=out, **kwargs)
+                return _finish(into_buffers(self.numpy(*args, **kwargs), bufs,
+                                            self.program.returns_tuple), self.program)
             if first:  # loading the module and Numba's compilation (or cache load) at 1st call
                 target.compile_seconds[dt.char] = time.perf_counter() - start
                 self.compile_seconds.setdefault(dt.char, target.compile_seconds[dt.char])
