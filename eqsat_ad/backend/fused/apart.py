@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["empty_apart", "owner_free"]
+__all__ = ["empty_apart", "own_memory", "owner_free"]
 
 PAGE = 4096
 LINE = 64  # (the view starts on a cache line: vector loads and stores stay aligned)
@@ -39,8 +39,7 @@ def empty_apart(shape: tuple[int, ...], dtype: type, reads: Sequence[object]
     page longer, starting as far (modulo 4 KiB) as a cache-line start can from the rows of
     every array in ``reads`` (non-arrays are ignored)."""
     size = math.prod(shape) * np.dtype(dtype).itemsize
-    marks = _row_starts(reads) if size >= MIN_BYTES else []
-    if size < MIN_BYTES or not marks:
+    if size < MIN_BYTES or not (marks := _row_starts(reads)):
         return np.empty(shape, dtype=dtype)
     raw = np.empty(size + PAGE, dtype=np.uint8)
     start = (_farthest(marks) - raw.__array_interface__["data"][0]) % PAGE
@@ -79,12 +78,18 @@ def _row_starts(reads: Sequence[object]) -> list[int]:
     return marks
 
 
+def own_memory(a: np.ndarray) -> bool:
+    """Whether ``a``'s memory is its own or a byte buffer of its own kind, as
+    :func:`empty_apart` makes (whoever else may refer to it)."""
+    base = a.base
+    return base is None or (type(base) is np.ndarray and base.base is None
+                            and base.dtype == np.uint8 and base.ndim == 1)
+
+
 def owner_free(a: np.ndarray) -> bool:
     """Whether ``a``'s memory is its own or an :func:`empty_apart` buffer that only ``a``
     refers to (so no other view can see a later write into ``a``)."""
-    base = a.base
-    if base is None:
-        return True
-    # (references: a.base, this local, getrefcount's argument)
-    return type(base) is np.ndarray and base.base is None and base.dtype == np.uint8 \
-        and base.ndim == 1 and sys.getrefcount(base) <= 3
+    if not own_memory(a):
+        return False
+    # (references to the buffer: a.base, getrefcount's argument)
+    return a.base is None or sys.getrefcount(a.base) <= 2

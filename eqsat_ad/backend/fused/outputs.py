@@ -14,7 +14,7 @@ from ...ir.errors import ShapeError
 from ...ir.expr import Access, Expr
 from ...ir.index import Dim, dim_value
 from ...ir.program import Program
-from .apart import owner_free
+from .apart import own_memory, owner_free
 
 __all__ = ["Recycler", "caller_buffers", "check_buffer", "given_buffers", "into_buffers"]
 
@@ -115,8 +115,7 @@ class Recycler:
 
     def keep(self, key: object, result: Any, several: bool) -> None:
         values = result if several else (result,)
-        arrays = [v if isinstance(v, np.ndarray) and v.ndim and (
-            v.base is None or type(v.base) is np.ndarray and v.base.dtype == np.uint8)
-            else None for v in values]
+        arrays = [v if isinstance(v, np.ndarray) and v.ndim and own_memory(v) else None
+                  for v in values]
         self._local.kept = (key, arrays, [(a.shape, a.dtype) if a is not None else None
                                           for a in arrays])
