@@ -210,6 +210,14 @@ class LoopWriter:
         codes: list[str] = []
         conds: list[str] = []
         for a, d in zip(idx, dims, strict=True):
+            if a.is_constant() and isinstance(d, int):
+                # decided here: a constant guard such as ``0 < 2`` is noise to read, and
+                # Numba 0.68 has failed to type kernels that prune such branches
+                inside = a.const.denominator == 1 and 0 <= a.const < d
+                codes.append(str(int(a.const)) if inside else "0")
+                if not inside:
+                    conds.append("False")
+                continue
             code, den = self.affine(a, env)
             if den != 1:
                 conds.append(f"({code}) % {den} == 0")
@@ -256,6 +264,8 @@ class LoopWriter:
             if p is None:  # true at every point of the interior: 1, never a strong zero
                 return "F(1)", None
             c = self.pred(p, env)
+            if c in ("True", "False"):
+                return ("F(1)", None) if c == "True" else (literal(0.0), "True")
             return f"(F(1) if {c} else F(0))", f"not ({c})"
         if isinstance(e, Neg):
             v, z = self.expr(e.arg, env)
@@ -335,13 +345,23 @@ class LoopWriter:
 
     def pred(self, p: Pred, env: Mapping[str, Index]) -> str:
         if isinstance(p, And):
-            return " and ".join(f"({self.pred(q, env)})" for q in p.preds)
+            parts = [self.pred(q, env) for q in p.preds]
+            if "False" in parts:
+                return "False"
+            return " and ".join(f"({c})" for c in parts if c != "True") or "True"
         if isinstance(p, Cmp):
-            code, _ = self.affine(p.lhs - p.rhs, env)  # scaling by a positive number keeps order
+            diff = p.lhs - p.rhs
+            if diff.is_constant():  # decided here (see _in_range)
+                ops = {"==": diff.const == 0, "!=": diff.const != 0, "<": diff.const < 0,
+                       "<=": diff.const <= 0, ">": diff.const > 0, ">=": diff.const >= 0}
+                return str(ops[p.op])
+            code, _ = self.affine(diff, env)  # scaling by a positive number keeps order
             op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[p.op]
             return f"{code} {op} 0"
         if isinstance(p, Rel):
             codes, conds = self._in_range(p.indices, self.shapes[p.name], env)
+            if "False" in conds:
+                return "False"
             read = f"{p.name}[{', '.join(codes)}]"
             return " and ".join([*conds, read])
         raise Unsupported(f"predicate {type(p).__name__}")
@@ -349,11 +369,15 @@ class LoopWriter:
     def read(self, e: Access, env: Mapping[str, Index]) -> tuple[str, str | None]:
         if e.name in self.relations:
             c = self.pred(Rel(e.name, e.indices), env)
+            if c == "False":  # outside the relation's box: a strong zero
+                return literal(0.0), "True"
             return f"(F(1) if {c} else F(0))", f"not ({c})"
         dims = self.shapes[e.name]
         if not dims:
             return f"{e.name}[0]", None
         codes, conds = self._in_range(e.indices, dims, env)
+        if "False" in conds:  # outside the array at every point: an ordinary 0
+            return "F(0)", None
         if e.name in self.shift:
             codes[-1] = shifted(codes[-1], self.shift[e.name])
         if e.name in self.fused:  # signed codes: the producer's body computes with them
