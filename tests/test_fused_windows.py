@@ -207,6 +207,10 @@ def test_the_window_checks_its_arguments_against_the_guards_box(
     prog = ea.parse(STENCILS["conv1d"].source)
     g = ea.grad(prog, "x", backend="numba", limits=STEADY)
     assert g.compiled.checked == ["x", "y"], g.report.stats
+    # counted where c_bar's kernel stores each point (x[i], y[i] just read), not in a pass of
+    # the driver's: the window covers every point (it reaches back K - 1 points to i itself)
+    assert "_n = _k_c_bar(" in g.source and "inside its bounds?" not in g.source
+    assert g.source.count("_in0 += (_cv0 >= _blo0) & (_cv0 <= _bhi0)") == 2  # interior, edges
     calls = count_guard_calls(monkeypatch)
     args = _args(g.program, 2 * CHUNK + 37, 16, np.float64, seed=11)
     first = g(**args)
@@ -218,7 +222,9 @@ def test_the_window_checks_its_arguments_against_the_guards_box(
     assert calls["n"] == 1  # inside the proven box: the driver's counts sufficed
     np.testing.assert_array_equal(g(**args), first)
     for name, at, value in [("x", 0, np.nan), ("y", CHUNK + 5, np.inf), ("x", 2 * CHUNK + 36,
-                                                                          1e30)]:
+                                                                          1e30),
+                            ("y", CHUNK - 1, -np.inf), ("x", CHUNK, np.nan),
+                            ("y", 2 * CHUNK + 36, np.nan)]:
         bad = {k: v.copy() for k, v in args.items()}
         bad[name][at] = value
         before = calls["n"]
@@ -227,3 +233,53 @@ def test_the_window_checks_its_arguments_against_the_guards_box(
         assert calls["n"] == before + 1  # outside the box: the guard decides
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+NOT_COVERING = """
+def conv(x: [N], w: [K], y: [N]):
+    c[i: N] = Sum[k: K](w[k] * x[i + k + 1])
+    return Sum[i: N]((c[i] - y[i]) ** 2)
+"""
+
+
+def test_a_window_that_skips_points_counts_its_arguments_in_the_driver(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # x_bar reads c_bar at [i - K, i - 1]: c_bar's last point is never computed, so counts
+    # at its stores would miss y's last entry; the driver counts x and y itself, and a nan
+    # there (read by no value of the gradient) still hands the decision to the guard
+    g = ea.grad(ea.parse(NOT_COVERING), "x", backend="numba", limits=STEADY)
+    win = g.compiled.schedule.windows["c_bar"]
+    assert str(win.low) == "-K" and str(win.high) == "-1"
+    assert g.compiled.checked == ["x", "y"]
+    assert "_n = _k_c_bar(" not in g.source and "# y inside its bounds?" in g.source
+    calls = count_guard_calls(monkeypatch)
+    args = _args(g.program, 2 * CHUNK + 37, 16, np.float64, seed=5)
+    g(**args)
+    first = calls["n"]
+    np.testing.assert_allclose(g(**args), evaluate(g.program, **args), rtol=1e-12, atol=1e-12)
+    assert calls["n"] == first  # inside the proven box
+    for name, at in [("y", 2 * CHUNK + 36), ("x", 0), ("y", CHUNK)]:
+        bad = {k: v.copy() for k, v in args.items()}
+        bad[name][at] = np.nan
+        before = calls["n"]
+        with np.errstate(all="ignore"):
+            got, want = g(**bad), evaluate(g.program, **bad)
+        assert calls["n"] == before + 1, (name, at)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_counts_at_stores_only_in_a_kernel_that_just_stores_its_points() -> None:
+    from eqsat_ad.backend.fused.checks import counted_at_stores
+
+    kernel = "\n".join(["def _k_p(_out, x, N, _p0, _p1, _po):",
+                         "    for i in range(_p0, _p1):",
+                         "        _out[np.uintp(i - _po)] = x[i] * x[i]"])
+    got = counted_at_stores(kernel, {"x": 3})
+    assert got is not None and got.splitlines()[0] == "def _k_p(_out, x, N, _p0, _p1, _po, _box):"
+    assert "        _in3 += (_cv3 >= _blo3) & (_cv3 <= _bhi3)" in got
+    assert got.splitlines()[-1] == "    return (_in3,)"
+    # a read of what it stored, or a zero stored elsewhere: no count (the driver's instead)
+    assert counted_at_stores(kernel + "\n        t = _out[0]", {"x": 0}) is None
+    assert counted_at_stores(kernel + "\n        _out[z] = F(0)", {"x": 0}) is None
+    assert counted_at_stores(kernel.replace("np.uintp(i - _po)", "j"), {"x": 0}) is None

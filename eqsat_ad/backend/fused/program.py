@@ -28,7 +28,7 @@ from ...ir.program import Program, Statement
 from ...plan.lower import lower_program
 from ...plan.poly import ZERO, Poly
 from ..numpy import CompiledProgram, _finish, compile_program
-from .checks import bounds, call_box, finite_run, kept_result, proof_before_run
+from .checks import bounds, call_box, counted_at_stores, finite_run, kept_result, proof_before_run
 from .compact import OverBudget, kernel_within_budget
 from .epilogue import cheaper, fresh, product_operands, product_run, split_products
 from .exact import exact_on_disk
@@ -47,7 +47,7 @@ from .schedule import Schedule, schedule
 from .specialize import fix_sizes, small_sizes
 from .storage import apart_new, array_lines, module_head, return_line, with_outputs
 from .tiles import TILE, TILE_LINE
-from .windows import Window, driver
+from .windows import Window, covers, driver
 
 __all__ = ["NumbaProgram", "cache_dir", "require_numba"]
 
@@ -242,16 +242,17 @@ class NumbaProgram(NestWriter):
         ends = {"low": self._size_code(win.low), "high": self._size_code(win.high)}
         reads = list(dict.fromkeys([r for r in c_reads if r != win.name] + p_reads))
         # the tensor parameters over the consumer's points, checked against the guard's box
-        # a chunk at a time, while in cache (as a 2-D nest does a row at a time: _checks)
+        # where the producer stores each point, else a chunk at a time (_checks: by rows)
         checks: dict[str, int] = {}
         for name in reads:
             if (name in self._tensors and name not in self.checked
                     and self._shapes[name] == consumer.shape):
                 self.checked.append(name)
                 checks[name] = len(self.checked) - 1
+        counting = counted_at_stores(p_code, checks) if checks and covers(win) else None
         code = driver(win, c_reads, p_reads, list(self._sizes), consumer.indices[0].extent,
-                      ends, checks)
-        return "\n\n\n".join([p_code, c_code, code]), reads
+                      ends, checks, counting is not None)
+        return "\n\n\n".join([counting or p_code, c_code, code]), reads
 
     def _checks(self, group: list[Statement], fused: dict[str, Statement]) -> dict[str, int]:
         """The arrays a loop kernel checks against the guard's proven box (:meth:`__call__`):

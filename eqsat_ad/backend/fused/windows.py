@@ -35,7 +35,7 @@ from .bands import has_band
 from .compact import JIT, extreme
 from .scans import statement_scans
 
-__all__ = ["CHUNK", "Window", "at", "driver", "windows"]
+__all__ = ["CHUNK", "Window", "at", "covers", "driver", "windows"]
 
 CHUNK = 65536
 """Consumer points per chunk (fewer when the extent is smaller). Measured on conv1d's gradient
@@ -45,8 +45,9 @@ x, y and buffer, 512 KiB each, in L2/L3); float32 2.0-2.1 against 1.8-1.95 ms; m
 ms, the machine's contention) equal within the noise; larger chunks no faster. In cache (N =
 32768) the chunking costs ~10% at 2048 points; out of cache each switch from the producer's
 nest (streaming x and y from memory) to the consumer's (compute only, reading the buffer)
-stalls the stream again, so fewer, longer chunks win. The check counts stay a chunk behind
-the reads (in L2/L3): moving them next to the producer's nest measured the same."""
+stalls the stream again, so fewer, longer chunks win. The guard's checks are counted where
+the producer stores each point (:func:`.checks.counted_at_stores`), else a chunk behind the
+reads (in L2/L3; moving that pass next to the producer's nest measured the same)."""
 
 
 class Window(NamedTuple):
@@ -153,6 +154,17 @@ def _extreme(affs: list[Affine], pick: Callable[[Iterable[Fraction]], Fraction]
     return base + pick(d.const for d in diffs)
 
 
+def covers(w: Window) -> bool:
+    """Whether the driver has the producer compute every point of the extent (once, over its
+    calls): the window reaches back to the point itself (``low <= 0``) and forward to it
+    (``high >= 0``) at all sizes (each at least 1: an empty extent never runs the loops)."""
+    if w.low.index or w.high.index:
+        return False
+    return (all(c <= 0 for _, c in w.low.sizes) and w.low.const + sum(
+        c for _, c in w.low.sizes) <= 0 and all(c >= 0 for _, c in w.high.sizes)
+        and w.high.const + sum(c for _, c in w.high.sizes) >= 0)
+
+
 def at(offset: str) -> str:
     """``i + offset``, written plainly."""
     return "i" if offset == "0" else f"i + {offset}".replace("+ -", "- ")
@@ -160,7 +172,7 @@ def at(offset: str) -> str:
 
 def driver(w: Window, consumer_args: list[str], producer_args: list[str],
            sizes: list[str], extent: Dim, code: Mapping[str, str],
-           checks: Mapping[str, int]) -> str:
+           checks: Mapping[str, int], counted: bool = False) -> str:
     """The kernel running ``w.consumer``'s nest a chunk at a time with ``w.name`` in a
     sliding buffer; ``consumer_args``/``producer_args``: the arrays each kernel reads (the
     producer's name among the consumer's: passed the buffer); ``code``: the window's ends as
@@ -168,15 +180,18 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
     ``_out[i - _po]``, the consumer reading the buffer at ``index - _po``). ``checks``:
     arrays over the consumer's points whose entries it counts inside the guard's bounds (their
     position in ``_box``), a chunk at a time while in cache (.checks); it returns whether one
-    lay outside them."""
+    lay outside them. ``counted``: the producer's kernel counts them at the points it stores
+    and returns the counts (:func:`.checks.counted_at_stores`; it stores every point once:
+    :func:`covers`)."""
     n = dim_str(extent)
     reads = list(dict.fromkeys([a for a in consumer_args if a != w.name] + producer_args))
     args = ", ".join(["_out", *reads, *sizes, "_box"])
     size_args = ", ".join(sizes)
     c_args = ", ".join("_wb" if a == w.name else a for a in consumer_args)
     p_args = ", ".join(producer_args)
-    count = []
-    for name, k in checks.items():  # (through a view: indexed from 0, the loop vectorizes)
+    counts = counted and bool(checks)  # (the producer returns them)
+    count = []  # (through a view: indexed from 0, the loop vectorizes)
+    for name, k in checks.items() if not counts else ():
         count += [f"        _cv = {name}[_s:_t]  # {name} inside its bounds?",
                   "        for _c in range(_t - _s):",
                   "            _v = _cv[_c]",
@@ -207,8 +222,9 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
         f"        for _q in range({extreme('max', ['_e - _na', '0'])}):  # what this chunk still "
         "reads, to the front",
         "            _wb[_q] = _wb[_q + _na - _a]",
-        f"        _k_{w.name}(_wb, {p_args}, {size_args}, {extreme('max', ['_na', '_e'])}, _nb, "
-        "_na)",
+        f"        {'_n = ' if counts else ''}_k_{w.name}(_wb, {p_args}, {size_args}, "
+        f"{extreme('max', ['_na', '_e'])}, _nb, _na{', _box' if counts else ''})",
+        *(f"        _in{k} += _n[{j}]" for j, k in enumerate(checks.values()) if counts),
         "        _a, _e = _na, _nb",
         f"        _k_{w.consumer}(_out, {c_args}, {size_args}, _s, _t, _na)",
         *count,
