@@ -215,8 +215,7 @@ class LoopWriter:
                 # Numba 0.68 has failed to type kernels that prune such branches
                 inside = a.const.denominator == 1 and 0 <= a.const < d
                 codes.append(str(int(a.const)) if inside else "0")
-                if not inside:
-                    conds.append("False")
+                conds += [] if inside else ["False"]
                 continue
             code, den = self.affine(a, env)
             if den != 1:
@@ -323,15 +322,8 @@ class LoopWriter:
 
     @staticmethod
     def power(v: str, k: float) -> str:
-        if k == 1:
-            return v
-        if k == 2:
-            return f"({v} * {v})"
-        if k == -1:
-            return f"(F(1) / {v})"
-        if k == 0.5:
-            return f"np.sqrt({v})"
-        return f"({v} ** {literal(k)})"
+        special = {1: v, 2: f"({v} * {v})", -1: f"(F(1) / {v})", 0.5: f"np.sqrt({v})"}
+        return special.get(k, f"({v} ** {literal(k)})")
 
     def call(self, e: Call, env: Mapping[str, Index]) -> tuple[str, str | None]:
         args = [self.expr(a, env)[0] for a in e.args]
@@ -352,9 +344,9 @@ class LoopWriter:
         if isinstance(p, Cmp):
             diff = p.lhs - p.rhs
             if diff.is_constant():  # decided here (see _in_range)
-                ops = {"==": diff.const == 0, "!=": diff.const != 0, "<": diff.const < 0,
-                       "<=": diff.const <= 0, ">": diff.const > 0, ">=": diff.const >= 0}
-                return str(ops[p.op])
+                k = diff.const
+                return str({"==": k == 0, "!=": k != 0, "<": k < 0, "<=": k <= 0, ">": k > 0,
+                            ">=": k >= 0}[p.op])
             code, _ = self.affine(diff, env)  # scaling by a positive number keeps order
             op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[p.op]
             return f"{code} {op} 0"
