@@ -1,6 +1,7 @@
 """A kernel Numba fails to compile (a Numba defect, not the program's) leaves the program to the
 NumPy backend's code, with one warning, instead of an internal traceback
-(backend/fused/loading.give_up_loops)."""
+(backend/fused/loading.give_up_loops); and reads at constant indices, whose guards once
+triggered such a failure, are decided when the kernel is written (backend/fused/loops.py)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,37 @@ def test_the_fuzzed_program_numba_could_not_type_runs_its_loops(dtype) -> None:
             np.testing.assert_allclose(gr, w, rtol=1e-5, atol=1e-6)
     for compiled in (f.compiled, g.compiled):
         assert isinstance(compiled, NumbaProgram) and not compiled.numpy_only
+
+
+CONSTANT_READS = """
+def f(x: [N], w: [3]):
+    y[i: N] = x[i] * x[0] + w[2] * x[i] + w[3]
+    return Sum[i: N](y[i] * y[i])
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_reads_at_constant_indices_carry_no_guard(dtype) -> None:
+    # x[0] is inside x at every size a loop nest runs at (N >= 1: an empty x runs the NumPy
+    # backend's code), w[2] inside w, w[3] outside it: an ordinary 0 (the interpreter's)
+    prog = ea.parse(CONSTANT_READS)
+    f = ea.compile(prog, backend="numba")
+    g = ea.grad(prog, wrt=("x", "w"), backend="numba")
+    for compiled in (f.compiled, g.compiled):
+        assert "loop" in compiled.schedule.placement.values()
+    assert "x[0]" in f.source and "w[2]" in f.source and "w[3]" not in f.source
+    assert not re.search(r"if \d+ <=? (N|\d+)\b|if (True|False)\b", f.source + g.source)
+    for n in (1, 2, 7):
+        rng = np.random.default_rng(n)
+        args = {"x": rng.standard_normal(n).astype(dtype),
+                "w": rng.standard_normal(3).astype(dtype)}
+        assert f(**args) == pytest.approx(float(evaluate(prog, **args)), rel=1e-5)
+        wants = evaluate(gradient_program(prog, ("x", "w"), as_tuple=True), **args)
+        for got, want in zip(g(**args), wants, strict=True):
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    empty = {"x": np.zeros(0, dtype), "w": np.ones(3, dtype)}
+    assert f(**empty) == float(evaluate(prog, **empty))
 
 
 @pytest.mark.parametrize("name", ["x", "out"])  # (a parameter named out: an input, as written)

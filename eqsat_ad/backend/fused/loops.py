@@ -210,11 +210,13 @@ class LoopWriter:
         codes: list[str] = []
         conds: list[str] = []
         for a, d in zip(idx, dims, strict=True):
-            if a.is_constant() and isinstance(d, int):
+            k = a.const
+            if a.is_constant() and (isinstance(d, int) or k < 1):
                 # decided here: a constant guard such as ``0 < 2`` is noise to read, and
-                # Numba 0.68 has failed to type kernels that prune such branches
-                inside = a.const.denominator == 1 and 0 <= a.const < d
-                codes.append(str(int(a.const)) if inside else "0")
+                # Numba 0.68 has failed to type kernels that prune such branches (a size is
+                # at least 1 in a loop nest: an empty tensor runs the NumPy backend's code)
+                inside = k.denominator == 1 and 0 <= k and (k == 0 or k < d)
+                codes.append(str(int(k)) if inside else "0")
                 conds += [] if inside else ["False"]
                 continue
             code, den = self.affine(a, env)
