@@ -210,7 +210,8 @@ def test_the_window_checks_its_arguments_against_the_guards_box(
     # counted where c_bar's kernel stores each point (x[i], y[i] just read), not in a pass of
     # the driver's: the window covers every point (it reaches back K - 1 points to i itself)
     assert "_n = _k_c_bar(" in g.source and "inside its bounds?" not in g.source
-    assert g.source.count("_in0 += (_cv0 >= _blo0) & (_cv0 <= _bhi0)") == 2  # interior, edges
+    assert g.source.count("_nx0 += 1 - ((_cv0 >= _blo0) & (_cv0 <= _bhi0))") == 2  # interior,
+    # edges
     calls = count_guard_calls(monkeypatch)
     args = _args(g.program, 2 * CHUNK + 37, 16, np.float64, seed=11)
     first = g(**args)
@@ -273,13 +274,22 @@ def test_counts_at_stores_only_in_a_kernel_that_just_stores_its_points() -> None
     from eqsat_ad.backend.fused.checks import counted_at_stores
 
     kernel = "\n".join(["def _k_p(_out, x, N, _p0, _p1, _po):",
-                         "    for i in range(_p0, _p1):",
-                         "        _out[np.uintp(i - _po)] = x[i] * x[i]"])
-    got = counted_at_stores(kernel, {"x": 3})
+                         "    for k in range(_p0, _p1):",
+                         "        _out[np.uintp(k - _po)] = x[k] * x[k]"])
+    got = counted_at_stores(kernel, {"x": 3}, "k")
     assert got is not None and got.splitlines()[0] == "def _k_p(_out, x, N, _p0, _p1, _po, _box):"
-    assert "        _in3 += (_cv3 >= _blo3) & (_cv3 <= _bhi3)" in got
-    assert got.splitlines()[-1] == "    return (_in3,)"
-    # a read of what it stored, or a zero stored elsewhere: no count (the driver's instead)
-    assert counted_at_stores(kernel + "\n        t = _out[0]", {"x": 0}) is None
-    assert counted_at_stores(kernel + "\n        _out[z] = F(0)", {"x": 0}) is None
-    assert counted_at_stores(kernel.replace("np.uintp(i - _po)", "j"), {"x": 0}) is None
+    assert "        _cv3 = x[np.uintp(k)]" in got
+    assert "        _nx3 += 1 - ((_cv3 >= _blo3) & (_cv3 <= _bhi3))" in got
+    assert got.splitlines()[-1] == "    return (_nx3,)"
+    # the entries outside the bounds, a nan among them, each time a point is stored
+    ns: dict = {"np": np}
+    exec(got, ns)
+    x = np.array([0.5, 2.0, np.nan, -0.5, 0.0])
+    box = np.array([0, 0, 0, 0, 0, 0, -1.0, 1.0])  # (x's bounds at position 3)
+    assert ns["_k_p"](np.empty(5), x, 5, 0, 5, 0, box) == (2,)
+    assert ns["_k_p"](np.empty(2), x, 5, 3, 5, 3, box) == (0,)
+    # a read of what it stored, a zero stored elsewhere, a store at another index: no count
+    # (the driver's instead)
+    assert counted_at_stores(kernel + "\n        t = _out[0]", {"x": 0}, "k") is None
+    assert counted_at_stores(kernel + "\n        _out[z] = F(0)", {"x": 0}, "k") is None
+    assert counted_at_stores(kernel, {"x": 0}, "i") is None

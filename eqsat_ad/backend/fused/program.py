@@ -249,7 +249,8 @@ class NumbaProgram(NestWriter):
                     and self._shapes[name] == consumer.shape):
                 self.checked.append(name)
                 checks[name] = len(self.checked) - 1
-        counting = counted_at_stores(p_code, checks) if checks and covers(win) else None
+        counting = (counted_at_stores(p_code, checks, producer.indices[0].name)
+                    if checks and covers(win) else None)
         code = driver(win, c_reads, p_reads, list(self._sizes), consumer.indices[0].extent,
                       ends, checks, counting is not None)
         return "\n\n\n".join([counting or p_code, c_code, code]), reads

@@ -180,9 +180,9 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
     ``_out[i - _po]``, the consumer reading the buffer at ``index - _po``). ``checks``:
     arrays over the consumer's points whose entries it counts inside the guard's bounds (their
     position in ``_box``), a chunk at a time while in cache (.checks); it returns whether one
-    lay outside them. ``counted``: the producer's kernel counts them at the points it stores
-    and returns the counts (:func:`.checks.counted_at_stores`; it stores every point once:
-    :func:`covers`)."""
+    lay outside them. ``counted``: the producer's kernel counts, at the points it stores, the
+    entries outside the bounds and returns those counts (:func:`.checks.counted_at_stores`;
+    it stores every point: :func:`covers`)."""
     n = dim_str(extent)
     reads = list(dict.fromkeys([a for a in consumer_args if a != w.name] + producer_args))
     args = ", ".join(["_out", *reads, *sizes, "_box"])
@@ -196,9 +196,10 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
                   "        for _c in range(_t - _s):",
                   "            _v = _cv[_c]",
                   f"            _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})"]
-    bounds = [line for k in checks.values() for line in (
-        f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0")]
-    outside = " or ".join(f"_in{k} != {n}" for k in checks.values()) or "False"
+    bounds = [line for k in checks.values() for line in ((f"    _nx{k} = 0",) if counts else (
+        f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0"))]
+    outside = " or ".join(f"_nx{k} != 0" if counts else f"_in{k} != {n}"
+                          for k in checks.values()) or "False"
     return "\n".join([
         JIT,
         f"def _k_{w.consumer}_window({args}):",
@@ -224,7 +225,7 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
         "            _wb[_q] = _wb[_q + _na - _a]",
         f"        {'_n = ' if counts else ''}_k_{w.name}(_wb, {p_args}, {size_args}, "
         f"{extreme('max', ['_na', '_e'])}, _nb, _na{', _box' if counts else ''})",
-        *(f"        _in{k} += _n[{j}]" for j, k in enumerate(checks.values()) if counts),
+        *(f"        _nx{k} += _n[{j}]" for j, k in enumerate(checks.values()) if counts),
         "        _a, _e = _na, _nb",
         f"        _k_{w.consumer}(_out, {c_args}, {size_args}, _s, _t, _na)",
         *count,
