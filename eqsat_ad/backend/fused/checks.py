@@ -130,12 +130,11 @@ def counted_at_stores(code: str, checks: Mapping[str, int], point: str) -> str |
     the arrays is stored (:func:`.windows.covers`)."""
     store = re.compile(rf"^( +)_out\[(?:np\.uintp\()?{re.escape(point)} - _po\)?\] = ")
     lines = code.split("\n")
-    at = [n for n, line in enumerate(lines) if store.match(line)]
+    at = {n: m.group(1) for n, line in enumerate(lines) if (m := store.match(line))}
     if not at or any(("_out[" in line and n not in at) or line.strip().startswith("return")
                      for n, line in enumerate(lines)):
         return None
-    for n in reversed(at):
-        pad = store.match(lines[n]).group(1)  # type: ignore[union-attr]
+    for n, pad in reversed(at.items()):
         lines[n + 1:n + 1] = [line for name, k in checks.items() for line in (
             f"{pad}_cv{k} = {name}[np.uintp({point})]",
             f"{pad}_nx{k} += 1 - ((_cv{k} >= _blo{k}) & (_cv{k} <= _bhi{k}))")]

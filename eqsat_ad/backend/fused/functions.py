@@ -81,7 +81,7 @@ def _step(x):
 _VMATH_IMPORT, _, _DEFINITIONS = HELPERS.strip("\n").partition("\n")
 _DEFINED = {m.group(1): block for block in _DEFINITIONS.strip("\n").split("\n\n\n")
             if (m := re.search(r"^def (\w+)\(", block, re.M))}
-_USES_VMATH = ("_exp", "_expm1", "_tanh", "_sigmoid")
+_VMATH = re.findall(r"\bv\w+", _VMATH_IMPORT.split(" import ")[1].split("#")[0])
 
 
 def helpers_for(code: str) -> tuple[list[str], str]:
@@ -89,5 +89,6 @@ def helpers_for(code: str) -> tuple[list[str], str]:
     :mod:`.vmath` (with its digest) where a helper it names needs it, and those helpers'
     definitions, so that the generated source shows only what runs."""
     used = [n for n in _DEFINED if re.search(rf"(?<![\w.]){n}\(", code)]
-    imports = [_VMATH_IMPORT] if any(n in _USES_VMATH for n in used) else []
+    needs = any(re.search(rf"\b{v}\(", _DEFINED[n]) for n in used for v in _VMATH)
+    imports = [_VMATH_IMPORT] if needs else []
     return imports, "\n\n\n".join(_DEFINED[n] for n in used)

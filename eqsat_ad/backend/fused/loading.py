@@ -76,8 +76,8 @@ def give_up_loops(program: Any, exc: Exception) -> None:
     now on, with a warning: Numba failed to compile one of its kernels (``exc``), which is a
     Numba defect, not the program's (fuzz seed 3031, case 113: arrays named ``t`` and ``t4``
     with a constant branch condition failed Numba's typing, until the loop writer decided
-    such conditions itself). The values are the NumPy
-    backend's, so the call still agrees with the interpreter."""
+    such conditions itself). The values are the NumPy backend's, so the call still agrees
+    with the interpreter."""
     program.numpy_only, program.runner = True, program.numpy
     first = str(exc).strip().splitlines()[:2]
     warnings.warn(f"Numba could not compile the loops of {program.program.name} "

@@ -180,25 +180,24 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
     ``_out[i - _po]``, the consumer reading the buffer at ``index - _po``). ``checks``:
     arrays over the consumer's points whose entries it counts inside the guard's bounds (their
     position in ``_box``), a chunk at a time while in cache (.checks); it returns whether one
-    lay outside them. ``counted``: the producer's kernel counts, at the points it stores, the
-    entries outside the bounds and returns those counts (:func:`.checks.counted_at_stores`;
-    it stores every point: :func:`covers`)."""
+    lay outside them. ``counted`` (only with ``checks``): the producer's kernel counts, at the
+    points it stores, the entries outside the bounds and returns those counts
+    (:func:`.checks.counted_at_stores`; it stores every point: :func:`covers`)."""
     n = dim_str(extent)
     reads = list(dict.fromkeys([a for a in consumer_args if a != w.name] + producer_args))
     args = ", ".join(["_out", *reads, *sizes, "_box"])
     size_args = ", ".join(sizes)
     c_args = ", ".join("_wb" if a == w.name else a for a in consumer_args)
     p_args = ", ".join(producer_args)
-    counts = counted and bool(checks)  # (the producer returns them)
     count = []  # (through a view: indexed from 0, the loop vectorizes)
-    for name, k in checks.items() if not counts else ():
+    for name, k in checks.items() if not counted else ():
         count += [f"        _cv = {name}[_s:_t]  # {name} inside its bounds?",
                   "        for _c in range(_t - _s):",
                   "            _v = _cv[_c]",
                   f"            _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})"]
-    bounds = [line for k in checks.values() for line in ((f"    _nx{k} = 0",) if counts else (
+    bounds = [line for k in checks.values() for line in ((f"    _nx{k} = 0",) if counted else (
         f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0"))]
-    outside = " or ".join(f"_nx{k} != 0" if counts else f"_in{k} != {n}"
+    outside = " or ".join(f"_nx{k} != 0" if counted else f"_in{k} != {n}"
                           for k in checks.values()) or "False"
     return "\n".join([
         JIT,
@@ -223,9 +222,9 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
         f"        for _q in range({extreme('max', ['_e - _na', '0'])}):  # what this chunk still "
         "reads, to the front",
         "            _wb[_q] = _wb[_q + _na - _a]",
-        f"        {'_n = ' if counts else ''}_k_{w.name}(_wb, {p_args}, {size_args}, "
-        f"{extreme('max', ['_na', '_e'])}, _nb, _na{', _box' if counts else ''})",
-        *(f"        _nx{k} += _n[{j}]" for j, k in enumerate(checks.values()) if counts),
+        f"        {'_n = ' if counted else ''}_k_{w.name}(_wb, {p_args}, {size_args}, "
+        f"{extreme('max', ['_na', '_e'])}, _nb, _na{', _box' if counted else ''})",
+        *(f"        _nx{k} += _n[{j}]" for j, k in enumerate(checks.values()) if counted),
         "        _a, _e = _na, _nb",
         f"        _k_{w.consumer}(_out, {c_args}, {size_args}, _s, _t, _na)",
         *count,
