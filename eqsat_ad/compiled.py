@@ -202,9 +202,11 @@ class Compiled:
         self._options = (optimize, rules, limits, sizes)
         self._verbose = verbose
         self._stages: dict[tuple, _Stage] = {}
-        # Positional all-ndarray calls, by (shape, dtype) of each argument: the stage and the
-        # argument positions of its parameters (skips signature binding on repeated calls).
-        self._fast: dict[tuple, tuple[_Stage, tuple | None, tuple[int, ...]]] = {}
+        # All-ndarray calls, by (shape, dtype) of each argument (and by name for a call by
+        # keyword): the stage and where its parameters are among the arguments, positions or
+        # names (skips signature binding on repeated calls).
+        self._fast: dict[tuple, tuple[_Stage, tuple | None, tuple[int, ...] | tuple[str, ...]]] \
+            = {}
         self._forwards: dict[tuple, Program] = {}
         self._latest: _Stage | None = None
         self._latest_key: tuple | None = None
@@ -444,7 +446,14 @@ class Compiled:
             if hit is not None:
                 stage, key, positions = hit
                 self._latest, self._latest_key = stage, key
-                got = stage.call([args[k] for k in positions], {}, out)
+                got = stage.call([args[k] for k in positions], {}, out)  # type: ignore[index]
+                return got if post is None else post(got)
+        elif not args and all(type(a) is np.ndarray for a in kwargs.values()):
+            hit = self._fast.get(tuple((k, a.shape, a.dtype) for k, a in kwargs.items()))
+            if hit is not None:
+                stage, key, names = hit
+                self._latest, self._latest_key = stage, key
+                got = stage.call([kwargs[n] for n in names], {}, out)  # type: ignore[index]
                 return got if post is None else post(got)
         stage, call = self._prepare(args, kwargs)
         got = stage.call((), call, out)
@@ -473,6 +482,8 @@ class Compiled:
         fast_key = None
         if not kwargs and all(type(a) is np.ndarray for a in args):
             fast_key = tuple((a.shape, a.dtype) for a in args)
+        elif not args and all(type(a) is np.ndarray for a in kwargs.values()):
+            fast_key = tuple((k, a.shape, a.dtype) for k, a in kwargs.items())
         fname = getattr(self._fn, "__name__", "function")
         try:
             bound = self._signature.bind(*args, **kwargs)
@@ -514,8 +525,8 @@ class Compiled:
         if fast_key is not None and not statics and stage.constants is None:
             order = list(bound.arguments)
             if all(n in bound.arguments for n in names) and len(self._fast) < 64:
-                self._fast[fast_key] = (stage, self._latest_key,
-                                        tuple(order.index(n) for n in names))
+                self._fast[fast_key] = (stage, self._latest_key, tuple(names) if kwargs
+                                        else tuple(order.index(n) for n in names))
         call = {n: bound.arguments[n] for n in names if n in bound.arguments}
         if stage.constants is not None:
             call.update(stage.constants.values())

@@ -380,3 +380,45 @@ def test_repeated_positional_calls_follow_their_own_specialization():
     assert len(g.specializations) == 2
     with pytest.raises(ea.EqsatError, match="not aligned"):
         g(small[0], wide[1])
+
+
+def test_repeated_keyword_calls_skip_binding_and_follow_their_own_specialization(monkeypatch):
+    """Calls by keyword take the fast path too (no signature binding after the first call of a
+    signature): each by its own names, shapes and float types, with the same results as
+    positional calls and as a fresh binding."""
+
+    def f(x, A):
+        return np.sum(A @ x) + np.sum(x * x)
+
+    g = ea.grad(f, wrt=("x", "A"))
+    rng = np.random.default_rng(1)
+    small = {"x": rng.standard_normal(3), "A": rng.standard_normal((3, 3))}
+    wide = {"A": rng.standard_normal((2, 4)), "x": rng.standard_normal(4)}  # (another order)
+    binds = []
+    real = g._prepare
+    monkeypatch.setattr(g, "_prepare", lambda a, k: binds.append(sorted(k)) or real(a, k))
+    for _ in range(3):
+        for args in (small, wide, {k: v.astype(np.float32) for k, v in small.items()}):
+            gx, gA = g(**args)
+            x, A = args["x"], args["A"]
+            assert gx.dtype == x.dtype and gA.dtype == A.dtype
+            tol = 1e-5 if x.dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(gx, A.T @ np.ones(A.shape[0]) + 2 * x, rtol=tol)
+            np.testing.assert_allclose(gA, np.outer(np.ones(A.shape[0]), x), rtol=tol)
+            assert sorted(g.specialization.sizes.values()) == sorted(set(A.shape + x.shape))
+            px, pA = g(x, A)  # positional: the same values
+            np.testing.assert_array_equal(px, gx)
+            np.testing.assert_array_equal(pA, gA)
+    # one binding per signature (three by keyword, three by position); none after the first
+    assert len(binds) == 6
+    assert len(g.specializations) == 2
+    reordered = {"A": small["A"], "x": small["x"]}  # other names' order: its own entry, bound
+    np.testing.assert_array_equal(g(**reordered)[0], g(**small)[0])
+    assert len(binds) == 7
+    # a static argument by keyword is never served from the fast path
+    h = ea.grad(repeated_tanh, optimize=False)
+    x = rng.normal(size=4)
+    for n in (2, 3, 2):
+        np.testing.assert_allclose(h(x=x, n=n), numeric_grad(repeated_tanh, [x, n], 0),
+                                   rtol=1e-6, atol=1e-8)
+        assert h.specialization.statics == {"n": n}

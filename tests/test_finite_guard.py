@@ -313,3 +313,69 @@ def test_only_an_argument_whose_bound_falls_short_gets_its_exact_range(monkeypat
     for _ in range(2):
         np.testing.assert_allclose(g(z, Y), want, rtol=1e-12)
     assert exact == [frozenset({"z"})] * 2 and fallback.calls == 0
+
+
+def _mlp_np(X, W1, b1, W2, y):
+    h = np.tanh(X @ W1 + b1)
+    r = h @ W2 - y
+    return 0.5 * np.sum(r * r)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_call_proven_finite_skips_the_fast_codes_product_checks(monkeypatch, backend) -> None:
+    """Where the guard proves every value of both programs finite, the fast code's checks of
+    its products (``_rt.checked(X @ W1)``: a pass over the product) could only pass: the
+    call runs the same code without them. A call the guard cannot prove keeps them, and a
+    non-finite argument still reruns the unoptimized program."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    from eqsat_ad.backend import guard, runtime
+    from eqsat_ad.backend import numpy as numpy_backend
+
+    g = ea.grad(_mlp_np, wrt=("W1", "b1", "W2"), backend=backend)
+    rng = np.random.default_rng(7)
+    args = {"X": rng.standard_normal((6, 5)), "W1": rng.standard_normal((5, 8)),
+            "b1": rng.standard_normal(8), "W2": rng.standard_normal((8, 3)),
+            "y": rng.standard_normal((6, 3))}
+    g(**args)  # compiles
+    checks = {"n": 0}
+    real = runtime.checked
+
+    def counting(r):
+        checks["n"] += 1
+        return real(r)
+
+    monkeypatch.setattr(runtime, "checked", counting)
+    decided = {"level": None}
+    proven = guard.proven_finite
+
+    def watching(*a):
+        decided["level"] = proven(*a)
+        return decided["level"]
+
+    monkeypatch.setattr(numpy_backend, "proven_finite", watching)
+    if backend == "numba":
+        from eqsat_ad.backend.fused import checks as fused_checks
+
+        monkeypatch.setattr(fused_checks, "proven_finite", watching)
+    numpy_code = g.compiled if backend == "numpy" else g.compiled.numpy
+    assert "_rt.checked(" in numpy_code.source or backend == "numba"
+    want = evaluate(g.program, **args)
+    got = g(**args)
+    assert decided["level"] == guard.PROVEN_BOTH and checks["n"] == 0
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    # too large to prove (X @ W1 may overflow as far as the bounds know): the checks run
+    big = {**args, "X": args["X"] * 1e150, "W1": args["W1"] * 1e150}
+    got = g(**big)
+    assert decided["level"] != guard.PROVEN_BOTH and checks["n"] > 0
+    want = evaluate(g.program, **big)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
+    bad = {**args, "W2": args["W2"].copy()}
+    bad["W2"][2, 1] = np.inf
+    got = g(**bad)
+    want = evaluate(g.program, **bad)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

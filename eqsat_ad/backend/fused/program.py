@@ -45,7 +45,7 @@ from .rows import PAIRWISE
 from .scans import statement_scans
 from .schedule import Schedule, schedule
 from .specialize import fix_sizes, small_sizes
-from .storage import apart_new, array_lines, module_head, return_line, with_outputs
+from .storage import apart_new, array_lines, module_head, return_line, shared_buffers, with_outputs
 from .tiles import TILE, TILE_LINE
 from .windows import Window, covers, driver
 
@@ -414,6 +414,7 @@ class NumbaProgram(NestWriter):
         if pending:
             run += self._part_lines(pending, position)
         run.append(return_line(self._prog, self._shapes))
+        run = shared_buffers(run)
         head = module_head(self.program, self._sizes, run)
         body = "\n\n\n".join(kernels)
         if TILE in body:  # (the tiles' points, from the float type)

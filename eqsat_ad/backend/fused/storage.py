@@ -12,6 +12,7 @@ not a whole array, is first a scalar statement of its own (:func:`with_outputs`)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 
 from ...ir.expr import Access, Expr
@@ -20,7 +21,7 @@ from ...ir.program import Program, Statement
 from .epilogue import PRODUCT_IMPORT
 
 __all__ = ["APART_IMPORT", "array_lines", "apart_new", "module_head", "return_line",
-           "with_outputs"]
+           "shared_buffers", "with_outputs"]
 
 APART_IMPORT = f"from {__package__}.apart import empty_apart as _apart"
 
@@ -61,6 +62,51 @@ def array_lines(s: Statement, position: Mapping[str, int], seen_by_numpy: Collec
                 f"    if {s.name} is None or {s.name}.shape != ({shape},):",
                 f"        {s.name} = _tmp[{s.name!r}] = {apart_new(s.shape, reads)}"]
     return [f"    {s.name} = np.empty(({shape},), dtype=F)"]
+
+
+_KEPT = re.compile(r"^    (\w+) = _tmp\.get\('(\w+)'\)$")
+_SHAPE = re.compile(r"^    if (\w+) is None or \1\.shape != \((.*)\):$")
+
+
+def shared_buffers(run: Sequence[str]) -> list[str]:
+    """The run function's lines with intermediates of one shape kept in one array where their
+    lives do not overlap: an array kept in ``_tmp`` (:func:`array_lines`,
+    :func:`.epilogue.product_run`) whose every use comes before another's binding lends it
+    its array (mlp_numpy's ``h_bar`` takes ``_p_h``'s, last read by ``h``'s loop nest). Fewer
+    arrays stay in the caches and in memory, as the NumPy program's temporaries reuse freed
+    blocks (measured, interleaved: mlp_numpy's gradient 12.56 -> 12.44 ms).
+
+    A use is any later line naming the array. No view of a kept array outlives it: NumPy code
+    that may return a view of what it reads never reads one (``seen_by_numpy``), and the loop
+    nests and BLAS write into arrays, never view them. (Never in place over an array the same
+    kernel reads: LLVM's alias check then takes the scalar loop, and tanh's nest ran 6x
+    slower.)"""
+    lines = list(run)
+    kept: list[tuple[int, str, str]] = []  # (binding line, name, shape)
+    for k, line in enumerate(lines):
+        m = _KEPT.match(line)
+        shape = _SHAPE.match(lines[k + 1]) if m and k + 1 < len(lines) else None
+        if m and m.group(1) == m.group(2) and shape and shape.group(1) == m.group(1):
+            kept.append((k, m.group(1), shape.group(2)))
+    if len(kept) < 2:
+        return lines
+    last: dict[str, int] = {}
+    for k, name, _ in kept:
+        word = re.compile(rf"\b{name}\b")
+        last[name] = max([k + 2, *(j for j in range(k + 3, len(lines))
+                                   if word.search(lines[j]) and not lines[j].lstrip()
+                                   .startswith("#"))])
+    slots: list[list] = []  # [slot's key, shape, last use of its holder]
+    for k, name, shape in kept:
+        free = next((slot for slot in slots if slot[1] == shape and slot[2] < k), None)
+        if free is None:
+            slots.append([name, shape, last[name]])
+            continue
+        key = free[0]
+        free[2] = last[name]
+        lines[k] = f"    {name} = _tmp.get({key!r})  # ({key}'s array: no longer read)"
+        lines[k + 2] = lines[k + 2].replace(f"_tmp[{name!r}]", f"_tmp[{key!r}]")
+    return lines
 
 
 def return_line(prog: Program, shapes: Mapping[str, Sequence[Dim]]) -> str:
