@@ -358,8 +358,6 @@ def test_a_call_proven_finite_skips_the_fast_codes_product_checks(monkeypatch, b
         from eqsat_ad.backend.fused import checks as fused_checks
 
         monkeypatch.setattr(fused_checks, "proven_finite", watching)
-    numpy_code = g.compiled if backend == "numpy" else g.compiled.numpy
-    assert "_rt.checked(" in numpy_code.source or backend == "numba"
     want = evaluate(g.program, **args)
     got = g(**args)
     assert decided["level"] == guard.PROVEN_BOTH and checks["n"] == 0
