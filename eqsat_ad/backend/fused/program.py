@@ -33,6 +33,7 @@ from .compact import OverBudget, kernel_within_budget
 from .epilogue import cheaper, fresh, product_operands, product_run, split_products
 from .exact import exact_on_disk
 from .functions import helpers_for
+from .inplace import in_place
 from .loading import cache_dir, compile_failure, give_up_loops, load, require_numba
 from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
@@ -393,9 +394,12 @@ class NumbaProgram(NestWriter):
                 checks = self._checks(group, fused) if place[s.name] == "loop" else {}
                 code, reads = (self._kernel(group, fused, checks) if place[s.name] == "loop"
                                else self._pair_kernel(s, self._pairs[s.name], fused))
+                code, reads, over = in_place(group, place[s.name], self._prog.statements, fused,
+                                             lambda t: self._reads(t, fused), run, self._shapes,
+                                             {*position, *seen_by_numpy}, code, reads)
                 kernels.append(kernel_within_budget(code, {t.name for t in group}))
                 for t in group:
-                    run += array_lines(t, position, seen_by_numpy, reads)
+                    run += array_lines(t, position, seen_by_numpy, reads, over)
                 names = [t.name for t in group]
                 args = ", ".join([*names, *reads, *self._sizes, *(["_box"] if checks else [])])
                 run.append(f"    _bad |= _k_{s.name}({args})" if checks else

@@ -47,10 +47,13 @@ def apart_new(shape: Sequence[Dim], reads: Sequence[str]) -> str:
 
 
 def array_lines(s: Statement, position: Mapping[str, int], seen_by_numpy: Collection[str],
-                reads: Sequence[str] = ()) -> list[str]:
+                reads: Sequence[str] = (), over: str | None = None) -> list[str]:
     """The run function's lines binding ``s.name`` to the array its loop nest writes
     (``position``: the outputs' indices; ``seen_by_numpy``: arrays NumPy code reads, which
-    may return a view of them; ``reads``: the arrays the loop nest reads)."""
+    may return a view of them; ``reads``: the arrays the loop nest reads; ``over``: the array
+    it writes in place, :mod:`.inplace`)."""
+    if over is not None:
+        return [f"    {s.name} = {over}  # (in place: {over} is read at {s.name}'s points only)"]
     shape = ", ".join(str(d) for d in s.shape) or "1"
     k = position.get(s.name)
     if k is not None and s.shape:
@@ -66,6 +69,7 @@ def array_lines(s: Statement, position: Mapping[str, int], seen_by_numpy: Collec
 
 _KEPT = re.compile(r"^    (\w+) = _tmp\.get\('(\w+)'\)$")
 _SHAPE = re.compile(r"^    if (\w+) is None or \1\.shape != \((.*)\):$")
+_ALIAS = re.compile(r"^    (\w+) = (\w+)  # \(in place")
 
 
 def shared_buffers(run: Sequence[str]) -> list[str]:
@@ -76,11 +80,10 @@ def shared_buffers(run: Sequence[str]) -> list[str]:
     arrays stay in the caches and in memory, as the NumPy program's temporaries reuse freed
     blocks (measured, interleaved: mlp_numpy's gradient 12.56 -> 12.44 ms).
 
-    A use is any later line naming the array. No view of a kept array outlives it: NumPy code
-    that may return a view of what it reads never reads one (``seen_by_numpy``), and the loop
-    nests and BLAS write into arrays, never view them. (Never in place over an array the same
-    kernel reads: LLVM's alias check then takes the scalar loop, and tanh's nest ran 6x
-    slower.)"""
+    A use is any later line naming the array, or naming a loop nest's output written over it
+    (``t_bar = h_bar  # (in place``: :mod:`.inplace`). No view of a kept array outlives it:
+    NumPy code that may return a view of what it reads never reads one (``seen_by_numpy``),
+    and the loop nests and BLAS write into arrays, never view them."""
     lines = list(run)
     kept: list[tuple[int, str, str]] = []  # (binding line, name, shape)
     for k, line in enumerate(lines):
@@ -90,12 +93,19 @@ def shared_buffers(run: Sequence[str]) -> list[str]:
             kept.append((k, m.group(1), shape.group(2)))
     if len(kept) < 2:
         return lines
-    last: dict[str, int] = {}
-    for k, name, _ in kept:
+
+    def last_use(name: str, after: int) -> int:
         word = re.compile(rf"\b{name}\b")
-        last[name] = max([k + 2, *(j for j in range(k + 3, len(lines))
-                                   if word.search(lines[j]) and not lines[j].lstrip()
-                                   .startswith("#"))])
+        return max([after, *(j for j in range(after + 1, len(lines))
+                             if word.search(lines[j]) and not lines[j].lstrip().startswith("#"))])
+
+    last = {name: last_use(name, k + 2) for k, name, _ in kept}
+    root: dict[str, str] = {}  # a loop nest written in place: its name, the array's holder's
+    for k, line in enumerate(lines):
+        m = _ALIAS.match(line)
+        if m and root.get(m.group(2), m.group(2)) in last:
+            root[m.group(1)] = holder = root.get(m.group(2), m.group(2))
+            last[holder] = max(last[holder], last_use(m.group(1), k))
     slots: list[list] = []  # [slot's key, shape, last use of its holder]
     for k, name, shape in kept:
         free = next((slot for slot in slots if slot[1] == shape and slot[2] < k), None)
