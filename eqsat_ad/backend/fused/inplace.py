@@ -4,7 +4,7 @@
 nothing reads ``h_bar`` after it: its kernel may store each point over ``h_bar``'s, as NumPy's
 ``np.multiply(a, b, out=a)`` does. One array fewer in the caches and in memory, and no fresh
 array's lines fetched for ownership before they are written (mlp_numpy's ``t_bar``: 0.141 ->
-0.091 ms, experiments/results/numba.md).
+0.074 ms, experiments/results/numba.md).
 
 The kernel reads the input through its output argument (:func:`read_through_output`): with
 two arguments that are the same array, LLVM's runtime alias check takes the scalar loop (the
