@@ -13,11 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 REPROS = ROOT / "experiments" / "results" / "fuzz_repros"
 KNOWN_REPRODUCERS = {
     "seed3037_gradient_numpy_grad_numba.py":
-        "fuzz classifier: a row mean of [-1.03, 1e154, -1e154, 1.80] is 1.80 added in order "
-        "(the interpreter) and 0.0 added in pairs (BLAS's C @ ones), so a denominator and the "
-        "gradient's inf / den**2 differ (nan against -inf), in both backends and before "
-        "4 Dec's changes: rounding docs/semantics.md allows, which fuzz/rounding.py does "
-        "not model (no draw pairs a sum's terms as BLAS's accumulators do)",
+        "fuzz classifier: a row of C centred on its mean and weighed, t5[1] = Σ_j (C[1, j] - "
+        "mean)·s1 with C[1, 0] = 1e300, cancels to exactly 0 in the compiled order (the mean "
+        "as Σ 0.25·C, terms added in order) and to -2.97e284 in the interpreter's, so "
+        "0 · C[1, 0] / t5[1]² is nan against 0 (both backends, and before 4 Dec's changes): "
+        "rounding docs/semantics.md allows, but no draw of fuzz/rounding.py (moves of 1e-13) "
+        "lands on the exact 0",
     "s3007_value_numpy_compile_000.py":
         "optimizer: t1 = Sum[i: 2](max(2, 0.001)); t1 - t1 was optimized to max(2, 0.001) "
         "(2.0, not 0): a cyclic e-class grew like-term coefficients to 2**64, where a + 1 "
