@@ -166,6 +166,16 @@ def _compile(program: Program, structured: bool, backend: str) -> Any:
     return compile_any(program, structured)
 
 
+def _fast_key(args: tuple, kwargs: dict[str, Any]) -> tuple | None:
+    """The fast path's key for a call whose arguments are all ndarrays, given all by position
+    or all by keyword: each one's (shape, dtype), by name for keywords; None for any other."""
+    if not kwargs and all(type(a) is np.ndarray for a in args):
+        return tuple((a.shape, a.dtype) for a in args)
+    if not args and all(type(a) is np.ndarray for a in kwargs.values()):
+        return tuple((k, a.shape, a.dtype) for k, a in kwargs.items())
+    return None
+
+
 class Compiled:
     """A compiled gradient / function / Hessian. Call it with the program's arguments.
 
@@ -441,20 +451,14 @@ class Compiled:
             got = stage.call(args, kwargs, out)
             return got if post is None else post(got)
         assert self._signature is not None
-        if not kwargs and all(type(a) is np.ndarray for a in args):
-            hit = self._fast.get(tuple((a.shape, a.dtype) for a in args))
-            if hit is not None:
-                stage, key, positions = hit
-                self._latest, self._latest_key = stage, key
-                got = stage.call([args[k] for k in positions], {}, out)  # type: ignore[index]
-                return got if post is None else post(got)
-        elif not args and all(type(a) is np.ndarray for a in kwargs.values()):
-            hit = self._fast.get(tuple((k, a.shape, a.dtype) for k, a in kwargs.items()))
-            if hit is not None:
-                stage, key, names = hit
-                self._latest, self._latest_key = stage, key
-                got = stage.call([kwargs[n] for n in names], {}, out)  # type: ignore[index]
-                return got if post is None else post(got)
+        fast_key = _fast_key(args, kwargs)
+        hit = None if fast_key is None else self._fast.get(fast_key)
+        if hit is not None:
+            stage, key, where = hit
+            self._latest, self._latest_key = stage, key
+            picked = [kwargs[n] for n in where] if kwargs else [args[k] for k in where]
+            got = stage.call(picked, {}, out)  # type: ignore[index]
+            return got if post is None else post(got)
         stage, call = self._prepare(args, kwargs)
         got = stage.call((), call, out)
         return got if post is None else post(got)
@@ -479,11 +483,7 @@ class Compiled:
                                  f"got {len(args)}")
             return self._latest, {**dict(zip(names, args, strict=False)), **kwargs}
         assert self._signature is not None
-        fast_key = None
-        if not kwargs and all(type(a) is np.ndarray for a in args):
-            fast_key = tuple((a.shape, a.dtype) for a in args)
-        elif not args and all(type(a) is np.ndarray for a in kwargs.values()):
-            fast_key = tuple((k, a.shape, a.dtype) for k, a in kwargs.items())
+        fast_key = _fast_key(args, kwargs)
         fname = getattr(self._fn, "__name__", "function")
         try:
             bound = self._signature.bind(*args, **kwargs)

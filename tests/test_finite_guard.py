@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba_inputs import count_calls
 
 import eqsat_ad as ea
 from eqsat_ad.backend.guard import with_fallback
@@ -246,14 +247,7 @@ def test_a_program_proven_finite_both_ways_skips_the_result_scan(monkeypatch) ->
     prog = ea.parse(src)
     g = ea.grad(prog)
     assert g.compiled.fallback is not None
-    scans = {"n": 0}
-    real = runtime.finite_result
-
-    def counting(result):
-        scans["n"] += 1
-        return real(result)
-
-    monkeypatch.setattr(runtime, "finite_result", counting)
+    scans = count_calls(monkeypatch, "finite_result", runtime)
     x = np.array([3.0, 4.0])
     assert guard.proven_finite(g.compiled.fallback, g.compiled.program, [x], {"N": 2}) == \
         guard.PROVEN_BOTH
@@ -338,14 +332,7 @@ def test_a_call_proven_finite_skips_the_fast_codes_product_checks(monkeypatch, b
             "b1": rng.standard_normal(8), "W2": rng.standard_normal((8, 3)),
             "y": rng.standard_normal((6, 3))}
     g(**args)  # compiles
-    checks = {"n": 0}
-    real = runtime.checked
-
-    def counting(r):
-        checks["n"] += 1
-        return real(r)
-
-    monkeypatch.setattr(runtime, "checked", counting)
+    checks = count_calls(monkeypatch, "checked", runtime)
     decided = {"level": None}
     proven = guard.proven_finite
 

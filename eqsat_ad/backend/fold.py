@@ -158,20 +158,10 @@ class _Loop:
         return fast, strict, tuple(k for k in range(ncarry) if k in trusted)
 
 
-class _Runtime:
-    """The generated code's runtime module with ``float_type`` answering one type."""
-
-    def __init__(self, dt: type) -> None:
-        self.float_type = lambda *_arrays: dt
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(runtime, name)
-
-
 def _fixed_float_type(fn: Any, dt: type) -> Any:
     """``fn`` (a generated function) with ``_rt.float_type(...)`` answering ``dt`` at once."""
     ns = dict(fn.__globals__)
-    ns["_rt"] = _Runtime(dt)
+    ns["_rt"] = runtime.Overridden(float_type=lambda *_arrays: dt)
     fixed = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__, fn.__closure__)
     fixed.__dict__.update(fn.__dict__)  # finite_inputs
     return fixed

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Mapping, Sequence
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -65,18 +64,10 @@ def lower(prog: Program, sizes: Mapping[str, int] | None = None) -> str:
     return lower_program(prog, sizes).source
 
 
-def _trusting_runtime() -> ModuleType:
-    """:mod:`.runtime` with its finiteness checks of products answered yes without a scan: for
-    calls whose every value the guard proved finite (:data:`.guard.PROVEN_BOTH`), where a
-    check could only pass (mlp_numpy's ``_rt.checked(X.T @ t_bar)``: a pass over 4 MB)."""
-    trusting = ModuleType(f"{runtime.__name__}.trusting")
-    trusting.__dict__.update({k: v for k, v in vars(runtime).items() if not k.startswith("__")})
-    trusting.checked = lambda r: r  # type: ignore[attr-defined]
-    trusting.finite = lambda *arrays: True  # type: ignore[attr-defined]
-    return trusting
-
-
-_TRUSTING = _trusting_runtime()
+# The runtime with its finiteness checks of products answered yes without a scan: for calls
+# whose every value the guard proved finite (guard.PROVEN_BOTH), where a check could only pass
+# (mlp_numpy's ``_rt.checked(X.T @ t_bar)``: a pass over 4 MB).
+_TRUSTING = runtime.Overridden(checked=lambda r: r, finite=lambda *arrays: True)
 
 
 def _load(lowered: Lowered) -> Any:

@@ -347,3 +347,18 @@ def _sole_references() -> int:
 
 _SOLE = _sole_references()
 _SOLE_LAST = _sole_references_last()
+
+
+class Overridden:
+    """This module as generated code reads it (its ``_rt``) with some names answered
+    otherwise (``Overridden(float_type=...)``); every other name is this module's, looked up
+    at each use (so a function replaced here later is the one called)."""
+
+    def __init__(self, **names: object) -> None:
+        self.__dict__.update(names)
+
+    def __getattr__(self, name: str) -> object:
+        try:
+            return globals()[name]
+        except KeyError:
+            raise AttributeError(name) from None

@@ -23,12 +23,13 @@ from ..ir.expr import (
     Pow,
     Sum,
     free_indices,
+    has_reduction,
     substitute_pred,
 )
 from ..ir.index import Affine, IndexVar
 from ..ir.program import Statement
 from .numpy_exprs import ExprOps
-from .numpy_values import TVal, has_sum, subst_affine
+from .numpy_values import TVal, subst_affine
 
 __all__ = ["EmitOps"]
 
@@ -48,7 +49,7 @@ class EmitOps(ExprOps):
             if isinstance(v, tuple | list):
                 raise self.error("nested tuples cannot be returned; return a flat tuple", node)
             tv = self.to_data(v, node)
-            if tv.ndim == 0 and not has_sum(tv.body) and not free_indices(tv.body):
+            if tv.ndim == 0 and not has_reduction(tv.body) and not free_indices(tv.body):
                 outs.append(self._pretty_expr(tv.body))
                 continue
             if not self._whole_statement(tv):

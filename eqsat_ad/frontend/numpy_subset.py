@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.errors import EqsatError, ProgramError
-from ..ir.expr import Cmp, Expr, Loc, Sum
+from ..ir.expr import Cmp, Expr, Loc, Sum, has_reduction
 from ..ir.functions import BUILTINS, lookup
 from ..ir.index import Affine, Dim, IndexVar
 from ..ir.program import Param, Program, Step
@@ -67,7 +67,6 @@ from .numpy_values import (
     call,
     const,
     describe,
-    has_sum,
     mul,
     scalar,
 )
@@ -266,7 +265,7 @@ class _Translator(LoopOps):
 
     def operand(self, v: Any, node: ast.AST, materialize: bool = True) -> TVal:
         tv = self.to_data(v, node)
-        if materialize and has_sum(tv.body):
+        if materialize and has_reduction(tv.body):
             tv = self.materialize(tv, "t", node)
         return tv
 
@@ -354,7 +353,7 @@ class _Translator(LoopOps):
         for k, v in bound.arguments.items():
             if isinstance(v, np.generic):
                 v = v.item()
-            if isinstance(v, TVal) and has_sum(v.body):
+            if isinstance(v, TVal) and has_reduction(v.body):
                 v = self.materialize(v, k, e)  # used by name in the helper: compute it once
             env[k] = v
         caller = self.scope

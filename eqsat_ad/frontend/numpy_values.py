@@ -37,7 +37,6 @@ from ..ir.expr import (
     Pow,
     Pred,
     Sum,
-    children,
     substitute,
     substitute_pred,
 )
@@ -176,14 +175,6 @@ def const(v: float) -> Const:
 
 def scalar(e: Expr, boolean: bool = False) -> TVal:
     return TVal((), (), e, None, boolean)
-
-
-def has_sum(e: Expr) -> bool:
-    """Whether ``e`` contains a summation or max-reduction (such values are materialized
-    before reuse)."""
-    if isinstance(e, Sum | Max):
-        return True
-    return any(has_sum(c) for c in children(e))
 
 
 def is_const(e: Expr, v: float | None = None) -> bool:

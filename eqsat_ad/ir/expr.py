@@ -311,6 +311,11 @@ def pred_free_indices(p: Pred) -> frozenset[str]:
     return out
 
 
+def has_reduction(e: Expr) -> bool:
+    """Whether ``e`` contains a ``Sum`` or a ``Max`` (a reduction over an index)."""
+    return isinstance(e, Sum | Max) or any(has_reduction(c) for c in children(e))
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
     match e:
         case Binary(_, lhs, rhs):

@@ -39,6 +39,7 @@ from ..ir.expr import (
     Sum,
     children,
     free_indices,
+    has_reduction,
     map_children,
     substitute,
 )
@@ -141,7 +142,8 @@ def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
                                         missed))
         if (isinstance(s, Statement) and s.name not in returned and s.indices
                 and s.name not in kept
-                and not _has_sum(s.body) and any(is_small(iv.extent, sizes) for iv in s.indices)
+                and not has_reduction(s.body)
+                and any(is_small(iv.extent, sizes) for iv in s.indices)
                 and any(not is_small(iv.extent, sizes) for iv in s.indices)
                 and any(s.name in t.reads() for t in prog.statements
                         if isinstance(t, Statement))
@@ -158,10 +160,6 @@ def _inline_small(prog: Program, sizes: Mapping[str, int], kept: frozenset[str],
     if any(isinstance(o, Expr) and _reads(o, bodies) for o in prog.outputs):
         return None
     return replace(prog, statements=tuple(out))
-
-
-def _has_sum(e: Expr) -> bool:
-    return isinstance(e, Sum | Max) or any(_has_sum(c) for c in children(e))
 
 
 def _fractional_reads(name: str, prog: Program) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from ...ir.expr import Access, Expr, Max, Sum, children
+from ...ir.expr import Access, Expr, accessed_names, children, has_reduction
 from ...ir.index import Affine
 from ...ir.program import Statement
 
@@ -37,7 +37,7 @@ def point_reads(s: Statement) -> frozenset[str]:
     """The arrays ``s``'s body reads only at its own point, indices in order (none when the
     body has a sum or a max)."""
     point = tuple(Affine.var(iv.name) for iv in s.indices)
-    if not point or _has_reduction(s.body):
+    if not point or has_reduction(s.body):
         return frozenset()
     only: dict[str, bool] = {}
 
@@ -49,10 +49,6 @@ def point_reads(s: Statement) -> frozenset[str]:
 
     visit(s.body)
     return frozenset(n for n, ok in only.items() if ok)
-
-
-def _has_reduction(e: Expr) -> bool:
-    return isinstance(e, Sum | Max) or any(_has_reduction(c) for c in children(e))
 
 
 def in_place(group: Sequence[Statement], placement: str, statements: Sequence[Statement],
@@ -69,7 +65,7 @@ def in_place(group: Sequence[Statement], placement: str, statements: Sequence[St
         return code, reads, None
     s = group[0]
     later = statements[list(statements).index(s) + 1:]
-    fused_reads = {n for t in fused.values() for n in _names(t.body)}
+    fused_reads = {n for t in fused.values() for n in accessed_names(t.body)}
     for name in sorted(point_reads(s)):
         kept = re.compile(rf"^    {name} = _tmp\.get\(")
         if (name in fused_reads or shapes.get(name) != s.shape
@@ -80,13 +76,6 @@ def in_place(group: Sequence[Statement], placement: str, statements: Sequence[St
         if got is not None:
             return *got, name
     return code, reads, None
-
-
-def _names(e: Expr) -> set[str]:
-    out = {e.name} if isinstance(e, Access) else set()
-    for c in children(e):
-        out |= _names(c)
-    return out
 
 
 def read_through_output(code: str, reads: Sequence[str], name: str
