@@ -327,8 +327,9 @@ def f(y: [16, 10], t2: [16]):
     res = optimize(prog, limits=Limits(iterations=1), backend="numba")
     assert res.program != prog
     assert _close(ea.evaluate(prog, **inputs), ea.evaluate(res.program, **inputs))
-    kept = optimize(prog, limits=Limits(iterations=1)).report.optimized.rows[0].text
-    assert kept.startswith("finite scan of")  # (NumPy: the input kept, as priced)
+    # (priced for NumPy, the unrolled Σ_j's coefficient applied once: read back as well)
+    res = optimize(prog, limits=Limits(iterations=1))
+    assert _close(ea.evaluate(prog, **inputs), ea.evaluate(res.program, **inputs))
     # Saturated: 1 / t2[i] leaves the sum over j, and the scalar chain is folded into it.
     res = optimize(prog, backend="numba")
     (t2_bar,) = res.program.statements

@@ -4,6 +4,7 @@ writes, structured outputs) and the whole program's function."""
 from __future__ import annotations
 
 import keyword
+import math
 from dataclasses import replace
 from fractions import Fraction
 
@@ -53,6 +54,7 @@ from .values import (
     _UNARY,
     Lowered,
     Value,
+    _num,
 )
 
 
@@ -123,6 +125,11 @@ class Codegen(Loops, Reductions):
             self.shapes[s.name] = ()
             self.kinds[s.name] = "tensor"
             return
+        scale = None if self.strict or s.name in self.structured else _common_coefficient(plans)
+        if scale is not None:
+            plans = [StatementTerm(replace(t, coef=1.0 if t.coef > 0 else -1.0), a, sv)
+                     for t, a, sv in plans]
+            self.decide("factored", f"{py}: the terms' coefficient {_num(scale)} applied once")
         dense = [p for p in plans if not p[2] and all(a.is_full() for a in p[1].values())]
         rest = [p for p in plans if p not in dense]
         if s.name in self.structured and all(solved for _, _, solved in plans):
@@ -135,11 +142,16 @@ class Codegen(Loops, Reductions):
             self.shapes[s.name] = s.shape
             self.kinds[s.name] = "tensor"
             return
+        # (a sum starts from +0.0: an array that starts without -0.0, zeros or a copy made
+        # with + 0.0, and has every term added to it holds no -0.0, so no + 0.0 pass is due)
+        from_zero = False
         if dense:
             # Terms over the whole output: one expression, assigned (not added to zeros).
             v = self.combine([t for t, _, _ in dense], full)
             self.decide("assign", "dense", tuple(gens))
             v = self.to_num(v)
+            if scale is not None and not rest and not more:  # (the sum, scaled once)
+                v, scale = self.product(scale, [v], full), None
             final = not rest and not more and s.name not in self.returned
             n = self.numel_poly(gens, full)
             copy = v.kernels + self.kernel(Elementwise, n, n, "copy")
@@ -151,6 +163,9 @@ class Codegen(Loops, Reductions):
                 self.emit(f"{py} = np.broadcast_to({code}, {shape})", v.kernels)
             elif v.axes == tuple(gens) and v.code.startswith("_rt."):
                 self.emit(f"{py} = _rt.fresh({v.code}, _dt)", copy)  # copies only a view
+            elif v.axes == tuple(gens) and plus_zero and rest and not more and not self.strict:
+                self.emit(f"{py} = np.add({v.code}, 0.0, dtype=_dt)", copy)
+                from_zero = True
             elif v.axes == tuple(gens):
                 self.emit(f"{py} = np.array({v.code}, dtype=_dt)", copy)
             else:
@@ -163,14 +178,19 @@ class Codegen(Loops, Reductions):
             n = self.numel_poly(gens, full)
             self.emit(f"{py} = np.zeros({shape}, dtype=_dt)",
                       self.kernel(Fill, n, n, "zero-fill"))
+            from_zero = len(rest) > 1 and not more and not self.strict
         for t, axes, solved in rest:
             risky |= self.write(py, s, t, axes, solved,
                                 alone=not dense and len(rest) == 1 and not more)
+        if scale is not None:  # (the array is the statement's own: zeros, or a copy)
+            n = self.numel_poly(gens, full)
+            self.emit(f"{py} *= {_num(scale)}",
+                      self.kernel(Elementwise, n, ZERO, "common coefficient"))
         # (the strict code: outside a term's region the term is a strong zero, whose +0.0
         # IEEE adds to the dense terms' -0.0; the fast code reruns the strict code where the
         # sign of a zero could show, a division by it)
         plus_zero |= self.strict and bool(dense) and bool(rest)
-        if plus_zero:  # IEEE: -0.0 + 0 is +0.0 (the normal form has no literal zero term)
+        if plus_zero and not from_zero:  # IEEE: -0.0 + 0 is +0.0 (no literal zero term)
             n = self.numel_poly(gens, full)
             self.emit(f"{py} = {py} + 0.0", self.kernel(Elementwise, n, n, "+ 0.0"))
         if risky:
@@ -493,6 +513,27 @@ def _static_zero(e: Expr) -> bool:
         isinstance(f, Bracket) and any(not c.indices() and static_truth(c) is False
                                        for c in conditions(f.pred))
         for f in _leaf_factors(e))
+
+
+def _common_coefficient(plans: list[StatementTerm]) -> float | None:
+    """The coefficient's magnitude shared by every term of a statement of three terms or more
+    over regions (a window unrolled: blur's nine ``x_bar[...] += 0.11 * w[...]``), to multiply
+    the statement's array by once instead of each term; None where there is none to share.
+
+    Fast code only: ``c (a + b)`` for ``c a + c b`` is exact up to rounding on finite values,
+    and an overflow of the sum sends the call to the strict code (docs/semantics.md). Each
+    update then adds a view into the array (no product, no temporary)."""
+    # (terms over a region, not at points an equality fixes: a pass over the array pays for
+    # itself where it replaces three products or more, each a pass over its region; terms
+    # that still reduce are left as they are, so that pricing this does not tip a choice
+    # between contraction forms, plan.spread's, towards more cancellation)
+    bulk = sum(1 for _, _, solved in plans if not solved)
+    mags = {abs(t.coef) for t, _, _ in plans}
+    if bulk < 3 or len(mags) != 1 or any(t.sums or any(isinstance(f, Term) for f in t.factors)
+                                         for t, _, _ in plans):
+        return None
+    (c,) = mags
+    return float(c) if c != 1 and c != 0 and math.isfinite(c) else None
 
 
 def _zero_inside(plan: StatementTerm) -> StatementTerm:
