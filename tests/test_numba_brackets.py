@@ -94,8 +94,12 @@ def test_conv1d_naive_gradient_is_priced_and_run_in_n_k() -> None:
     assert [iv.name for iv in solve_order(sm.indices, sm.body)] == ["k", "i1"]
     assert sum_points(sm.indices, sm.body) == Poly.symbol("K")
     kernel = g.source.split("def _k_x_bar(")[1].split("@nb.njit")[0]
-    assert "in range(N)" in kernel and "in range(K)" in kernel
-    assert kernel.count(" for ") == 2 and "if 0 <= " in kernel  # i1 = i - k: a guarded point
+    # i1 = i - k: a point guarded at the edges; the interior [K - 1, N) needs no guard
+    interior, edges = kernel.split("# the edges")
+    assert "for i in range(_lo, _hi):  # the interior" in interior
+    assert "if 0 <= " not in interior and "y_bar[np.uintp(i15)]" in interior
+    assert "if 0 <= " in edges and kernel.count("in range(K)") == 2
+    assert kernel.count(" for ") == 4
     for special in (False, True):
         args = _inputs(g.program, 1, special)
         with np.errstate(all="ignore"):

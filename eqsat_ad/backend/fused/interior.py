@@ -8,6 +8,9 @@ that cannot fail there. A guard ``0 <= a < d`` is dropped in the interior when `
 ``±v`` plus terms whose ranges are known (loop variables of sums and taps, sizes): it then
 holds for every ``v`` in ``[lo_a, hi_a)``, and the interior is the intersection of those
 ranges, computed at run time from the sizes. The values are the same (a dropped guard was true).
+A tap that an equality bracket solves for a summed index (``i1 = i - a + 1`` in a window's
+adjoint, ``a`` a loop variable of the window) is bounded as such a read is, from the spans of
+the loop variables in it: where the interior proves it, it is neither guarded nor signed.
 
 A guard on ``k·v`` (a strided read ``x[2 * i]``) holds on a range whose ends are ceilings of
 quotients of sizes (:class:`Ceil`). The interior, once its bounds are known, also proves
@@ -41,6 +44,7 @@ class Index:
     extent: Dim | None = None
     exact: Affine | None = None
     span: tuple[Affine, Affine] | None = None
+    inside: bool = False  # a tap the interior proves in its axis (read unsigned there)
 
 
 def _rest(a: Affine) -> Affine:

@@ -229,7 +229,8 @@ class LoopWriter:
                 # a loop variable over exactly this axis (or a tap inside it): not negative, so
                 # in the interior the read is unsigned (no wraparound select for Numba)
                 if (self.unsigned_interior and env[var].code == self.interior) or (
-                        self.interior is not None and env[var].exact is not None):
+                        self.interior is not None and (env[var].exact is not None
+                                                       or env[var].inside)):
                     codes[-1] = f"np.uintp({code})"
                 continue
             inside = self.interior is not None or self.row is not None
@@ -563,11 +564,14 @@ class LoopWriter:
                 var = self.fresh(iv.name)
                 self.emit(f"{var} = {first} + {t}" if t else f"{var} = {first}")
                 ex = None if base is None else base + t
-                guarded = ex is None or not self.holds_inside(ex, ex, iv.extent)
+                # (a tap of a window loop, i - a + 1 for a in [0, 3): its bounds, as a read's)
+                b = (ex, ex) if ex is not None else bounds_of(first_aff + t, inner) if (
+                    self.interior is not None or self.row is not None) else None
+                guarded = b is None or not self.holds_inside(b[0], b[1], iv.extent)
                 if guarded:
                     self.emit(f"if 0 <= {var} < {extent}:")
                     self.open()
-                tap = Index(var, iv.extent, exact=ex, span=span)
+                tap = Index(var, iv.extent, exact=ex, span=span, inside=not guarded)
                 used |= self._level(rest, body, {**inner, iv.name: tap}, acc, flag, True)
                 if guarded:
                     self.close()
