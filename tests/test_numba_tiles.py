@@ -108,3 +108,22 @@ def test_an_interchanged_sum_keeps_its_strong_zero_flag() -> None:
             want = evaluate(f.program, **args)
             got = f(**args)
         agree(got, want, 1e-12)
+
+
+def test_a_window_of_constant_extents_is_summed_in_the_point_loop() -> None:
+    """Sum[a: 3, c: 3] (nine taps at most, :data:`~eqsat_ad.backend.fused.loops.UNROLL`) is
+    not tiled: a tile pass per tap ran the window-sum blur's forward 2.2x slower (1.89 against
+    0.91 ms at 1024², op_times.py) than its taps summed at each point, which LLVM unrolls."""
+    src = ("def blur_window(x: [H, W]):\n"
+           "    b[i: H, j: W] = Sum[a: 3, c: 3](x[i + a - 1, j + c - 1]) / 9.0\n"
+           "    return Sum[i: H, j: W](b[i, j] ** 2)\n")
+    g = ea.grad(ea.parse(src), wrt="x", optimize=False, backend="numba")
+    assert g.compiled.schedule.placement["b"] == "fused"
+    kernel = g.source.split("def _k_b_bar(")[1].split("\n@nb.njit")[0]
+    assert "_TILE" not in kernel and "# the interior:" in kernel, kernel
+    for n, poison in ((1, None), (3, None), (18, np.inf), (40, None)):
+        x = np.random.default_rng(n).standard_normal((n, n + 2))
+        if poison is not None:
+            x[2, 3] = poison
+        with np.errstate(all="ignore"):
+            agree(g(x), evaluate(g.program, x=x), 1e-13)
