@@ -1,5 +1,6 @@
 """Helpers of the Numba backend's tests: random arguments for a program's parameters, a count
-of the guard's decisions, and limits for tests that assert what a finished search found."""
+of the guard's decisions, limits for tests that assert what a finished search found, and E8's
+former adjoint (a loop nest with a fused producer read under brackets)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,17 @@ import eqsat_ad as ea
 # for tests whose assertions need the search's result, not a starved one (a slower machine gets
 # less done in the default 2 s of CPU time): these searches end at their node or iteration bound
 ROOMY = ea.Limits(seconds=30)
+
+# E8's adjoint as the extraction returned it before a coefficient shared by a statement's terms
+# was priced once (the distributed form, 2 x[i] - 2 x[i - 1] ..., now wins): the difference d
+# fused into x_bar's loop, read under brackets at i and at i - 1. Compiled as it stands.
+E8_ADJOINT = """
+def diff_sq_grad(x: [N]):
+    d[i: N] = (i + 1 < N) * (x[i + 1] - x[i])
+    d_bar[i: N] = 2 * d[i]
+    x_bar[i: N] = Sum[i1: N]((i == i1 + 1) * d_bar[i1] * (i1 + 1 < N)) - d_bar[i] * (i + 1 < N)
+    return x_bar
+"""
 
 
 def random_arguments(prog: ea.Program, sizes: dict[str, int], seed: int = 0,

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from numba_inputs import agree, random_arguments
+from numba_inputs import E8_ADJOINT, agree, random_arguments
 from strategies import programs, random_inputs, sizes_strategy
 
 import eqsat_ad as ea
@@ -145,14 +145,8 @@ def test_a_numpy_function_takes_the_backend() -> None:
 
 def test_the_schedule_fuses_keeps_blas_and_scans() -> None:
     # An elementwise producer fuses into the loop that reads it (no stored temporary): E8's
-    # adjoint with its difference d (test_numba_interior.E8_ADJOINT), compiled as it stands.
-    g = ea.compile(ea.parse(
-        "def diff_sq_grad(x: [N]):\n"
-        "    d[i: N] = (i + 1 < N) * (x[i + 1] - x[i])\n"
-        "    d_bar[i: N] = 2 * d[i]\n"
-        "    x_bar[i: N] = Sum[i1: N]((i == i1 + 1) * d_bar[i1] * (i1 + 1 < N))"
-        " - d_bar[i] * (i + 1 < N)\n"
-        "    return x_bar\n"), optimize=False, backend="numba")
+    # adjoint with its difference d, compiled as it stands.
+    g = ea.compile(ea.parse(E8_ADJOINT), optimize=False, backend="numba")
     place = g.compiled.schedule.placement
     assert "fused" in place.values()
     for name in g.compiled.schedule.names("fused"):

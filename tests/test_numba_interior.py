@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from numba_inputs import random_arguments
+from numba_inputs import E8_ADJOINT, random_arguments
 
 import eqsat_ad as ea
 from eqsat_ad.examples import E8, E9
@@ -74,18 +74,6 @@ def _interior_body(source: str, kernel: str) -> list[str]:
 
 
 # --- the worked examples ---------------------------------------------------------------------
-# E8's adjoint as the extraction returned it before a coefficient shared by a statement's terms
-# was priced once (the distributed form, 2 x[i] - 2 x[i - 1] ..., now wins): the difference d
-# fused into x_bar's loop, read under brackets at i and at i - 1. Compiled as it stands.
-E8_ADJOINT = """
-def diff_sq_grad(x: [N]):
-    d[i: N] = (i + 1 < N) * (x[i + 1] - x[i])
-    d_bar[i: N] = 2 * d[i]
-    x_bar[i: N] = Sum[i1: N]((i == i1 + 1) * d_bar[i1] * (i1 + 1 < N)) - d_bar[i] * (i + 1 < N)
-    return x_bar
-"""
-
-
 def _e8_adjoint(backend: str):  # type: ignore[no-untyped-def]
     return ea.compile(ea.parse(E8_ADJOINT), optimize=False, backend=backend)
 

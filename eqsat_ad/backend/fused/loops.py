@@ -564,9 +564,9 @@ class LoopWriter:
                 var = self.fresh(iv.name)
                 self.emit(f"{var} = {first} + {t}" if t else f"{var} = {first}")
                 ex = None if base is None else base + t
-                # (a tap of a window loop, i - a + 1 for a in [0, 3): its bounds, as a read's)
-                b = (ex, ex) if ex is not None else bounds_of(first_aff + t, inner) if (
-                    self.interior is not None or self.row is not None) else None
+                # (its bounds as a read's: exact, or over the spans of a window's loop
+                # variables, i - a + 1 for a in [0, 3))
+                b = bounds_of(first_aff + t, inner)
                 guarded = b is None or not self.holds_inside(b[0], b[1], iv.extent)
                 if guarded:
                     self.emit(f"if 0 <= {var} < {extent}:")

@@ -143,7 +143,9 @@ class Codegen(Loops, Reductions):
             self.kinds[s.name] = "tensor"
             return
         # (a sum starts from +0.0: an array that starts without -0.0, zeros or a copy made
-        # with + 0.0, and has every term added to it holds no -0.0, so no + 0.0 pass is due)
+        # with + 0.0, and has every later term added to it, none assigned alone, holds no
+        # -0.0, so no + 0.0 pass is due)
+        adds_only = not self.strict and not more and len(rest) > (0 if dense else 1)
         from_zero = False
         if dense:
             # Terms over the whole output: one expression, assigned (not added to zeros).
@@ -163,7 +165,7 @@ class Codegen(Loops, Reductions):
                 self.emit(f"{py} = np.broadcast_to({code}, {shape})", v.kernels)
             elif v.axes == tuple(gens) and v.code.startswith("_rt."):
                 self.emit(f"{py} = _rt.fresh({v.code}, _dt)", copy)  # copies only a view
-            elif v.axes == tuple(gens) and plus_zero and rest and not more and not self.strict:
+            elif v.axes == tuple(gens) and plus_zero and adds_only:
                 self.emit(f"{py} = np.add({v.code}, 0.0, dtype=_dt)", copy)
                 from_zero = True
             elif v.axes == tuple(gens):
@@ -178,7 +180,7 @@ class Codegen(Loops, Reductions):
             n = self.numel_poly(gens, full)
             self.emit(f"{py} = np.zeros({shape}, dtype=_dt)",
                       self.kernel(Fill, n, n, "zero-fill"))
-            from_zero = len(rest) > 1 and not more and not self.strict
+            from_zero = adds_only
         for t, axes, solved in rest:
             risky |= self.write(py, s, t, axes, solved,
                                 alone=not dense and len(rest) == 1 and not more)
