@@ -26,11 +26,13 @@ from strategies import programs, random_inputs, sizes_strategy
 import eqsat_ad as ea
 from eqsat_ad.examples import WORKED_EXAMPLES, k_reads
 from eqsat_ad.ir.interpreter import evaluate
+from eqsat_ad.ir.program import Statement
 
 numba = pytest.importorskip("numba")
 
 import eqsat_ad.backend.fused.schedule as fused_schedule  # noqa: E402
 from eqsat_ad.backend.fused import NumbaProgram, compile_numba  # noqa: E402
+from eqsat_ad.backend.fused.parts import alone_price  # noqa: E402
 from eqsat_ad.backend.fused.schedule import (  # noqa: E402
     LOOP_RATIO,
     REUSE,
@@ -48,6 +50,11 @@ STENCILS = importlib.import_module("fused_programs").PROGRAMS  # shared with the
 
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
+
+
+def _alone(nb: NumbaProgram, s: Statement) -> Poly:
+    """``s``'s NumPy code run on its own, priced as ``nb``'s schedule prices it."""
+    return alone_price(nb.program, nb._shapes, s, nb._signed(s))
 
 
 def _inputs(prog: ea.Program, sizes: dict[str, int], dtype: type, seed: int = 0) -> dict:
@@ -324,7 +331,7 @@ def test_a_split_dearer_than_the_numpy_program_runs_it_whole(
     nb_prog = f.compiled
     plan = lower_program(nb_prog._prog).plan
     loopable = {s.name: nb_prog._loopable(s) for s in nb_prog._prog.statements}
-    alone = {s.name: nb_prog._alone_price(s) for s in nb_prog._prog.statements}
+    alone = {s.name: _alone(nb_prog, s) for s in nb_prog._prog.statements}
     assert compare(alone["A"] + alone["B"],
                    plan.statement_cost("A") + plan.statement_cost("B")) > 0
     # per statement Z loops (priced without the parts' prices alone, and without the margin
@@ -349,7 +356,7 @@ def test_a_reused_sum_is_not_recomputed() -> None:
     prog = nb_prog._prog
     plan = lower_program(prog).plan
     w_bar = next(s for s in prog.statements if s.name == "w_bar")
-    share, alone = plan.statement_cost("w_bar"), nb_prog._alone_price(w_bar)
+    share, alone = plan.statement_cost("w_bar"), _alone(nb_prog, w_bar)
     assert share.degree() == 1 and alone.degree() == 2
     assert compare(alone, share * REUSE) > 0
     assert nb_prog.schedule.placement == {"x_bar": "loop", "w_bar": "loop"}
@@ -361,7 +368,7 @@ def test_a_reused_sum_is_not_recomputed() -> None:
     assert kernel.count("_exp(") == 1 and "np.log(" in kernel and "_pairwise(" in kernel
     assert "_k_w_bar" not in nb_prog.source
     loopable = {s.name: True for s in prog.statements}
-    alone_all = {s.name: nb_prog._alone_price(s) for s in prog.statements}
+    alone_all = {s.name: _alone(nb_prog, s) for s in prog.statements}
     with pytest.MonkeyPatch.context() as mp:
         # an exp at libm's price (calibration_fused.md: 37), not vmath's: the NumPy program
         # (one vectorized exp pass) is cheaper

@@ -17,8 +17,9 @@ from numba_inputs import agree, kernel_text, random_arguments
 import eqsat_ad as ea
 from eqsat_ad.examples import WORKED_EXAMPLES
 from eqsat_ad.ir.interpreter import evaluate
+from eqsat_ad.ir.program import Statement
 from eqsat_ad.plan.lower import lower_program
-from eqsat_ad.plan.poly import compare
+from eqsat_ad.plan.poly import Poly, compare
 
 pytest.importorskip("numba")
 
@@ -28,9 +29,16 @@ from eqsat_ad.backend.fused.epilogue import (  # noqa: E402
     product_operands,
     split_products,
 )
+from eqsat_ad.backend.fused.parts import alone_price  # noqa: E402
+from eqsat_ad.backend.fused.program import NumbaProgram  # noqa: E402
 from eqsat_ad.backend.fused.schedule import LOOP_RATIO, schedule  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("numba_cache")
+
+
+def _alone(nb: NumbaProgram, s: Statement) -> Poly:
+    """``s``'s NumPy code run on its own, priced as ``nb``'s schedule prices it."""
+    return alone_price(nb.program, nb._shapes, s, nb._signed(s))
 
 MLP = next(e for e in WORKED_EXAMPLES if e.id == "mlp")
 
@@ -100,7 +108,7 @@ def test_the_split_is_priced_below_the_numpy_program() -> None:
     prog = c.program
     assert split_products(prog, whole) is not None
     unsplit = schedule(prog, whole, {s.name: c._loopable(s) for s in prog.statements},
-                       alone={s.name: c._alone_price(s) for s in prog.statements})
+                       alone={s.name: _alone(c, s) for s in prog.statements})
     assert unsplit.placement["hid"] == unsplit.placement["W1_bar"] == "numpy"
     assert unsplit.price is not None and compare(price, unsplit.price) < 0
     assert cheaper(c.schedule, unsplit) and not cheaper(unsplit, c.schedule)

@@ -5,7 +5,9 @@ scaling (O-class), symbolic price and its value at the sizes, the largest array 
 code allocates and the predicted speed-up, for three columns priced from the same plans
 (:mod:`eqsat_ad.plan.price`): *eager AD* (a tape-based system on the naive adjoint: one dense
 array per indexing operation), the *naive adjoint* and the *optimized* program as the backend
-runs them. Then the e-graph's size and why saturation stopped, "why" lines (the statements whose
+runs them; compiled for ``backend="numba"``, two rows more price the fused programs that backend
+runs for both (:func:`eqsat_ad.plan.price.backend_price`), the figure its extraction ranks by.
+Then the e-graph's size and why saturation stopped, "why" lines (the statements whose
 price changed and the rewrites that fired) and one line per statement of each program.
 ``report.to_dict()`` holds the same data JSON-ready (SymPy expressions as strings), rule counts
 and every kernel of both plans included.
@@ -27,6 +29,7 @@ from ..plan.poly import ZERO, Poly, big_o, compare
 from ..plan.price import (
     Materialized,
     ProgramCost,
+    backend_price,
     call_cost,
     eager_cost,
     member_count_names,
@@ -35,7 +38,8 @@ from ..plan.price import (
     program_cost,
 )
 
-__all__ = ["DEFAULT_SIZE", "CostReport", "ProgramSummary", "SaturationStats", "StatementRow"]
+__all__ = ["DEFAULT_SIZE", "BackendPrices", "CostReport", "ProgramSummary", "SaturationStats",
+           "StatementRow"]
 
 DEFAULT_SIZE = 1000
 """Value given to every size the caller did not give, to put numbers on the polynomials."""
@@ -299,6 +303,34 @@ _DTYPE_NAMES = {"d": "float64", "f": "float32"}
 
 
 @dataclass(frozen=True)
+class BackendPrices:
+    """What a fusing backend runs for the naive and the optimized program, each priced as a
+    whole in plan points (``backend="numba"``: its fused schedule,
+    :func:`eqsat_ad.plan.price.backend_price`): what the optimizer ranked and compared."""
+
+    name: str
+    naive: Poly
+    optimized: Poly
+
+    @classmethod
+    def of(cls, backend: str, naive: Program, optimized: Program,
+           sizes: Mapping[str, int] | None) -> BackendPrices | None:
+        """Both programs priced for ``backend`` at ``sizes`` (the caller's); None where it
+        runs the NumPy plan itself or cannot price one of them."""
+        try:
+            n, o = (backend_price(p, backend, sizes) for p in (naive, optimized))
+        except EqsatError:
+            return None
+        return None if n is None or o is None else cls(backend, n, o)
+
+    def to_dict(self, sizes: Mapping[str, int]) -> dict[str, Any]:
+        return {"name": self.name, **{
+            what: {"total": str(p.to_sympy()), "value": _json_number(Fraction(p.evaluate(sizes))),
+                   "big_o": big_o(p)}
+            for what, p in (("naive", self.naive), ("optimized", self.optimized))}}
+
+
+@dataclass(frozen=True)
 class CostReport:
     """Eager AD vs naive adjoint vs optimized, each the price of a plan, with saturation stats.
 
@@ -326,6 +358,8 @@ class CostReport:
     renamed or reordered what runs): such code is exact on every value, needing no guard."""
     backend: BackendSection | None = field(default=None, compare=False)
     """The fusing backend's schedule and compile time (compiled with ``backend="numba"``)."""
+    fused: BackendPrices | None = None
+    """The prices of the fused programs a fusing backend runs (built for ``backend="numba"``)."""
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
@@ -371,6 +405,7 @@ class CostReport:
             structured,
             eager_cost(naive, plan_cost=n_sum.cost),
             same_code=same,
+            fused=BackendPrices.of(backend, naive, optimized, tie),
         )
 
     # --- derived figures -----------------------------------------------------------------------
@@ -446,6 +481,7 @@ class CostReport:
             "why": self.why(),
             "saturation": self.stats.to_dict(),
             **({"backend": self.backend.to_dict()} if self.backend is not None else {}),
+            **({"fused": self.fused.to_dict(self.sizes)} if self.fused is not None else {}),
         }
 
     def explain(self) -> Any:
@@ -506,6 +542,11 @@ class CostReport:
             ("peak memory", "", peak(n), peak(o)),
             ("speed-up of optimized", speed(self.eager_speedup), speed(self.speedup), "1x"),
         ]
+        if self.fused is not None:  # what the fusing backend runs, as its extraction priced it
+            f = self.fused
+            head += [(f"{f.name} cost", "", str(f.naive.to_sympy()), str(f.optimized.to_sympy())),
+                     (f"{f.name} at sizes", "", _fmt(Fraction(f.naive.evaluate(self.sizes))),
+                      _fmt(Fraction(f.optimized.evaluate(self.sizes))))]
         w0 = max(len(r[0]) for r in head) + 2
         w1 = max(len("eager AD"), *(len(r[1]) for r in head)) + 3
         w2 = max(len("naive adjoint"), *(len(r[2]) for r in head)) + 3

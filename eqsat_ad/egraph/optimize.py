@@ -22,6 +22,7 @@ from ..ir.errors import EqsatError, EqsatTypeError, EqsatValueError
 from ..ir.like_terms import merge_like_terms
 from ..ir.outline import outline
 from ..ir.program import Program
+from ..plan.poly import Poly, big_o
 from .encode import encode_program
 from .extract import ExtractionError, Extractor, OutOfTime, cpu_clock
 from .progress import Progress, reporter
@@ -134,14 +135,27 @@ def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tu
     return (cost.value(big), cost.value(concrete))
 
 
+def _poly_key(price: Poly, names: Sequence[str], sizes: Mapping[str, int] | None) -> tuple:
+    """:func:`_cost_key` of a price."""
+    return (price.evaluate({n: HUGE_SIZE for n in names}),
+            price.evaluate({n: int((sizes or {}).get(n, 1000)) for n in names}))
+
+
 def _priced_above(report: Any, names: Sequence[str], sizes: Mapping[str, int] | None) -> bool:
     """Whether the report's optimized program is priced above its naive one: asymptotically,
     or, where both are of one order (the same big-O), at the report's sizes. (A rewrite that
     saves a lower-order term at equal sizes but costs more at the caller's, such as a guard's
-    pass over a D x H weight to save B x K work, is no optimization there.)"""
-    opt = _cost_key(report.optimized.cost, names, sizes)
-    naive = _cost_key(report.naive.cost, names, sizes)
-    return opt > naive or (report.optimized.big_o == report.naive.big_o and opt[1] > naive[1])
+    pass over a D x H weight to save B x K work, is no optimization there.) A report for a
+    fusing backend compares the prices of what that backend runs (``report.fused``)."""
+    if report.fused is not None:  # a fusing backend: what it runs for each, as it is ranked
+        opt = _poly_key(report.fused.optimized, names, sizes)
+        naive = _poly_key(report.fused.naive, names, sizes)
+        same_order = big_o(report.fused.optimized) == big_o(report.fused.naive)
+    else:
+        opt = _cost_key(report.optimized.cost, names, sizes)
+        naive = _cost_key(report.naive.cost, names, sizes)
+        same_order = report.optimized.big_o == report.naive.big_o
+    return opt > naive or (same_order and opt[1] > naive[1])
 
 
 def tidy(prog: Program) -> Program:
@@ -152,7 +166,7 @@ def tidy(prog: Program) -> Program:
 
 
 def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
-           deadline: float | None = None) -> tuple[int, Program]:
+           deadline: float | None = None, backend: str = "numpy") -> tuple[int, Program]:
     """Of extraction's best few programs (its best first), the one whose plan is priced lowest
     once tidied (:func:`tidy`): its position in ``candidates`` and its tidied form. Extraction's
     own cost ranks the e-graph's programs; the plan, what the backend will run, decides between
@@ -160,8 +174,10 @@ def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
     repeated one is priced once. Contraction orders are chosen at the sizes the cost report will
     use (its pricing of the winner then finds them in the order cache). Tidying and ranking stop
     at ``deadline`` (:func:`cpu_clock`): extraction's best is then the answer.
+    ``backend="numba"`` ranks by the price of the fused schedule that backend runs
+    (:func:`eqsat_ad.plan.price.backend_price`), the NumPy plan's breaking its ties.
     ``optimize`` and the e-graph picture (:mod:`eqsat_ad.why.picture`) both choose with it."""
-    from ..plan.price import member_count_names, program_cost
+    from ..plan.price import backend_price, member_count_names, program_cost
 
     if not candidates:
         raise EqsatValueError("finish needs at least one candidate program")
@@ -188,6 +204,9 @@ def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
             break
         try:
             key = _cost_key(program_cost(tidied[k], tie), names, sizes)
+            fused = backend_price(tidied[k], backend, tie)
+            if fused is not None:
+                key = _poly_key(fused, names, sizes) + key
         except EqsatError:
             continue
         if best is None or key < best[0]:
@@ -221,7 +240,10 @@ def optimize(
     ``backend``: the backend that will run the result (``"numpy"`` or ``"numba"``): optimized
     code is guarded by the input program, and the two backends' guards scan the arguments
     differently (the NumPy backend's takes exact ranges where a magnitude bound proves too
-    little, :mod:`eqsat_ad.plan.guard_price`), so the price of the same program may differ.
+    little, :mod:`eqsat_ad.plan.guard_price`), so the price of the same program may differ;
+    for ``"numba"`` extraction's best few programs are ranked, and the result checked against
+    the input, by the price of the fused schedule that backend runs for each
+    (:func:`eqsat_ad.plan.price.backend_price`; the report's ``numba`` rows).
     ``progress``: called with a :class:`Progress` after every saturation step and at the end;
     ``verbose``: print those reports to stderr (a terminal gets them after about a second
     anyway). ``cache``: look the result up in (and store it to) the on-disk cache of optimized
@@ -256,7 +278,8 @@ def _optimize_call(
                     f"sizes must map size names to non-negative ints, got {k!r}: {v!r}"
                 )
     if prog.folds:  # rolled loops: each body once, the statements around them once
-        return _optimize_folds(prog, rules, limits, sizes, progress, verbose, cache, backend)
+        # (a program with rolled loops runs as the NumPy backend runs it under either backend)
+        return _optimize_folds(prog, rules, limits, sizes, progress, verbose, cache)
     files = load_rules(rules)
     use_cache = disk.enabled() if cache is None else cache
     key = disk.key(prog, files, limits, sizes, structured, backend) if use_cache else None
@@ -281,18 +304,17 @@ def _reproducible(result: Optimized) -> bool:
 
 
 def _optimize_folds(prog: Program, rules: Any, limits: Limits, sizes: Mapping[str, int] | None,
-                    progress: Any, verbose: bool, cache: bool | None,
-                    backend: str = "numpy") -> Optimized:
+                    progress: Any, verbose: bool, cache: bool | None) -> Optimized:
     from ..cost.report import CostReport, SaturationStats
     from .folds import optimize_with_folds
 
     def run(p: Program) -> tuple[Program, Any]:
-        r = optimize(p, rules, limits, sizes, False, progress, verbose, cache, backend)
+        r = optimize(p, rules, limits, sizes, False, progress, verbose, cache)
         return r.program, r.report
 
     result, report = optimize_with_folds(prog, run)
     stats = getattr(report, "stats", None) or SaturationStats(stop_reason="not run")
-    return Optimized(result, CostReport.build(prog, result, sizes, stats, backend=backend))
+    return Optimized(result, CostReport.build(prog, result, sizes, stats))
 
 
 def _changed_statements(before: Program, after: Program) -> int:
@@ -385,7 +407,8 @@ def _optimize(
         spent = cpu_clock() - start + run.seconds
     else:
         candidates = [result, *alternatives]
-        k, result = finish(candidates, sizes, start + limits.seconds - run.seconds)
+        k, result = finish(candidates, sizes, start + limits.seconds - run.seconds,
+                           backend)
         # what the limits bound ends here; reading back the path of rewrites is report work
         spent = cpu_clock() - start + run.seconds
         assert extractor is not None

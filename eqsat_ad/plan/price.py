@@ -8,6 +8,9 @@ the code that runs are one object: there is no second model of execution to disa
 :func:`eager_cost` prices what a tape-based system (autograd, PyTorch eager) pays for the same
 adjoint: each term of a statement (one per indexing operation of the forward program) is its own
 dense array of the statement's shape, accumulated into the adjoint.
+
+:func:`backend_price` prices what a fusing backend runs instead (``backend="numba"``: loop nests
+between NumPy statements, its schedule's price), for extraction, the safety net and the report.
 """
 
 from __future__ import annotations
@@ -31,10 +34,9 @@ from .kernels import Check, Kernel, Plan, total
 from .poly import ZERO, Poly, big_o, compare
 
 __all__ = [
-    "Materialized", "ProgramCost", "StatementCost", "call_cost", "eager_cost",
-    "materialized_sizes",
-    "member_count_names", "normalize_sizes", "program_cost", "program_plan",
-    "sparse_relations", "statement_terms_count",
+    "Materialized", "ProgramCost", "StatementCost", "backend_price", "call_cost",
+    "eager_cost", "materialized_sizes", "member_count_names", "normalize_sizes",
+    "program_cost", "program_plan", "sparse_relations", "statement_terms_count",
 ]
 
 
@@ -357,3 +359,17 @@ def eager_cost(prog: Program, sizes: Mapping[str, int] | None = None,
             extra = extra + Poly.product_of_dims(s.shape) * (k - 1)
     return cost.total_poly + extra
 
+
+def backend_price(prog: Program, backend: str,
+                  sizes: Mapping[str, int] | None = None) -> Poly | None:
+    """What ``backend`` runs for ``prog`` at ``sizes`` (those known) priced as a whole, where
+    that is not the NumPy plan's price: for ``"numba"``, its fused schedule's (loop nests and
+    NumPy statements, :func:`eqsat_ad.backend.fused.price.fused_price`); None for ``"numpy"``,
+    and for a program with rolled loops, which runs as the NumPy backend runs it under either
+    backend."""
+    if backend != "numba" or prog.folds:
+        return None
+    # (the fused schedule is priced by the module that writes its loop nests)
+    from ..backend.fused.price import fused_price
+
+    return fused_price(prog, sizes)

@@ -84,6 +84,26 @@ def bounds(box: Mapping[str, tuple[float, float]] | None, names: Sequence[str], 
     return out
 
 
+class BoundsByBox:
+    """:func:`bounds` per proven box and float type, kept (a proven box is never changed;
+    at most 32 kept, then forgotten at once)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = names  # (the checked parameters, in their order in the run's _box)
+        self._kept: dict[tuple[int, str], tuple[Any, np.ndarray]] = {}
+
+    def __call__(self, box: Mapping[str, tuple[float, float]] | None, dt: np.dtype
+                 ) -> np.ndarray:
+        key = (id(box), dt.char)
+        hit = self._kept.get(key)
+        if hit is None or hit[0] is not box:
+            hit = (box, bounds(box, self.names, dt))
+            if len(self._kept) >= 32:
+                self._kept.clear()
+            self._kept[key] = hit
+        return hit[1]
+
+
 _LOOP = re.compile(r"^( *)for (\w+) in range\((.+)\):(\s*#.*)?$")
 
 

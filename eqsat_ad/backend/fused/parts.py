@@ -17,8 +17,10 @@ from ...ir.expr import Access, accessed_names
 from ...ir.index import Dim
 from ...ir.printer import print_program
 from ...ir.program import Param, Program, Statement
+from ...plan.lower import lower_program
+from ...plan.poly import ZERO, Poly
 
-__all__ = ["Part", "part_call", "part_lines", "part_program", "read_after"]
+__all__ = ["Part", "alone_price", "part_call", "part_lines", "part_program", "read_after"]
 
 
 class Part:
@@ -55,6 +57,18 @@ def part_program(prog: Program, shapes: Mapping[str, tuple[Dim, ...]], s: Statem
     """The one statement ``s`` as a program of its own: every parameter of ``prog`` (they bind
     the size symbols), then the stored arrays it reads (``shapes``: theirs)."""
     return Part(prog, shapes, (s,), (s.name,), frozenset()).program
+
+
+def alone_price(prog: Program, shapes: Mapping[str, tuple[Dim, ...]], s: Statement,
+                signed: frozenset[str]) -> Poly:
+    """The price of ``s``'s NumPy code run on its own (what a NumPy-placed statement runs),
+    less the copy that keeps a program's output apart from its inputs (the fused program
+    passes the part's result on without one); ``signed``: as :func:`.lower_program` takes it."""
+    price = ZERO
+    for k in lower_program(part_program(prog, shapes, s), signed=signed).plan.kernels:
+        if k.detail != "copy":
+            price = price + k.cost
+    return price
 
 
 def _call(part: Part, shapes: Mapping[str, tuple[Dim, ...]]) -> str:

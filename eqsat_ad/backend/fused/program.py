@@ -25,10 +25,17 @@ import numpy as np
 
 from ...ir.expr import Access, accessed_names
 from ...ir.program import Program, Statement
+from ...plan.kernels import Plan
 from ...plan.lower import lower_program
-from ...plan.poly import ZERO, Poly
 from ..numpy import CompiledProgram, _finish, compile_program
-from .checks import bounds, call_box, counted_at_stores, finite_run, kept_result, proof_before_run
+from .checks import (
+    BoundsByBox,
+    call_box,
+    counted_at_stores,
+    finite_run,
+    kept_result,
+    proof_before_run,
+)
 from .compact import OverBudget, kernel_within_budget
 from .epilogue import cheaper, fresh, product_operands, product_run, split_products
 from .exact import exact_on_disk
@@ -39,7 +46,7 @@ from .loops import LoopWriter, Unsupported
 from .nests import NestWriter
 from .outputs import Recycler, caller_buffers, into_buffers
 from .pairs import MAX_REST, PairForm, pair_form, pair_kernel, pair_price, row_shapes
-from .parts import Part, part_call, part_lines, part_program, read_after
+from .parts import Part, alone_price, part_call, part_lines, read_after
 from .repeat import Repeat, signature
 from .reuse import row_sibling
 from .rows import PAIRWISE
@@ -67,8 +74,38 @@ class NumbaProgram(NestWriter):
 
     def __init__(self, prog: Program) -> None:
         require_numba()
-        self.program = prog
+        self._write(prog)
         self.numpy = compile_program(prog)  # binding, empty sizes and NumPy-run statements
+        self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
+        self.runner: Any = self.numpy if self.numpy_only else self
+        self._modules: dict[str, ModuleType] = {}
+        # size symbols a pair loop would unroll (.specialize): fixed to their values at a call
+        self._small = small_sizes(self._prog)
+        self._special: dict[tuple[tuple[str, int], ...], NumbaProgram | None] = {}
+        self.compile_seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._exact_by: dict[tuple, bool] = {}  # (fallback, sizes) -> see _exact
+        self._local = threading.local()
+        self._names = self.program.param_names
+        # (fallback, the arguments' shapes and dtypes) -> what its binding found: _repeat
+        self._repeats: dict[tuple, Repeat] = {}
+        self._bounds = BoundsByBox(self.checked)
+        self._no_buffers = (None,) * len(prog.outputs)
+        self._recycler = Recycler()  # outputs a caller dropped, reused by repeat calls
+
+    @classmethod
+    def scheduled(cls, prog: Program) -> tuple[Schedule, Plan]:
+        """The schedule ``NumbaProgram(prog)`` runs by and the NumPy plan of the program it
+        schedules, its module written as the constructor writes it (a kernel past the branch
+        budget runs as NumPy code) but nothing compiled: what extraction and the cost report
+        price for ``backend="numba"`` (:mod:`.price`)."""
+        writer = cls.__new__(cls)
+        writer._write(prog)
+        return writer.schedule, writer._plan
+
+    def _write(self, prog: Program) -> None:
+        """Schedule ``prog`` and write its module (:attr:`source`)."""
+        self.program = prog
         self._prog = with_outputs(prog)
         self._zero_sign: tuple[Program | None, frozenset[str]] = (None, frozenset())
         self._checking: dict[str, int] = {}
@@ -100,22 +137,6 @@ class NumbaProgram(NestWriter):
                 (self._apart if grouped else self._over).update(over.names)
                 if len(self._over) + len(self._apart) == known:  # (no progress: all NumPy)
                     self._over.update(s.name for s in whole.statements)
-        self.numpy_only = set(self.schedule.placement.values()) <= {"numpy"}
-        self.runner: Any = self.numpy if self.numpy_only else self
-        self._modules: dict[str, ModuleType] = {}
-        # size symbols a pair loop would unroll (.specialize): fixed to their values at a call
-        self._small = small_sizes(self._prog)
-        self._special: dict[tuple[tuple[str, int], ...], NumbaProgram | None] = {}
-        self.compile_seconds: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self._exact_by: dict[tuple, bool] = {}  # (fallback, sizes) -> see _exact
-        self._local = threading.local()
-        self._names = self.program.param_names
-        # (fallback, the arguments' shapes and dtypes) -> what its binding found: _repeat
-        self._repeats: dict[tuple, Repeat] = {}
-        self._bounds_by: dict[tuple[int, str], tuple[Any, np.ndarray]] = {}
-        self._no_buffers = (None,) * len(prog.outputs)
-        self._recycler = Recycler()  # outputs a caller dropped, reused by repeat calls
 
     def with_own_fallback_state(self) -> NumbaProgram:
         """A shallow copy for another fallback (:func:`..guard.with_fallback`): the kernels
@@ -123,7 +144,7 @@ class NumbaProgram(NestWriter):
         bindings of repeat calls, exactness, proven boxes, outputs to reuse) is its own, so
         the bounded caches of one fallback never fill with another's."""
         twin = copy.copy(self)
-        twin._repeats, twin._exact_by, twin._bounds_by = {}, {}, {}
+        twin._repeats, twin._exact_by, twin._bounds = {}, {}, BoundsByBox(self.checked)
         twin._recycler = Recycler()
         return twin
 
@@ -148,7 +169,8 @@ class NumbaProgram(NestWriter):
     def _schedule(self, plan: Any, whole: Any) -> Schedule:
         """The schedule of ``self._prog`` (``plan``: its plan; ``whole``: the NumPy program's)."""
         loopable = {s.name: self._loopable(s) for s in self._prog.statements}
-        alone = {s.name: self._alone_price(s) for s in self._prog.statements}
+        alone = {s.name: alone_price(self.program, self._shapes, s, self._signed(s))
+                 for s in self._prog.statements}
         self._pairs = {s.name: f for s in self._prog.statements
                        if (f := self._pair_form(s)) is not None}
         priced = {n: pair_price(f, self._stmt(n)) for n, f in self._pairs.items()}
@@ -298,17 +320,6 @@ class NumbaProgram(NestWriter):
         if self._zero_sign[0] is not self._prog:
             self._zero_sign = (self._prog, self._prog.zero_sign_reads())
         return frozenset({s.name}) & self._zero_sign[1]
-
-    def _alone_price(self, s: Statement) -> Poly:
-        """The price of ``s``'s NumPy code run on its own (what a NumPy-placed statement
-        runs), less the copy that keeps a program's output apart from its inputs (the
-        fused program passes the part's result on without one)."""
-        price = ZERO
-        part = part_program(self.program, self._shapes, s)
-        for k in lower_program(part, signed=self._signed(s)).plan.kernels:
-            if k.detail != "copy":
-                price = price + k.cost
-        return price
 
     def _numpy_part(self, run: Sequence[Statement], returned: Sequence[str]) -> Part:
         """The NumPy backend's code for the statements ``run`` (:mod:`.parts`), returning
@@ -496,7 +507,7 @@ class NumbaProgram(NestWriter):
             start = time.perf_counter()
             mod = target._module(dt)
             run_args = (*arrays, *(sizes[n] for n in target._sizes), bufs, target._scratch(dt),
-                        bounds(box, target.checked, dt))
+                        target._bounds(box, dt))
             try:
                 with np.errstate(all="ignore"):
                     result, bad = mod.run(*run_args, proven)
@@ -562,18 +573,6 @@ class NumbaProgram(NestWriter):
         if out is None:  # (the caller's arrays are never recycled)
             self._recycler.keep(r, result, self.program.returns_tuple)
         return result
-
-    def _bounds(self, box: Mapping[str, tuple[float, float]] | None, dt: np.dtype
-                ) -> np.ndarray:
-        """:func:`.checks.bounds` of ``box``, kept per box (a proven box is never changed)."""
-        key = (id(box), dt.char)
-        hit = self._bounds_by.get(key)
-        if hit is None or hit[0] is not box:
-            hit = (box, bounds(box, self.checked, dt))
-            if len(self._bounds_by) >= 32:
-                self._bounds_by.clear()
-            self._bounds_by[key] = hit
-        return hit[1]
 
     def _specialized(self, sizes: Mapping[str, int]) -> NumbaProgram:
         """The program compiled with the sizes a pair loop would unroll (``_small``) fixed to

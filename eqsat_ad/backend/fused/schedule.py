@@ -93,7 +93,8 @@ from .walks import children as _children
 from .windows import Window, at, returned_and_readers, windows
 
 __all__ = ["CALL_PRICE", "LOOP_RATIO", "MEMORY", "POW_PRICE", "SERIAL_SUM", "STRIDED",
-           "PairPrice", "Schedule", "loop_price", "schedule", "serial_sums"]
+           "PairPrice", "Schedule", "loop_price", "op_price", "schedule",
+           "serial_sums"]
 
 TILE_MIN = 16
 """An interior narrower than this is not tiled (:data:`.tiles.TILE_MIN`, which is this)."""
@@ -205,7 +206,7 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
     judged along ``tile``, the innermost loop there."""
     fused_work = fused_work or {}
     if tile is not None and not isinstance(e, Sum | Const | Access | Bracket):
-        total = _op_price(e)
+        total = op_price(e)
         for c in _children(e):
             total = total + work(c, fused_work, scans, hoisted, inner, tile)
         return total
@@ -214,14 +215,14 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
     if isinstance(e, Sum) and (not free_indices(e) or (hoisted and e in hoisted)):
         return ONE  # hoisted (a sum over no free index: once per call, not priced per point)
     if hoisted and isinstance(e, Binary | Neg | Pow | Call):
-        total = _op_price(e)
+        total = op_price(e)
         for c in _children(e):
             total = total + work(c, fused_work, scans, hoisted, inner)
         return total
     if scans and isinstance(e, Sum) and e in scans:
         return work(scans[e].body, fused_work) + 2
     if scans and not isinstance(e, Sum):
-        total = ZERO if isinstance(e, Const | Access) else _op_price(e)
+        total = ZERO if isinstance(e, Const | Access) else op_price(e)
         if isinstance(e, Access):
             return fused_work.get(e.name, ONE)
         for c in _children(e):
@@ -237,11 +238,11 @@ def work(e: Expr, fused_work: Mapping[str, Poly] | None = None,
         return ONE + STRIDED if walks else ONE
     if isinstance(e, Neg | Pow):
         return work(e.arg if isinstance(e, Neg) else e.base, fused_work, inner=inner) + \
-            _op_price(e)
+            op_price(e)
     if isinstance(e, Binary):
         return work(e.lhs, fused_work, inner=inner) + work(e.rhs, fused_work, inner=inner) + ONE
     if isinstance(e, Call):
-        total = _op_price(e)
+        total = op_price(e)
         for a in e.args:
             total = total + work(a, fused_work, inner=inner)
         return total
@@ -268,7 +269,7 @@ def tiled(e: Sum, v: str) -> bool:
             and not any(strided(a, v) for a in reads))
 
 
-def _op_price(e: Expr) -> Poly:
+def op_price(e: Expr) -> Poly:
     """One operation's price: a libm call's or ``pow``'s (:data:`CALL_PRICE`,
     :data:`POW_PRICE`), else 1."""
     if isinstance(e, Call):
