@@ -9,8 +9,9 @@ The figure is in the NumPy plan's points, so it reads beside the plan's prices: 
 price (:attr:`.Schedule.price`: loop nests at their points, NumPy-placed statements' code run
 alone at :data:`.LOOP_RATIO` a point) divided by ``LOOP_RATIO``; where the schedule runs the
 whole NumPy program, that program's plan price. Where the sizes fix the few extents a pair
-loop unrolls (:mod:`.specialize`) and the program so fixed runs a pair loop, a call runs that
-program: it is the one priced, and those extents are their values in the price.
+loop unrolls (:mod:`.specialize`) to a few points (at most :data:`.MAX_REST`) and the program so
+fixed runs a pair loop, a call runs that program: it is the one priced; those extents are their
+values in the price either way. Larger extents stay symbols.
 """
 
 from __future__ import annotations
@@ -50,12 +51,18 @@ def fused_price(prog: Program, sizes: Mapping[str, int] | None = None) -> Poly:
     if hit is not None and hit[0] is prog:
         return hit[1]
     price = None
-    if values and 0 < math.prod(v for _, v in values) <= MAX_REST:  # (as a call specializes)
+    few = bool(values) and 0 < math.prod(v for _, v in values) <= MAX_REST
+    if few:  # (as a call specializes)
         schedule, plan = NumbaProgram.scheduled(fix_sizes(prog, dict(values)))
         if "pairs" in schedule.placement.values():
             price = _price(schedule, plan)
     if price is None:
-        price = _fixed(_price(*NumbaProgram.scheduled(prog)), dict(values))
+        # a few points: constants of the call, as in the program a call specializes; else the
+        # sizes stay symbols (fixed, a large extent would look constant to the asymptotic
+        # comparison: blur_window's adjoint priced O(H) against its naive O(H*W))
+        price = _price(*NumbaProgram.scheduled(prog))
+        if few:
+            price = _fixed(price, dict(values))
     with _LOCK:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
