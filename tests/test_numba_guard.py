@@ -107,6 +107,39 @@ def test_bounds_in_float32_are_rounded_inward() -> None:
     assert not (none[0] <= 0.0 <= none[1])  # no box: every entry is outside
 
 
+def _row_check(read: str) -> object:
+    """A Numba function counting, row by row as the kernels do, the entries of ``a`` inside
+    bounds ``_box`` (the lines :mod:`.checks` writes into a kernel)."""
+    import numba
+
+    lines = ["def count(a, _box):", *fused_checks.bound_locals(0),
+             "    for i in range(a.shape[0]):",
+             *fused_checks.row_counted(read, "a.shape[1]", 0, " " * 8), "    return _in0"]
+    scope: dict[str, object] = {"np": np}
+    exec("\n".join(lines), scope)
+    return numba.njit(scope["count"])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("box", [(-2.0, 2.0), (0.5, 2.0), (-2.0, -0.5), (-2.0, 1.0),
+                                 (-np.inf, np.inf), (0.0, 0.0)])
+def test_a_rows_check_counts_the_rows_whose_every_entry_is_inside(dtype, box) -> None:
+    # symmetric bounds take one compare (abs), others two: both must say exactly which rows
+    # lie inside, a nan and the infinities and each bound itself included
+    count = _row_check("a[i, _c]")
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-2.5, 2.5, (40, 7)).astype(dtype)
+    a[::5] = rng.uniform(0.5, 1.0, (8, 7))  # rows inside every box but the last
+    a[3, 2], a[8, 0], a[13, 6], a[18, 1] = np.nan, np.inf, -np.inf, -0.0
+    a[23, :], a[28, :] = dtype(2.0), dtype(-2.0)  # on the bounds
+    a[33, :] = dtype(0.5)
+    bounds = np.array(box, dtype=dtype)
+    inside = (a >= bounds[0]) & (a <= bounds[1])  # (a nan compares false)
+    want = a.shape[1] * int(inside.all(axis=1).sum())
+    assert count(a, bounds) == want
+    assert 0 < want < a.size or box in {(0.0, 0.0), (-2.0, -0.5)}
+
+
 LAYER = """def f(X: [N, D], W: [D, H], y: [N, H]):
     h[i: N, j: H] = tanh(Sum[d: D](X[i, d] * W[d, j]))
     r[i: N, j: H] = h[i, j] - y[i, j]

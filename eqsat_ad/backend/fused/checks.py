@@ -35,8 +35,8 @@ from ...ir.program import Program
 from ..guard import PROVEN_BOTH, PROVEN_NAIVE, Fallback, proven_box, proven_finite
 from ..runtime import finite_result
 
-__all__ = ["SMALL", "bounds", "call_box", "counted_at_stores", "counted_in_loop", "finite_run",
-           "kept_result", "proof_before_run"]
+__all__ = ["SMALL", "bound_locals", "bounds", "call_box", "counted_at_stores", "counted_in_loop",
+           "finite_run", "kept_result", "proof_before_run", "row_counted"]
 
 SMALL = 1 << 14
 """Arguments up to this size that no loop nest checks are checked against the box by NumPy
@@ -102,6 +102,33 @@ class BoundsByBox:
                 self._kept.clear()
             self._kept[key] = hit
         return hit[1]
+
+
+def bound_locals(k: int, pad: str = "    ") -> list[str]:
+    """A kernel's locals for checked array ``k``: its bounds from ``_box``, whether they are
+    symmetric about 0 (the guard's magnitude bounds are: :func:`row_counted`'s one compare),
+    and its count of entries found inside them."""
+    return [f"{pad}_blo{k} = _box[{2 * k}]", f"{pad}_bhi{k} = _box[{2 * k + 1}]",
+            f"{pad}_bsym{k} = _blo{k} == -_bhi{k}", f"{pad}_in{k} = 0"]
+
+
+def row_counted(read: str, extent: str, k: int, pad: str) -> list[str]:
+    """Lines (indented by ``pad``) adding ``extent`` to the count ``_in<k>`` when every entry
+    ``read`` (an expression in ``_c``) for ``_c`` in ``range(extent)`` lies inside the bounds
+    of checked array ``k`` (a nan compares false). Each entry is and-ed into a flag (a count
+    per entry kept LLVM to four lanes of int64), with ``abs(v) <= hi`` where the bounds are
+    symmetric (exactly the two compares there): in L1, 1M entries took 0.156 ms counted
+    against 0.078 (float64) and 0.039 ms (float32) so (experiments/results/numba.md)."""
+    return [f"{pad}_ok = True",
+            f"{pad}if _bsym{k}:",
+            f"{pad}    for _c in range({extent}):",
+            f"{pad}        _ok &= abs({read}) <= _bhi{k}",
+            f"{pad}else:",
+            f"{pad}    for _c in range({extent}):",
+            f"{pad}        _v = {read}",
+            f"{pad}        _ok &= (_v >= _blo{k}) & (_v <= _bhi{k})",
+            f"{pad}if _ok:",
+            f"{pad}    _in{k} += {extent}"]
 
 
 _LOOP = re.compile(r"^( *)for (\w+) in range\((.+)\):(\s*#.*)?$")

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from ...ir.expr import Expr, accessed_names
 from ...ir.index import Affine, dim_str
 from ...ir.program import Statement
-from .checks import counted_in_loop
+from .checks import bound_locals, counted_in_loop, row_counted
 from .code import store_at
 from .compact import JIT, extreme, hoist_constants
 from .interior import Ceil, Index, holds_on, size_bound, support
@@ -382,17 +382,18 @@ class NestWriter:
         """The checked arrays' entries of the row written from ``w.lines[start]`` on counted
         inside their bounds: in a loop over the whole row that reads them
         (:func:`~.checks.counted_in_loop`), else after the innermost loop, the row just read
-        (in cache), in a loop of its own (vectorized; inside a partitioned point loop the
-        read would become a gather); a nan compares false, so it is not counted."""
+        (in cache), in a loop of its own (:func:`~.checks.row_counted`: vectorized; inside a
+        partitioned point loop the read would become a gather); a nan compares false, so it
+        is not counted."""
         last = ivs[-1]
         outer = ", ".join(iv.name for iv in ivs[:-1])
         at = ", ".join([*(iv.name for iv in ivs[:-1]), "_c"])
         for name, k in self._checking.items():
             if counted_in_loop(w.lines, start, name, k, outer, dim_str(last.extent)):
                 continue
-            w.emit(f"for _c in range({dim_str(last.extent)}):  # {name} inside its bounds?")
-            w.emit(f"    _v = {name}[{at}]")
-            w.emit(f"    _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})")
+            w.emit(f"# {name} inside its bounds?")
+            for line in row_counted(f"{name}[{at}]", dim_str(last.extent), k, ""):
+                w.emit(line)
 
     def _outs(self, group: list[Statement]) -> list[str]:
         """The kernel's outputs of the statements over its points ``group`` (then its rows')."""
@@ -410,8 +411,7 @@ class NestWriter:
         if checks:  # the bounds as locals; whether an entry was not inside them is returned
             ks = sorted(checks.values())
             size = " * ".join(dim_str(d) for d in group[0].shape)
-            bounds = [f"    _blo{k} = _box[{2 * k}]\n    _bhi{k} = _box[{2 * k + 1}]\n"
-                      f"    _in{k} = 0" for k in ks]
+            bounds = [line for k in ks for line in bound_locals(k)]
             lines = [*bounds, *lines,
                      f"    return {' or '.join(f'_in{k} != {size}' for k in ks)}"]
             text = "\n".join(lines)

@@ -32,6 +32,7 @@ from ...ir.expr import Access, Expr, Max, Sum, accessed_names, children
 from ...ir.index import Affine, Dim, dim_str
 from ...ir.program import Program, Statement
 from .bands import has_band
+from .checks import bound_locals, row_counted
 from .compact import JIT, extreme
 from .scans import statement_scans
 
@@ -192,11 +193,9 @@ def driver(w: Window, consumer_args: list[str], producer_args: list[str],
     count = []  # (through a view: indexed from 0, the loop vectorizes)
     for name, k in checks.items() if not counted else ():
         count += [f"        _cv = {name}[_s:_t]  # {name} inside its bounds?",
-                  "        for _c in range(_t - _s):",
-                  "            _v = _cv[_c]",
-                  f"            _in{k} += (_v >= _blo{k}) & (_v <= _bhi{k})"]
-    bounds = [line for k in checks.values() for line in ((f"    _nx{k} = 0",) if counted else (
-        f"    _blo{k} = _box[{2 * k}]", f"    _bhi{k} = _box[{2 * k + 1}]", f"    _in{k} = 0"))]
+                  *row_counted("_cv[_c]", "_t - _s", k, " " * 8)]
+    bounds = [line for k in checks.values() for line in (
+        (f"    _nx{k} = 0",) if counted else bound_locals(k))]
     outside = " or ".join(f"_nx{k} != 0" if counted else f"_in{k} != {n}"
                           for k in checks.values()) or "False"
     return "\n".join([
