@@ -15,6 +15,9 @@ import pytest
 
 pytest.importorskip("numba")
 
+# the fold tests' rolled loop (an exponential moving average)
+from test_fold import EMA  # noqa: E402
+
 import eqsat_ad as ea  # noqa: E402
 import eqsat_ad.egraph.optimize as optimize_module  # noqa: E402
 from eqsat_ad.backend.fused import pairs  # noqa: E402
@@ -165,14 +168,6 @@ def test_only_a_fusing_backend_prices_apart_from_the_plan() -> None:
     assert ema.folds and backend_price(ema, "numba") is None
 
 
-EMA = """
-def ema(x: [T], a: []):
-    def step(s: [], xt: [], a: []):
-        return (a * s + xt,)
-    z = 0
-    s = Fold[T](step, carry=(z,), scan=(x,), const=(a,))
-    return s * s
-"""
 
 
 # blur_window's optimized adjoint as an earlier candidate read: x_bar sums k over the extent

@@ -128,15 +128,8 @@ def _made_by(result: Optimized, call: OptimizeCall) -> Optimized:
     return replace(result, report=report, inputs=call)
 
 
-def _cost_key(cost, names: Sequence[str], sizes: Mapping[str, int] | None) -> tuple:
-    """Asymptotic, then concrete, order of a priced program (a ProgramCost)."""
-    big = {n: HUGE_SIZE for n in names}
-    concrete = {n: int((sizes or {}).get(n, 1000)) for n in names}
-    return (cost.value(big), cost.value(concrete))
-
-
 def _poly_key(price: Poly, names: Sequence[str], sizes: Mapping[str, int] | None) -> tuple:
-    """:func:`_cost_key` of a price."""
+    """Asymptotic, then concrete, order of a price (exact: the sizes are integers)."""
     return (price.evaluate({n: HUGE_SIZE for n in names}),
             price.evaluate({n: int((sizes or {}).get(n, 1000)) for n in names}))
 
@@ -147,15 +140,12 @@ def _priced_above(report: Any, names: Sequence[str], sizes: Mapping[str, int] | 
     saves a lower-order term at equal sizes but costs more at the caller's, such as a guard's
     pass over a D x H weight to save B x K work, is no optimization there.) A report for a
     fusing backend compares the prices of what that backend runs (``report.fused``)."""
-    if report.fused is not None:  # a fusing backend: what it runs for each, as it is ranked
-        opt = _poly_key(report.fused.optimized, names, sizes)
-        naive = _poly_key(report.fused.naive, names, sizes)
-        same_order = big_o(report.fused.optimized) == big_o(report.fused.naive)
-    else:
-        opt = _cost_key(report.optimized.cost, names, sizes)
-        naive = _cost_key(report.naive.cost, names, sizes)
-        same_order = report.optimized.big_o == report.naive.big_o
-    return opt > naive or (same_order and opt[1] > naive[1])
+    # a fusing backend: what it runs for each, as it is ranked
+    fused = report.fused
+    o, n = ((fused.optimized, fused.naive) if fused is not None else
+            (report.optimized.cost.total_poly, report.naive.cost.total_poly))
+    opt, naive = _poly_key(o, names, sizes), _poly_key(n, names, sizes)
+    return opt > naive or (big_o(o) == big_o(n) and opt[1] > naive[1])
 
 
 def tidy(prog: Program) -> Program:
@@ -203,7 +193,7 @@ def finish(candidates: Sequence[Program], sizes: Mapping[str, int] | None,
         if out_of_time():
             break
         try:
-            key = _cost_key(program_cost(tidied[k], tie), names, sizes)
+            key = _poly_key(program_cost(tidied[k], tie).total_poly, names, sizes)
             fused = backend_price(tidied[k], backend, tie)
             if fused is not None:
                 key = _poly_key(fused, names, sizes) + key

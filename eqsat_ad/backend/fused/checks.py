@@ -112,6 +112,11 @@ def bound_locals(k: int, pad: str = "    ") -> list[str]:
             f"{pad}_bsym{k} = _blo{k} == -_bhi{k}", f"{pad}_in{k} = 0"]
 
 
+def _inside(value: str, k: int) -> str:
+    """Code of whether ``value`` lies inside the bounds of checked array ``k`` (a nan: no)."""
+    return f"({value} >= _blo{k}) & ({value} <= _bhi{k})"
+
+
 def row_counted(read: str, extent: str, k: int, pad: str) -> list[str]:
     """Lines (indented by ``pad``) adding ``extent`` to the count ``_in<k>`` when every entry
     ``read`` (an expression in ``_c``) for ``_c`` in ``range(extent)`` lies inside the bounds
@@ -126,7 +131,7 @@ def row_counted(read: str, extent: str, k: int, pad: str) -> list[str]:
             f"{pad}else:",
             f"{pad}    for _c in range({extent}):",
             f"{pad}        _v = {read}",
-            f"{pad}        _ok &= (_v >= _blo{k}) & (_v <= _bhi{k})",
+            f"{pad}        _ok &= {_inside('_v', k)}",
             f"{pad}if _ok:",
             f"{pad}    _in{k} += {extent}"]
 
@@ -158,7 +163,7 @@ def counted_in_loop(lines: list[str], start: int, name: str, k: int, outer: str,
             continue
         pad, value = " " * (level + 4), f"_cv{k}"
         lines[n + 1:end] = [f"{pad}{value} = {name}[{outer}, {var}]",
-                            f"{pad}_in{k} += ({value} >= _blo{k}) & ({value} <= _bhi{k})",
+                            f"{pad}_in{k} += {_inside(value, k)}",
                             *(read.sub(value, line) for line in lines[n + 1:end])]
         return True
     return False
@@ -184,7 +189,7 @@ def counted_at_stores(code: str, checks: Mapping[str, int], point: str) -> str |
     for n, pad in reversed(at.items()):
         lines[n + 1:n + 1] = [line for name, k in checks.items() for line in (
             f"{pad}_cv{k} = {name}[np.uintp({point})]",
-            f"{pad}_nx{k} += 1 - ((_cv{k} >= _blo{k}) & (_cv{k} <= _bhi{k}))")]
+            f"{pad}_nx{k} += 1 - ({_inside(f'_cv{k}', k)})")]
     head = next(n for n, line in enumerate(lines) if line.startswith("def "))
     if not lines[head].endswith("_p0, _p1, _po):"):
         return None
